@@ -1,0 +1,228 @@
+"""Plain records the decoder produces and viz/ draws: numbers, strings and numpy arrays, never torch."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+# Stage names, in the order Hugging Face generate() applies them.
+STAGES_TRANSFORMERS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
+# The other common order: temperature last, as llama.cpp's default chain does.
+STAGES_TEMPERATURE_LAST = ("repetition_penalty", "top_k", "top_p", "min_p", "temperature")
+ORDERS = {"transformers": STAGES_TRANSFORMERS, "temperature_last": STAGES_TEMPERATURE_LAST}
+
+# The fate of a candidate: drawn, kept in the final set, or removed by the named stage.
+# "greedy" marks every token but the argmax when temperature is 0.
+FATES = ("chosen", "kept", "top_k", "top_p", "min_p", "greedy")
+
+
+@dataclass(frozen=True)
+class SamplingConfig:
+    """The knobs of one step. Defaults are the plain distribution (T = 1, no cut)."""
+
+    temperature: float = 1.0  # 0 means greedy (argmax); never divided by
+    top_k: int = 0  # keep the k most probable; 0 = off
+    top_p: float = 1.0  # nucleus: smallest set with cumulative probability >= p; 1 = off
+    min_p: float = 0.0  # keep p >= min_p * p_max; 0 = off
+    repetition_penalty: float = 1.0  # CTRL-style, on tokens already in the context; 1 = off
+    order: str = "transformers"  # "transformers" or "temperature_last"
+    seed: int = 0  # the draw u at each position comes from (seed, position)
+
+    def validate(self) -> "SamplingConfig":
+        """Return self, or raise ValueError naming the setting that is out of range."""
+        def finite(name: str, value) -> float:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+            return float(value)
+
+        if not 0 <= finite("temperature", self.temperature) <= 100:
+            raise ValueError(f"temperature must be between 0 and 100 (0 = greedy), got {self.temperature}")
+        if finite("top_k", self.top_k) != int(self.top_k) or self.top_k < 0:
+            raise ValueError(f"top_k must be a whole number >= 0 (0 = off), got {self.top_k}")
+        if not 0 < finite("top_p", self.top_p) <= 1:
+            raise ValueError(f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
+        if not 0 <= finite("min_p", self.min_p) <= 1:
+            raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p}")
+        if not 0 < finite("repetition_penalty", self.repetition_penalty) <= 10:
+            raise ValueError(f"repetition_penalty must be in (0, 10] (1 = off), got {self.repetition_penalty}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {sorted(ORDERS)}, got {self.order!r}")
+        if finite("seed", self.seed) != int(self.seed) or not 0 <= self.seed < 2**63:
+            raise ValueError(f"seed must be a whole number >= 0, got {self.seed}")
+        return self
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return ORDERS[self.order]
+
+
+@dataclass
+class TokenInfo:
+    """One token as the model sees it and as the page shows it."""
+
+    id: int
+    piece: str  # raw vocabulary entry, e.g. "Ġthe" or "<0xE4>"
+    display: str  # readable: "␣the", "↵", "<E4>" for a byte that is not a character on its own
+
+
+@dataclass
+class Candidate:
+    """One candidate for the next token, followed through the sampling stages."""
+
+    token: TokenInfo
+    logit: float  # raw model logit
+    prob_t1: float  # softmax over the full vocabulary at T = 1, before any stage
+    stage_probs: dict[str, float]  # probability after each stage (renormalised over what it kept)
+    final_prob: float  # probability in the distribution the draw used
+    fate: str  # one of FATES
+    rank: int  # 1 = most probable at T = 1
+
+
+@dataclass
+class StageSummary:
+    """What one stage did to the whole vocabulary."""
+
+    name: str
+    active: bool  # False when its setting is 'off' (it changed nothing)
+    kept: int  # tokens with non-zero probability after it
+    removed: int  # tokens it removed (were kept before it)
+    entropy_bits: float  # entropy of the distribution after it
+
+
+@dataclass
+class Distribution:
+    """The next-token distribution at one position under one SamplingConfig (no model run needed)."""
+
+    position: int  # index the next token will take in the sequence
+    config: SamplingConfig
+    candidates: list[Candidate]  # top-N by T = 1 probability, plus the chosen token if outside them
+    stages: list[StageSummary]
+    tail_mass_t1: float  # T = 1 probability of all tokens not in candidates
+    tail_mass_final: float  # final probability of all tokens not in candidates
+    entropy_t1_bits: float
+    entropy_final_bits: float
+    u: float  # the uniform draw in [0, 1) for this position and seed
+    chosen: TokenInfo
+    chosen_rank: int  # rank of the chosen token at T = 1 (1 = most probable)
+    chosen_logprob_t1: float  # natural log of its T = 1 unfiltered probability
+    chosen_final_prob: float
+    draw_cum_before: float | None = None  # final probability of the kept tokens ahead of the chosen one in draw order
+    # (most probable first, ties by id): a draw picks the chosen token when draw_cum_before <= u < that + its
+    # probability. None when the chosen token was forced from outside the kept set.
+    forced: bool = False  # True when the user picked the token instead of the draw
+
+    @property
+    def chosen_candidate(self) -> Candidate:
+        return next(c for c in self.candidates if c.token.id == self.chosen.id)
+
+
+@dataclass
+class KVBytes:
+    """Size of the KV cache after a forward pass."""
+
+    measured: int  # bytes summed over the cache tensors (numel * element_size)
+    formula: int  # 2 x layers x kv_heads x head_dim x tokens x bytes_per_value x batch (per layer window)
+    keys: int  # measured bytes of the K tensors
+    values: int  # measured bytes of the V tensors
+    tokens: int  # sequence length held
+
+
+@dataclass
+class Timings:
+    forward_ms: float
+    sampling_ms: float = 0.0
+
+
+@dataclass
+class PrefillRecord:
+    """The prompt: its tokens, the full causal attention block, the cache after prefill."""
+
+    prompt: str
+    chat: bool  # True: the model's chat template was applied
+    tokens: list[TokenInfo]  # exactly the tokens the model sees
+    attention: np.ndarray  # (layers, heads, P, P) float16, row i = query i; zero above the diagonal
+    kv: KVBytes
+    timings: Timings
+
+
+@dataclass
+class StepRecord:
+    """One generated token: how it was chosen, how it attended, what the cache holds after it."""
+
+    step: int  # 1-based count of generated tokens
+    position: int  # index of this token in the sequence
+    distribution: Distribution  # the candidates it was chosen from
+    attention: np.ndarray  # (layers, heads, position + 1) float16: the new token's attention row
+    kv: KVBytes
+    timings: Timings
+    text: str  # generated text so far, decoded (an unfinished multi-byte character held back)
+
+    @property
+    def token(self) -> TokenInfo:
+        return self.distribution.chosen
+
+
+def to_plain(record) -> dict:
+    """A JSON-ready dict of a record, without attention arrays (they are re-made on replay)."""
+    d = asdict(record)
+    d.pop("attention", None)
+    return d
+
+
+@dataclass
+class ModelInfo:
+    """What the page states about the loaded model."""
+
+    name: str
+    layers: int
+    heads: int  # query heads
+    kv_heads: int  # query head h reads KV head h // (heads // kv_heads)
+    head_dim: int
+    hidden: int
+    vocab: int
+    bytes_per_value: int  # of the KV cache tensors (4 for float32)
+    dtype: str
+    context: int  # the model's context window (tokens)
+    sliding_window: list[int | None] = field(default_factory=list)  # per layer: window size, or None = full causal
+
+    @property
+    def group_size(self) -> int:
+        return self.heads // self.kv_heads
+
+    def kv_head_of(self, head: int) -> int:
+        return head // self.group_size
+
+
+def attention_matrix(prefill: PrefillRecord, steps: list[StepRecord], layer: int, head: int | None) -> np.ndarray:
+    """The (T, T) float32 attention of one layer and head (None = mean over heads) over prompt and steps.
+
+    Row i is query position i, column j key position j; entries with j > i are exactly 0 (the causal mask).
+    """
+    pick = (lambda a: a.astype(np.float32).mean(axis=0)) if head is None else (lambda a: a[head].astype(np.float32))
+    P = len(prefill.tokens)
+    T = P + len(steps)
+    out = np.zeros((T, T), dtype=np.float32)
+    out[:P, :P] = pick(prefill.attention[layer])
+    for s in steps:
+        out[s.position, : s.position + 1] = pick(s.attention[layer])
+    return out
+
+
+@dataclass
+class TemperatureSweep:
+    """How one step's distribution changes with temperature (the other settings held)."""
+
+    temperatures: list[float]
+    entropy_bits: list[float]  # entropy of the final distribution at each temperature
+    nucleus_size: list[int]  # tokens kept in the final distribution at each temperature
+    top_p: float
+
+
+@dataclass
+class CacheTiming:
+    """Measured time of one decode step with the KV cache against recomputing the whole prefix."""
+
+    seq_len: list[int]  # tokens in the sequence when the step was taken
+    cached_ms: list[float]  # one new token through the model with the cache
+    full_ms: list[float]  # the whole prefix through the model without a cache

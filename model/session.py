@@ -1,0 +1,274 @@
+"""One user's decode session: token ids, a DynamicCache, and a record of every step.
+
+prefill -> (preview / step / step with a forced token / back / reset)*. The model is shared and
+read-only; everything here belongs to one user.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+from .kv import kv_bytes
+from .loading import LoadedModel
+from .records import Distribution, PrefillRecord, SamplingConfig, StepRecord, TemperatureSweep, Timings
+from .sampling import derive, temperature_sweep
+
+MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
+MAX_PROMPT_TOKENS = 448
+MAX_TOKENS = 512  # prompt + generated: bounds one session's memory (attention rows grow as t^2)
+
+
+class SessionError(ValueError):
+    """A request the session refused; the message says why. The session is unchanged."""
+
+
+class SessionBusy(SessionError):
+    """The session is already taking a step (a double click): try again when it is done."""
+
+
+class DecodeSession:
+    """Stepwise decoding on a shared model, recording everything the views draw."""
+
+    def __init__(self, lm: LoadedModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS, max_tokens: int = MAX_TOKENS):
+        self.lm = lm
+        self.max_prompt_tokens = max_prompt_tokens
+        self.max_tokens = max_tokens
+        self._lock = threading.Lock()
+        self.prefill: PrefillRecord | None = None
+        self.steps: list[StepRecord] = []
+        self.ids: list[int] = []
+        self._cache: DynamicCache | None = None
+        self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
+        self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
+
+    # ---- state -------------------------------------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self.prefill is not None
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prefill.tokens) if self.prefill else 0
+
+    @property
+    def text(self) -> str:
+        """The generated text so far (the prompt not included)."""
+        return self.lm.tokens.text(self.ids[self.prompt_len :])
+
+    @property
+    def next_logits(self) -> torch.Tensor:
+        """(V,) raw logits for the next position, from the last forward pass (a copy)."""
+        self._require_started()
+        return self._next_logits.clone()
+
+    @property
+    def finished(self) -> bool:
+        """True when the last token ended the text (an end-of-sequence token)."""
+        return bool(self.steps) and self.steps[-1].token.id in self._eos_ids()
+
+    def _eos_ids(self) -> set[int]:
+        eos = self.lm.model.generation_config.eos_token_id
+        ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+        return ids | ({self.lm.tokenizer.eos_token_id} - {None})
+
+    def _locked(self):
+        if not self._lock.acquire(blocking=False):
+            raise SessionBusy("This session is still taking the previous step; try again in a moment.")
+        return _Release(self._lock)
+
+    # ---- prompting ---------------------------------------------------------------------------------
+    def encode_prompt(self, prompt: str, chat: bool) -> list[int]:
+        """The exact token ids the model will see, or SessionError saying what is wrong with the prompt."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise SessionError("The prompt is empty: type some text for the model to continue.")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise SessionError(f"The prompt is too long: {len(prompt)} characters (at most {MAX_PROMPT_CHARS}).")
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SessionError("The prompt contains characters that are not valid text (lone surrogates).") from None
+        tok = self.lm.tokenizer
+        typed = [s for s in tok.all_special_tokens if s in prompt]
+        if typed:
+            raise SessionError(f"The prompt contains the special token {typed[0]}; special tokens cannot be typed.")
+        if chat:
+            if not tok.chat_template:
+                raise SessionError(f"{self.lm.name} has no chat template; use raw continuation.")
+            ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
+            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        else:
+            ids = tok(prompt, add_special_tokens=True)["input_ids"]
+        if len(ids) > self.max_prompt_tokens:
+            raise SessionError(f"The prompt is too long: {len(ids)} tokens (at most {self.max_prompt_tokens}).")
+        return list(ids)
+
+    @torch.no_grad()
+    def start(self, prompt: str, chat: bool = False) -> PrefillRecord:
+        """Prefill a prompt in one parallel pass; the old state is replaced only if this succeeds."""
+        with self._locked():
+            ids = self.encode_prompt(prompt, chat)
+            cache = DynamicCache(config=self.lm.model.config)
+            t0 = time.perf_counter()
+            out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, output_attentions=True)
+            forward_ms = (time.perf_counter() - t0) * 1000
+            attention = torch.cat(out.attentions, 0).to(torch.float16).numpy()  # (layers, heads, P, P)
+            record = PrefillRecord(
+                prompt=prompt,
+                chat=chat,
+                tokens=[self.lm.tokens.info(i) for i in ids],
+                attention=attention,
+                kv=kv_bytes(cache, self.lm.info),
+                timings=Timings(forward_ms),
+            )
+            self.prefill, self.steps, self.ids, self._cache = record, [], ids, cache
+            self._next_logits = self._prefill_logits = out.logits[0, -1].clone()
+            return record
+
+    # ---- one step ----------------------------------------------------------------------------------
+    def _require_started(self):
+        if not self.started:
+            raise SessionError("No text yet: enter a prompt and start first.")
+
+    def preview(self, cfg: SamplingConfig, force_token: int | None = None) -> Distribution:
+        """The next token's distribution under cfg, and the token it would draw. No model run."""
+        self._require_started()
+        try:
+            return derive(self._next_logits, torch.tensor([self.ids]), cfg, len(self.ids), self.lm.tokens, force_token)
+        except ValueError as err:
+            raise SessionError(str(err)) from None
+
+    def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
+        """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""
+        self._require_started()
+        cfg.validate()
+        return temperature_sweep(self._next_logits, torch.tensor([self.ids]), cfg, temperatures)
+
+    @torch.no_grad()
+    def step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
+        """Choose the next token (drawn, or forced by the user), append it, and run it through the model.
+
+        `forced` overrides the record's forced flag (a replay forces the recorded token but keeps its flag).
+        If anything fails, the session is left as it was before the step.
+        """
+        with self._locked():
+            self._require_started()
+            if len(self.ids) >= self.max_tokens:
+                raise SessionError(f"This session reached its limit of {self.max_tokens} tokens; go back or reset.")
+            if self.finished:
+                raise SessionError("The model ended the text; go back or reset to continue.")
+            t0 = time.perf_counter()
+            dist = self.preview(cfg, force_token)
+            if forced is not None:
+                dist = replace(dist, forced=forced)
+            sampling_ms = (time.perf_counter() - t0) * 1000
+            cached = self._cache.get_seq_length()
+            try:
+                logits, row, forward_ms = self._forward_one(dist.chosen.id)
+            except BaseException:
+                _crop_to(self._cache, cached)  # the forward may have appended to some layers before failing
+                raise
+            self.ids.append(dist.chosen.id)
+            self._next_logits = logits
+            record = StepRecord(
+                step=len(self.steps) + 1,
+                position=dist.position,
+                distribution=dist,
+                attention=row,
+                kv=kv_bytes(self._cache, self.lm.info),
+                timings=Timings(forward_ms, sampling_ms),
+                text=self.text,
+            )
+            self.steps.append(record)
+            return record
+
+    def _forward_one(self, token_id: int):
+        """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms)."""
+        t0 = time.perf_counter()
+        out = self.lm.model(
+            input_ids=torch.tensor([[token_id]]), past_key_values=self._cache, use_cache=True, output_attentions=True
+        )
+        forward_ms = (time.perf_counter() - t0) * 1000
+        row = torch.cat(out.attentions, 0)[:, :, -1, :].to(torch.float16).numpy()  # (layers, heads, t)
+        return out.logits[0, -1].clone(), row, forward_ms
+
+    @torch.no_grad()
+    def back(self, n: int = 1) -> None:
+        """Undo the last n steps: crop the cache. Nothing before the kept tokens is recomputed.
+
+        Only the last kept token's logits must be found again: the prompt's are stored; for a generated
+        token, that one token is run again on the cropped cache (same inputs, same result).
+        """
+        with self._locked():
+            self._require_started()
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise SessionError(f"Steps to go back must be a whole number >= 1, got {n!r}.")
+            if n > len(self.steps):
+                raise SessionError(f"Cannot go back {n} steps: only {len(self.steps)} generated so far.")
+            keep = len(self.ids) - n
+            saved = [(layer.keys, layer.values) for layer in self._cache.layers]  # cropping makes views; these stay whole
+            if keep == self.prompt_len:
+                _crop_to(self._cache, keep)
+                logits = self._prefill_logits
+            else:
+                _crop_to(self._cache, keep - 1)
+                try:
+                    logits, _, _ = self._forward_one(self.ids[keep - 1])
+                except BaseException:
+                    for layer, (k, v) in zip(self._cache.layers, saved):
+                        layer.keys, layer.values = k, v
+                    raise
+            del self.steps[-n:]
+            del self.ids[keep:]
+            self._next_logits = logits
+
+    def reset(self) -> None:
+        """Back to just after the prompt (every generated token undone)."""
+        if self.steps:
+            self.back(len(self.steps))
+
+    def go_to(self, step: int) -> None:
+        """Keep steps 1..step (0 = only the prompt)."""
+        self._require_started()
+        if not isinstance(step, int) or not 0 <= step <= len(self.steps):
+            raise SessionError(f"Step must be between 0 and {len(self.steps)}, got {step!r}.")
+        if step < len(self.steps):
+            self.back(len(self.steps) - step)
+
+    def adopt(self, other: "DecodeSession") -> None:
+        """Take over another session's whole state (a replay built aside, then swapped in at once)."""
+        with self._locked():
+            self.prefill, self.steps, self.ids, self._cache = other.prefill, other.steps, other.ids, other._cache
+            self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
+
+    # ---- the whole session -------------------------------------------------------------------------
+    def logprob_t1(self) -> float:
+        """Natural log-probability of the generated text under the model's own T = 1 distribution."""
+        return float(sum(s.distribution.chosen_logprob_t1 for s in self.steps))
+
+    def attention_rows(self) -> list[np.ndarray]:
+        """Attention of every step's new token, (layers, heads, t) each."""
+        return [s.attention for s in self.steps]
+
+
+def _crop_to(cache: DynamicCache, length: int) -> None:
+    """Cut every layer of the cache back to `length` tokens (layers may differ after a failed forward)."""
+    for layer in cache.layers:
+        if layer.is_initialized and layer.keys.shape[-2] > length:
+            layer.crop(length - layer.keys.shape[-2])  # a negative count: tokens to remove
+
+
+class _Release:
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False

@@ -1,0 +1,14 @@
+"""Pictures of the decoder's records: pure functions from model.records values to plotly figures or HTML."""
+from viz.attention import attention_figure, gqa_figure
+from viz.candidates import candidate_figure
+from viz.chips import token_chips_html
+from viz.i18n import STRINGS, t
+from viz.kv_cache import cache_timing_figure, kv_calculator_figure, kv_growth_figure
+from viz.style import FATE_COLORS, format_bytes
+from viz.temperature import temperature_figure
+
+__all__ = [
+    "attention_figure", "gqa_figure", "candidate_figure", "token_chips_html", "STRINGS", "t",
+    "cache_timing_figure", "kv_calculator_figure", "kv_growth_figure", "FATE_COLORS", "format_bytes",
+    "temperature_figure",
+]

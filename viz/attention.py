@@ -1,0 +1,143 @@
+"""Causal attention as a heatmap (the future masked, the newest row framed) and the grouped-query head map."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import plotly.graph_objects as go
+
+from model.records import ModelInfo
+from viz.i18n import t
+from viz.style import (FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED, SMALL_SIZE, base_layout, legend_key,
+                       token_label)
+
+MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
+
+
+def attention_masks(n: int, sliding_window: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Boolean (n, n) masks for a block of consecutive positions: (future j > i, outside window i - j >= window)."""
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    future = j > i
+    outside = (i - j >= sliding_window) if sliding_window else np.zeros((n, n), dtype=bool)
+    return future, outside
+
+
+def _staircase(n: int, offset: int) -> str:
+    """SVG path along the right edge of cells j = i - offset: the causal edge (0) or the window edge (window)."""
+    points = []
+    for r in range(max(offset, 0), n):
+        x = r - offset + 0.5
+        points += [(x, r - 0.5), (x, r + 0.5)]
+    return "M " + " L ".join(f"{x},{y}" for x, y in points) if points else ""
+
+
+def _title(layer: int, head: int | None, info: ModelInfo, lang: str) -> str:
+    if head is None:
+        return t("attn_title_mean", lang, layer=layer, heads=info.heads)
+    if info.group_size == 1:
+        return t("attn_title_mha", lang, layer=layer, head=head)
+    return t("attn_title_head", lang, layer=layer, head=head, kv_head=info.kv_head_of(head), group=info.group_size)
+
+
+def attention_figure(matrix: np.ndarray, labels: list[str], layer: int, head: int | None, info: ModelInfo,
+                     first_position: int = 0, sliding_window: int | None = None, lang: str = "en") -> go.Figure:
+    """Heatmap of one layer's attention: row = query position (top to bottom), column = key position.
+
+    `matrix` is the (T, T) block of positions first_position .. first_position + T - 1 of the full
+    attention (for example the last 48 tokens), `labels` their TokenInfo.display strings; `head` None means
+    the mean over heads. Cells with j > i (the future) are NaN in the weights and drawn as a grey mask;
+    with `sliding_window`, cells with i - j >= window are masked in a darker grey and the window edge drawn.
+    The last row (the newest token) is framed.
+    """
+    weights = np.array(matrix, dtype=float)
+    n = weights.shape[0]
+    if weights.shape != (n, n) or len(labels) != n:
+        raise ValueError(f"attention_figure needs a square (T, T) matrix and T labels, got {weights.shape} "
+                         f"and {len(labels)} labels: pass attention_matrix(...)[a:b, a:b] and the labels of a..b-1")
+    future, outside = attention_masks(n, sliding_window)
+    weights[future | outside] = np.nan
+    mask = np.full((n, n), np.nan)
+    mask[future], mask[outside] = 0.0, 1.0
+
+    names = [token_label(s) for s in labels]
+    positions = range(first_position, first_position + n)
+    hover = [[t("attn_hover", lang, qpos=qp, qtok=names[r], kpos=kp, ktok=names[c],
+                w="" if math.isnan(weights[r, c]) else f"{weights[r, c]:.3f}")
+              for c, kp in enumerate(positions)] for r, qp in enumerate(positions)]
+    mask_hover = np.where(future, t("attn_future", lang),
+                          t("attn_window", lang, window=sliding_window) if sliding_window else "")
+    finite = weights[np.isfinite(weights)]
+    top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
+
+    fig = go.Figure()
+    fig.add_trace(go.Heatmap(
+        z=mask, zmin=0, zmax=1, showscale=False, hoverongaps=False, name="mask",
+        colorscale=[[0, MASK_FUTURE], [0.5, MASK_FUTURE], [0.5, MASK_WINDOW], [1, MASK_WINDOW]],
+        text=mask_hover, hovertemplate="%{text}<extra></extra>",
+    ))
+    fig.add_trace(go.Heatmap(
+        z=weights, zmin=0, zmax=top, colorscale="Blues", hoverongaps=False, name="weights",
+        colorbar={"title": {"text": t("attn_weight", lang)}, "thickness": 16},
+        text=hover, hovertemplate="%{text}<extra></extra>",
+    ))
+    fig.add_shape(type="path", path=_staircase(n, 0), line={"color": MUTED, "width": 1.5}, name="causal_edge")
+    legend_key(fig, t("attn_future", lang), MASK_FUTURE)
+    if sliding_window and sliding_window < n:
+        fig.add_shape(type="path", path=_staircase(n, sliding_window), line={"color": INK, "width": 2, "dash": "dash"},
+                      name="window_edge")
+        legend_key(fig, t("attn_window", lang, window=sliding_window), MASK_WINDOW)
+    fig.add_shape(type="rect", x0=-0.5, x1=n - 0.5, y0=n - 1.5, y1=n - 0.5, name="newest",
+                  line={"color": FATE_COLORS["chosen"], "width": 3})
+    legend_key(fig, t("attn_newest", lang), FATE_COLORS["chosen"], "square-open")
+    if n > 2:
+        fig.add_annotation(x=n * 0.72, y=n * 0.25, text=t("attn_future_short", lang), showarrow=False,
+                           font={"size": SMALL_SIZE + 4, "color": MUTED})
+
+    step = math.ceil(n / MAX_TICKS)
+    ticks = {"tickvals": list(range(0, n, step)), "ticktext": names[::step], "tickfont": {"size": SMALL_SIZE}}
+    fig.update_xaxes(title_text=t("attn_axis_key", lang), tickangle=-60, range=[-0.5, n - 0.5], **ticks)
+    # Square cells: a query row and a key column are the same positions.
+    fig.update_yaxes(title_text=t("attn_axis_query", lang), autorange="reversed", scaleanchor="x",
+                     constrain="domain", **ticks)
+    fig.update_xaxes(constrain="domain")
+    base_layout(fig, _title(layer, head, info, lang), lang, height=700)
+    fig.update_layout(legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+                      margin={"t": 120, "b": 110}, plot_bgcolor="white")
+    return fig
+
+
+def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go.Figure:
+    """Which KV head each query head reads (h // group size): query heads on top, KV heads below, one line each.
+
+    With `head` given, that query head's line is drawn heavier so the student can follow it.
+    """
+    group = info.group_size
+    centre = [k * group + (group - 1) / 2 for k in range(info.kv_heads)]
+    fig = go.Figure()
+    for k in range(info.kv_heads):  # shade each group so the groups read at a glance
+        if k % 2 == 0:
+            fig.add_shape(type="rect", x0=k * group - 0.5, x1=(k + 1) * group - 0.5, y0=-0.3, y1=1.3,
+                          fillcolor="#F2F2F2", line={"width": 0}, layer="below")
+    for h in range(info.heads):
+        picked = h == head
+        fig.add_trace(go.Scatter(
+            x=[h, centre[info.kv_head_of(h)]], y=[1, 0], mode="lines", showlegend=False, hoverinfo="skip",
+            line={"color": FATE_COLORS["chosen"] if picked else MUTED, "width": 5 if picked else 2},
+        ))
+    fig.add_trace(go.Scatter(
+        x=list(range(info.heads)), y=[1] * info.heads, mode="markers+text", text=[str(h) for h in range(info.heads)],
+        marker={"size": 30, "color": "white", "line": {"color": INK, "width": 2}}, showlegend=False,
+        hovertext=[t("gqa_query", lang, h=h) + " → " + t("gqa_kv", lang, k=info.kv_head_of(h))
+                   for h in range(info.heads)], hovertemplate="%{hovertext}<extra></extra>", name="query",
+    ))
+    fig.add_trace(go.Scatter(
+        x=centre, y=[0] * info.kv_heads, mode="markers+text", text=[str(k) for k in range(info.kv_heads)],
+        marker={"size": 34, "symbol": "square", "color": INK}, textfont={"color": "white"}, showlegend=False,
+        hovertext=[t("gqa_kv", lang, k=k) for k in range(info.kv_heads)], hovertemplate="%{hovertext}<extra></extra>",
+        name="kv",
+    ))
+    fig.update_xaxes(visible=False, range=[-0.8, info.heads - 0.2])
+    fig.update_yaxes(tickvals=[0, 1], ticktext=[t("gqa_row_kv", lang), t("gqa_row_query", lang)], range=[-0.35, 1.35],
+                     showgrid=False, zeroline=False)
+    title = t("gqa_title", lang, heads=info.heads, kv_heads=info.kv_heads, group=group)
+    return base_layout(fig, title, lang, height=300)

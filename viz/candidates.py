@@ -1,0 +1,212 @@
+"""The next-token candidates: their probabilities before and after the settings, and the inverse-CDF draw."""
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import NamedTuple
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from model.records import FATES, Candidate, Distribution
+from viz.i18n import t
+from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, fate_label,
+                       format_bits, format_prob, prob_ticks, token_label)
+
+CUT_FATES = ("top_k", "top_p", "min_p", "greedy")
+OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
+
+
+class DrawSegment(NamedTuple):
+    """One stretch of the running total [start, end) that the draw u can land in."""
+
+    label: str  # plotly-safe text for the axis
+    start: float
+    end: float
+    candidate: Candidate | None  # None for the '... n more' and 'all other tokens' stretches
+
+
+def shown_candidates(dist: Distribution, top_n: int = 12) -> list[Candidate]:
+    """The `top_n` most probable candidates at T = 1 in rank order, plus the chosen one if it is not among them."""
+    shown = sorted(dist.candidates, key=lambda c: c.rank)[:top_n]
+    if all(c.token.id != dist.chosen.id for c in shown):
+        shown.append(dist.chosen_candidate)
+    return shown
+
+
+def draw_order(dist: Distribution) -> list[Candidate]:
+    """The candidates the draw can pick, in the order u walks them: final probability descending, ties by id."""
+    return sorted((c for c in dist.candidates if c.final_prob > 0), key=lambda c: (-c.final_prob, c.token.id))
+
+
+def draw_segments(dist: Distribution, top_n: int = 12, lang: str = "en") -> list[DrawSegment]:
+    """The running total of the final probabilities in draw order, cut to about `top_n` stretches.
+
+    The chosen token always keeps its own stretch; candidates between the first rows and it fold into
+    one '... n more' stretch, and everything after the last row (other tokens) into 'all other tokens'.
+    """
+    order = draw_order(dist)
+    starts, total = [], 0.0
+    for c in order:
+        starts.append(total)
+        total += c.final_prob
+    where = next((i for i, c in enumerate(order) if c.token.id == dist.chosen.id), -1)
+    if len(order) <= top_n or where < top_n:
+        rows = list(range(min(len(order), top_n)))
+    else:  # the chosen token sits deep in the draw order: fold the middle
+        rows = list(range(top_n - 2)) + [None, where]
+
+    segments = []
+    for k, i in enumerate(rows):
+        if i is None:
+            first, last = rows[k - 1] + 1, where
+            segments.append(DrawSegment(t("cand_gap", lang, n=last - first), starts[first], starts[last], None))
+        else:
+            c = order[i]
+            segments.append(DrawSegment(token_label(c.token.display), starts[i], starts[i] + c.final_prob, c))
+    end = segments[-1].end if segments else 0.0
+    if 1.0 - end > 1e-9:
+        segments.append(DrawSegment(t("cand_others", lang), end, 1.0, None))
+    return segments
+
+
+def _prob_before(candidate: Candidate, stage: str, stages: tuple[str, ...]) -> float:
+    """The candidate's probability entering `stage`: after the last earlier stage that recorded one."""
+    for earlier in reversed(stages[: stages.index(stage)]):
+        if earlier in candidate.stage_probs:
+            return candidate.stage_probs[earlier]
+    return candidate.prob_t1
+
+
+def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
+    active = {s.name for s in dist.stages if s.active}
+    lines = [
+        f"<b>{token_label(c.token.display)}</b>   {t('hover_id', lang)} {c.token.id} · {t('hover_rank', lang)} {c.rank}",
+        f"{t('hover_logit', lang)}: {c.logit:.2f}",
+        f"{t('hover_t1', lang)}: {format_prob(c.prob_t1)}",
+    ]
+    for stage in dist.config.stages:
+        if stage in active and stage in c.stage_probs:
+            after = t("hover_after", lang, stage=t(f"stage_{stage}", lang))
+            lines.append(f"{after}: {format_prob(c.stage_probs[stage])}")
+    lines.append(f"<b>{t('hover_final', lang)}: {format_prob(c.final_prob)}</b>")
+    lines.append(f"{t('hover_fate', lang)}: {fate_label(c.fate, lang)}")
+    return "<br>".join(lines)
+
+
+def _add_bars(fig: go.Figure, dist: Distribution, shown: list[Candidate], lang: str) -> None:
+    """Left panel: a hatched/outlined bar at T = 1 and a solid bar for the final probability, per fate."""
+    for fate in FATES:
+        rows = [(i, c) for i, c in enumerate(shown) if c.fate == fate]
+        if not rows:
+            continue
+        ys = [i for i, _ in rows]
+        hovers = [_hover(c, dist, lang) for _, c in rows]
+        color, cut = FATE_COLORS[fate], fate in CUT_FATES
+        fill = {"shape": FATE_PATTERNS[fate], "fgcolor": color, "bgcolor": "white", "solidity": 0.35} if cut else None
+        fig.add_trace(go.Bar(
+            x=[c.prob_t1 for _, c in rows], y=ys, orientation="h", width=0.8, name=fate_label(fate, lang),
+            legendgroup=fate, showlegend=cut, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+            marker={"color": "rgba(255,255,255,0)", "line": {"color": color, "width": 2}, "pattern": fill},
+            meta={"role": "t1", "fate": fate},
+        ), row=1, col=1)
+        if not cut:
+            fig.add_trace(go.Bar(
+                x=[c.final_prob for _, c in rows], y=ys, orientation="h", width=0.5, name=fate_label(fate, lang),
+                legendgroup=fate, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
+                marker={"color": color}, meta={"role": "final", "fate": fate},
+            ), row=1, col=1)
+    # Legend key for the outline bars, and a text label beside each bar so colour is not the only cue.
+    fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=t("cand_legend_t1", lang),
+                         marker={"color": "white", "line": {"color": MUTED, "width": 2}}, hoverinfo="skip"),
+                  row=1, col=1)
+    longest = max(max(c.prob_t1, c.final_prob) for c in shown)
+    fig.add_trace(go.Scatter(
+        x=[max(c.prob_t1, c.final_prob) + 0.01 * longest for c in shown], y=list(range(len(shown))),
+        mode="text", textposition="middle right", showlegend=False, hoverinfo="skip",
+        text=[f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown],
+        textfont={"size": SMALL_SIZE},
+    ), row=1, col=1)
+    ticks = [token_label(c.token.display) for c in shown]
+    ticks = [f"<b>{s}</b>" if c.token.id == dist.chosen.id else s for s, c in zip(ticks, shown)]
+    fig.update_yaxes(tickvals=list(range(len(shown))), ticktext=ticks, autorange="reversed", row=1, col=1)
+    fig.update_xaxes(range=[0, longest * 1.55], tickvals=prob_ticks(longest), tickformat=".0%",
+                     title_text=t("cand_axis_prob", lang), row=1, col=1)
+
+
+def _add_draw(fig: go.Figure, dist: Distribution, top_n: int, lang: str) -> None:
+    """Right panel: each kept token's stretch of the running total, the draw u and the top-p threshold."""
+    segments = draw_segments(dist, top_n, lang)
+    ys = list(range(len(segments)))
+    colors = [FATE_COLORS[s.candidate.fate] if s.candidate else OTHER_COLOR for s in segments]
+    hovers = [
+        (f"<b>{s.label}</b><br>" if s.candidate else "")
+        + t("hover_segment", lang, start=f"{s.start:.3f}", end=f"{s.end:.3f}")
+        + f"<br>{t('hover_final', lang)}: {format_prob(s.end - s.start)}"
+        for s in segments
+    ]
+    fig.add_trace(go.Bar(
+        base=[s.start for s in segments], x=[s.end - s.start for s in segments], y=ys, orientation="h", width=0.7,
+        marker={"color": colors, "line": {"color": MUTED, "width": 1}}, showlegend=False,
+        hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>", meta={"role": "draw"},
+    ), row=1, col=2)
+    if dist.config.top_p < 1:
+        # The nucleus is cut on the running total of the probabilities *entering* top-p, so draw that one.
+        order = draw_order(dist)
+        entering = accumulate(_prob_before(c, "top_p", dist.config.stages) for c in order)
+        ends = dict(zip((c.token.id for c in order), entering))
+        rows = [(y, ends[s.candidate.token.id]) for y, s in zip(ys, segments) if s.candidate]
+        fig.add_trace(go.Scatter(
+            x=[x for _, x in rows], y=[y for y, _ in rows], mode="lines+markers", name=t("cand_legend_after_top_p", lang),
+            line={"color": FATE_COLORS["top_p"], "width": 2, "dash": "dot"}, marker={"size": 8, "symbol": "diamond"},
+            hovertemplate="%{x:.3f}<extra></extra>",
+        ), row=1, col=2)
+        _add_line(fig, dist.config.top_p, "top_p", t("cand_top_p_line", lang, p=f"{dist.config.top_p:g}"),
+                  FATE_COLORS["top_p"], "dot", label_y=-0.75)
+    if dist.config.temperature != 0:  # greedy takes the argmax: there is no draw to show
+        _add_line(fig, dist.u, "u", t("cand_u_line", lang, u=f"{dist.u:.3f}"), "black", "solid", label_y=-1.3)
+    # Two empty rows above the first stretch hold the line labels clear of the bars.
+    fig.update_yaxes(tickvals=ys, ticktext=[s.label for s in segments], range=[len(segments) - 0.5, -1.7],
+                     row=1, col=2)
+    fig.update_xaxes(range=[0, 1.0], tickformat=".0%", title_text=t("cand_axis_cum", lang), row=1, col=2)
+
+
+def _add_line(fig: go.Figure, x: float, name: str, label: str, color: str, dash: str, label_y: float) -> None:
+    """A vertical line across the draw panel with its label beside it, on the side with room."""
+    fig.add_vline(x=x, row=1, col=2, name=name, line={"color": color, "width": 3 if name == "u" else 2, "dash": dash})
+    right = x > 0.6
+    fig.add_annotation(x=x, y=label_y, xref="x2", yref="y2", text=label, showarrow=False,
+                       xanchor="right" if right else "left", xshift=-5 if right else 5,
+                       font={"size": SMALL_SIZE + 1, "color": color})
+
+
+def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> go.Figure:
+    """The candidates for one next token under one SamplingConfig.
+
+    Left: the `top_n` most probable candidates at T = 1 (plus the chosen one), each with an outline bar at
+    T = 1 (hatched when a stage cut it) and a solid bar for the final probability, coloured by fate.
+    Right: the inverse-CDF draw, the kept tokens' stretches of the running total in draw order with the
+    uniform draw u (and the top-p threshold when top_p < 1). Hover shows every stage's probability.
+    """
+    greedy = dist.config.temperature == 0
+    draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
+    fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.16,
+                        subplot_titles=[t("cand_panel_bars", lang), draw_title])
+    shown = shown_candidates(dist, top_n)
+    _add_bars(fig, dist, shown, lang)
+    _add_draw(fig, dist, top_n, lang)
+    chosen = dist.chosen_candidate
+    title = t("cand_title_forced" if dist.forced else "cand_title", lang,
+              position=dist.position, token=f"<b>{token_label(dist.chosen.display)}</b>")
+    kept = f"{dist.stages[-1].kept:,}" if dist.stages else "?"
+    subtitle = t("cand_subtitle", lang, tail_t1=format_prob(dist.tail_mass_t1),
+                 tail_final=format_prob(dist.tail_mass_final), h_t1=format_bits(dist.entropy_t1_bits),
+                 h_final=format_bits(dist.entropy_final_bits), kept=kept)
+    subtitle += "<br>" + t("cand_chosen_note", lang, token=token_label(dist.chosen.display),
+                           prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
+                           rank=dist.chosen_rank)
+    height, top, bottom = max(540, 260 + 30 * len(shown)), 150, 110
+    base_layout(fig, title, lang, subtitle=subtitle, height=height)
+    # The legend sits a fixed 60 px below the plot, clear of the axis titles whatever the height.
+    fig.update_layout(barmode="overlay", bargap=0.2, margin={"t": top, "b": bottom},
+                      legend={"orientation": "h", "y": -60 / (height - top - bottom), "x": 0, "yanchor": "top"})
+    return fig

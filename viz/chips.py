@@ -1,0 +1,65 @@
+"""The text so far as token chips: prompt tokens plain, generated tokens shaded by how probable the model found them."""
+from __future__ import annotations
+
+import html
+
+from plotly.colors import sample_colorscale, unlabel_rgb
+
+from model.records import StepRecord, TokenInfo
+from viz.i18n import t
+from viz.style import FONT_FAMILY, format_prob
+
+SCALE = "Blues"  # sequential, single hue: reads the same for colour-blind students and in grey
+SCALE_RANGE = (0.22, 0.95)  # skip the near-white end so a chip of probability 0 still shows as a chip
+PROMPT_STYLE = "background:#FFFFFF;color:#444;border:2px solid #BBBBBB"  # outlined, never filled
+CHIP_STYLE = ("display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
+              "line-height:1.5;white-space:pre;font-family:{font}")
+
+
+def chip_color(prob: float) -> tuple[str, str]:
+    """Background and text colour for a chip of T = 1 probability `prob`: darker = more probable."""
+    lo, hi = SCALE_RANGE
+    background = sample_colorscale(SCALE, [lo + (hi - lo) * min(max(prob, 0.0), 1.0)])[0]
+    r, g, b = unlabel_rgb(background)
+    luminance = (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+    return background, ("#FFFFFF" if luminance < 0.55 else "#111111")
+
+
+def _chip(display: str, title: str, classes: str, style: str, step: int | None = None) -> str:
+    """One chip; a newline token is followed by line breaks so the chips keep the text's layout."""
+    data = f' data-step="{step}"' if step is not None else ""
+    text = html.escape(display, quote=False).replace("␣", '<span style="opacity:0.45">␣</span>')
+    chip = (f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}" '
+            f'style="{CHIP_STYLE.format(font=FONT_FAMILY)};{style}">{text}</span>')
+    return chip + "<br>" * display.count("↵")
+
+
+def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], lang: str = "en") -> str:
+    """HTML of the text so far, one chip per token, with a one-line legend.
+
+    Prompt chips have class "tbt-chip tbt-prompt". Generated chips have class "tbt-chip tbt-gen" (plus
+    "tbt-forced" when the user forced the token), data-step="<step number>" so the page can go back to that
+    step on click, a shade from the T = 1 probability the model gave the token, and a tooltip with rank and
+    probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
+    """
+    chips = [_chip(tok.display, t("chips_prompt", lang), "tbt-chip tbt-prompt", PROMPT_STYLE)
+             for tok in prompt_tokens]
+    for step in steps:
+        dist = step.distribution
+        prob = dist.chosen_candidate.prob_t1
+        background, ink = chip_color(prob)
+        title = t("chips_title", lang, step=step.step, rank=dist.chosen_rank, prob=format_prob(prob))
+        style = f"background:{background};color:{ink};border:2px solid {background}"
+        classes = "tbt-chip tbt-gen"
+        if dist.forced:
+            title += " · " + t("chips_forced", lang)
+            style += ";border:2px dashed #000"
+            classes += " tbt-forced"
+        chips.append(_chip(step.token.display, title, classes, style, step=step.step))
+    swatches = "".join(
+        f'<span style="display:inline-block;padding:0 6px;margin-left:3px;border-radius:4px;'
+        f'background:{chip_color(p)[0]};color:{chip_color(p)[1]}">{format_prob(p)}</span>'
+        for p in (0.01, 0.1, 0.5, 0.9))
+    legend = (f'<div class="tbt-chips-legend" style="font-size:15px;color:#444;margin-top:10px">'
+              f'{html.escape(t("chips_legend", lang))} {swatches}</div>')
+    return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{"".join(chips)}</div>{legend}'

@@ -1,0 +1,130 @@
+"""The look shared by every figure: fate colours and patterns, fonts, base layout, number and token formatting."""
+from __future__ import annotations
+
+import html
+
+import plotly.graph_objects as go
+
+from viz.i18n import t
+
+# Okabe-Ito colours, one per fate, the same in every chart (colour-blind safe).
+FATE_COLORS = {
+    "chosen": "#D55E00",  # vermillion
+    "kept": "#0072B2",  # blue
+    "top_k": "#E69F00",  # orange
+    "top_p": "#CC79A7",  # reddish purple
+    "min_p": "#56B4E9",  # sky blue
+    "greedy": "#999999",  # grey
+}
+# A second cue besides colour: cut tokens are hatched, each cut its own way.
+FATE_PATTERNS = {"chosen": "", "kept": "", "top_k": "/", "top_p": "\\", "min_p": "x", "greedy": "."}
+# A short mark printed beside a bar, so the fate can be read without colour at all.
+FATE_MARKS = {"chosen": "★", "kept": "", "top_k": "✂k", "top_p": "✂p", "min_p": "✂min", "greedy": "–"}
+
+# Colours for things that are not fates (K and V, timings, masks), chosen not to clash with them.
+KEY_COLOR = "#009E73"  # bluish green
+VALUE_COLOR = "#F0E442"  # yellow
+INK = "#222222"
+MUTED = "#666666"
+MASK_FUTURE = "#D9D9D9"
+MASK_WINDOW = "#A6A6A6"
+
+FONT_FAMILY = "'Noto Sans', 'Noto Sans CJK SC', 'PingFang SC', 'Microsoft YaHei', 'DejaVu Sans', Arial, sans-serif"
+FONT_SIZE = 16
+TITLE_SIZE = 20
+SMALL_SIZE = 14  # the smallest text on any figure: still readable on a projector
+
+BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def base_layout(fig: go.Figure, title: str, lang: str = "en", subtitle: str | None = None,
+                height: int = 520) -> go.Figure:
+    """Apply the shared look (white template, fonts >= 14 px, title, margins) to `fig` and return it."""
+    title_spec = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": TITLE_SIZE}}
+    if subtitle:
+        title_spec["subtitle"] = {"text": subtitle, "font": {"size": SMALL_SIZE, "color": MUTED}}
+    fig.update_layout(
+        template="plotly_white",
+        title=title_spec,
+        font={"family": FONT_FAMILY, "size": FONT_SIZE, "color": INK},
+        hoverlabel={"font": {"family": FONT_FAMILY, "size": SMALL_SIZE + 1}, "bgcolor": "white"},
+        legend={"font": {"size": SMALL_SIZE}},
+        margin={"l": 70, "r": 30, "t": 100 if subtitle else 70, "b": 60},
+        height=height,
+        meta={"lang": lang},
+    )
+    return fig
+
+
+def token_label(display: str) -> str:
+    """A token's readable form (TokenInfo.display) made safe for plotly text, which reads some HTML tags."""
+    return html.escape(display, quote=False)
+
+
+def format_prob(p: float) -> str:
+    """A probability in [0, 1] as a percentage a student can read: '42.1%', '0.52%', '<0.01%', '0%'."""
+    pct = 100.0 * p
+    if pct >= 10:
+        return f"{pct:.1f}%"
+    if pct >= 0.01:
+        return f"{pct:.2f}%"
+    return "<0.01%" if pct > 0 else "0%"
+
+
+def prob_ticks(top: float, most: int = 6) -> list[float]:
+    """Round tick values for a probability axis from 0 up to `top` (never past 1), at most `most + 1` of them."""
+    step = next((s for s in (0.01, 0.02, 0.05, 0.1, 0.2, 0.25, 0.5) if top / s <= most), 1.0)
+    return [k * step for k in range(int(min(top, 1.0) / step + 1e-9) + 1)]
+
+
+def legend_key(fig: go.Figure, name: str, color: str, symbol: str = "square") -> None:
+    """A legend entry for something drawn as a shape, a heatmap region or many colours in one trace."""
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, hoverinfo="skip",
+                             marker={"symbol": symbol, "size": 14, "color": color, "line": {"color": color, "width": 3}}))
+
+
+def add_fate_legend(fig: go.Figure, fates, lang: str) -> None:
+    """Legend entries for the given fates, in the order of `fates`."""
+    for fate in fates:
+        legend_key(fig, fate_label(fate, lang), FATE_COLORS[fate])
+
+
+def format_bits(h: float) -> str:
+    """An entropy in bits with two decimals, never '-0.00' (float error around zero)."""
+    return f"{max(h, 0.0) + 0.0:.2f}"
+
+
+def format_temperature(temperature: float) -> str:
+    """A temperature without trailing zeros: 0.7 -> '0.7', 1.0 -> '1'."""
+    return f"{temperature:g}"
+
+
+def format_bytes(n: float) -> str:
+    """Bytes in binary units with three significant figures: 1073741824 -> '1.00 GiB', 46080 -> '45.0 KiB'."""
+    if n < 1024:
+        return f"{int(n)} B"
+    power = _unit_power(n)
+    value = n / 1024**power
+    if round(value, 2) >= 1024 and power < len(BINARY_UNITS) - 1:  # 1023.999 KiB reads better as 1.00 MiB
+        power, value = power + 1, value / 1024
+    digits = 2 if value < 10 else 1 if value < 100 else 0
+    return f"{value:.{digits}f} {BINARY_UNITS[power]}"
+
+
+def bytes_unit(largest: float) -> tuple[str, int]:
+    """The binary unit to label an axis whose largest value is `largest` bytes: (name, bytes per unit)."""
+    power = _unit_power(largest)
+    return BINARY_UNITS[power], 1024**power
+
+
+def _unit_power(n: float) -> int:
+    """The largest power of 1024 not above n (integer steps: math.log(2**30, 1024) is not exactly 3)."""
+    power = 0
+    while power < len(BINARY_UNITS) - 1 and n >= 1024 ** (power + 1):
+        power += 1
+    return power
+
+
+def fate_label(fate: str, lang: str) -> str:
+    """The translated name of a fate ('chosen', 'cut by top-p', ...)."""
+    return t(f"fate_{fate}", lang)
