@@ -1,0 +1,201 @@
+"""The app through gradio_client: one Client per simulated user, the real model behind it."""
+import json
+import re
+import time
+
+import pytest
+from gradio_client import Client, handle_file
+from gradio_client.exceptions import AppError
+
+import app as app_module
+from model.sessions import ModelRegistry, SessionStore
+
+DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
+                lang="en", layer=0, head="mean")
+
+
+@pytest.fixture(scope="module")
+def server(lm):
+    store = SessionStore(max_sessions=6)
+    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), store)
+    demo = app_module.build(page, "smollm2")
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)  # None: first free port
+    yield page, demo.local_url
+    demo.close()
+
+
+@pytest.fixture
+def client(server):
+    c = Client(server[1], verbose=False)
+    yield c
+    server[0].store.drop(c.session_hash)  # as when the tab closes
+
+
+def start(client, prompt="The capital of France is", **settings):
+    return client.predict(prompt, "raw", "smollm2", **{**DEFAULTS, **settings}, api_name="/start")
+
+
+def call(client, api, *leading, **settings):
+    return client.predict(*leading, **{**DEFAULTS, **settings}, api_name=api)
+
+
+def step_of(result) -> int:
+    return int(re.search(r'data-step="(\d+)"', result[1]).group(1))
+
+
+def chip_texts(result) -> list[str]:
+    flat = re.sub(r"<span style=[^>]*>(.*?)</span>", r"\1", result[0])  # the faint ␣ inside a chip
+    return re.findall(r'class="tbt-chip tbt-gen[^"]*"[^>]*>(.*?)</span>', flat)
+
+
+def figure(result, index=2) -> dict:
+    return json.loads(result[index]["plot"])
+
+
+def test_steps_grow_the_text_then_back_and_reset(client, server):
+    page, _ = server
+    first = start(client)
+    assert step_of(first) == 0 and chip_texts(first) == []
+    results = [call(client, "/next_token") for _ in range(3)]
+    assert [step_of(r) for r in results] == [1, 2, 3]
+    assert [len(chip_texts(r)) for r in results] == [1, 2, 3]
+    session = page.store.get(client.session_hash)
+    assert len(session.ids) == session.prompt_len + 3
+    back = call(client, "/back", 2)
+    assert step_of(back) == 1 and chip_texts(back) == chip_texts(results[0])
+    assert step_of(call(client, "/reset")) == 0
+
+
+def test_force_a_candidate_branches(client, server, lm):
+    page, _ = server
+    start(client)
+    greedy = call(client, "/next_token", temperature=0)
+    assert "Paris" in chip_texts(greedy)[0]
+    call(client, "/back", 1)
+    london = lm.tokenizer(" London", add_special_tokens=False)["input_ids"][0]
+    forced = call(client, "/force", london, temperature=0)
+    assert "London" in chip_texts(forced)[0] and "tbt-forced" in forced[0]
+    assert page.store.get(client.session_hash).steps[-1].distribution.forced
+
+
+def test_rederive_redraws_without_a_forward_pass(client, server, lm, monkeypatch):
+    start(client, "Once upon a time")
+    call(client, "/next_token")
+    calls = []
+    real = lm.model.forward
+    monkeypatch.setattr(lm.model, "forward", lambda *a, **k: calls.append(1) or real(*a, **k))
+    hot = call(client, "/rederive", temperature=1.8)
+    cold = call(client, "/rederive", temperature=0.2)
+    assert calls == []
+    bars = lambda fig: [t for t in fig["data"] if t.get("type") == "bar" and t.get("orientation") == "h"]  # noqa: E731
+    assert figure(hot, 0) != figure(cold, 0)
+    assert bars(figure(cold, 0)) and bars(figure(hot, 0))
+
+
+def test_two_clients_see_only_their_own_sessions(server):
+    page, url = server
+    alice, bob = Client(url, verbose=False), Client(url, verbose=False)
+    start(alice, "Alice likes apples and")
+    start(bob, "Bob builds boats and")
+    a = call(alice, "/next_token")
+    b = call(bob, "/next_token")
+    call(bob, "/next_token")
+    assert "Alice" in a[0] and "Bob" not in a[0]
+    assert "Bob" in b[0] and "Alice" not in b[0]
+    assert len(page.store.get(alice.session_hash).steps) == 1
+    assert len(page.store.get(bob.session_hash).steps) == 2
+    page.store.drop(alice.session_hash)
+    page.store.drop(bob.session_hash)
+
+
+@pytest.mark.parametrize(
+    "api, leading, settings, message",
+    [
+        ("/start", (), dict(prompt=""), "empty"),
+        ("/next_token", (), dict(top_k=2.5), "top_k"),
+        ("/next_token", (), dict(temperature=-1), "temperature|minimum|less"),
+        ("/back", (99,), {}, "only"),
+        ("/force", (10**9,), {}, "forced token"),
+        ("/force", ("abc",), {}, "token id"),
+        ("/next_token", (), dict(head="42"), "head|choices|42"),
+    ],
+)
+def test_bad_input_returns_a_message_and_leaves_the_session(client, server, api, leading, settings, message):
+    page, _ = server
+    start(client, "Keep this session")
+    call(client, "/next_token")
+    session = page.store.get(client.session_hash)
+    before = (list(session.ids), len(session.steps))
+    with pytest.raises(AppError, match=message):
+        if api == "/start":
+            start(client, **settings)
+        else:
+            call(client, api, *leading, **settings)
+    after = page.store.get(client.session_hash)
+    assert after is session and (list(after.ids), len(after.steps)) == before
+
+
+def test_no_session_and_expired_session_say_so(server):
+    page, url = server
+    fresh = Client(url, verbose=False)
+    with pytest.raises(AppError, match="No text yet"):
+        call(fresh, "/next_token")
+    start(fresh)
+    now = page.store.clock()
+    page.store.clock = lambda: now + page.store.idle_seconds + 1
+    try:
+        with pytest.raises(AppError, match="idle"):
+            call(fresh, "/next_token")
+    finally:
+        page.store.clock = time.monotonic
+
+
+def test_export_then_import_replays(client, server, tmp_path):
+    page, _ = server
+    start(client, "A tiny story:")
+    for _ in range(3):
+        call(client, "/next_token", temperature=0.8, seed=5)
+    path = client.predict(api_name="/export")
+    trace = json.loads(open(path, encoding="utf-8").read())
+    assert trace["format"] == "token-by-token/trace" and len(trace["steps"]) == 3
+    ids = list(page.store.get(client.session_hash).ids)
+    other = Client(server[1], verbose=False)
+    replayed = call(other, "/import_trace", handle_file(path))
+    assert step_of(replayed) == 3 and page.store.get(other.session_hash).ids == ids
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"format": "something else"}')
+    with pytest.raises(AppError, match="not a Token by Token trace"):
+        call(other, "/import_trace", handle_file(str(broken)))
+    assert page.store.get(other.session_hash).ids == ids
+    page.store.drop(other.session_hash)
+
+
+def test_language_switch_relabels(client):
+    start(client)
+    out = call(client, "/set_language", lang="zh")
+    assert "看语言模型" in out[0]["value"]
+    assert out[6]["label"] == "温度（0 = 贪心）"  # a slider relabelled
+    assert "候选" in out[-5]["plot"]  # the candidate chart, redrawn in Chinese
+
+
+def test_kv_calculator_reference_numbers(client):
+    out = client.predict("Llama-2-7B", "float16", 2048, 1, 1, 1, 1, 1, "en", api_name="/calculate")
+    assert out[:4] == (32, 32, 32, 128)
+    assert "1,073,741,824 B" in out[4] and "1.00 GiB" in out[4]
+    out = client.predict("Llama-3-8B", "float16", 8192, 1, 1, 1, 1, 1, "en", api_name="/calculate")
+    assert "1,073,741,824 B" in out[4]
+
+
+def test_session_cap(server, monkeypatch):
+    page, url = server
+    monkeypatch.setattr(page.store, "max_sessions", len(page.store) + 2)
+    clients = [Client(url, verbose=False) for _ in range(3)]
+    start(clients[0], "Hello")
+    start(clients[1], "Hello")
+    with pytest.raises(AppError, match="full"):
+        start(clients[2], "Hello")
+    assert len(page.store) == page.store.max_sessions
+    page.store.drop(clients[0].session_hash)
+    start(clients[2], "Hello")  # a freed place can be taken
+    for c in clients:
+        page.store.drop(c.session_hash)
