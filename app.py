@@ -168,9 +168,17 @@ def config(temperature, top_k, top_p, min_p, repetition_penalty, order, seed) ->
         raise SessionError(f"Setting out of range: {err}") from None
 
 
+def head_choices(app: App, L) -> list[tuple[str, str]]:
+    """'Mean over heads', then each query head with the KV head it reads (grouped-query attention)."""
+    info = app.models.get().info
+    return [(L("mean_over_heads"), "mean")] + [
+        (L("head_choice", head=h, kv_head=info.kv_head_of(h)), str(h)) for h in range(info.heads)
+    ]
+
+
 def build(app: App, default_model: str) -> gr.Blocks:
     """The page. Every component has a label and every event an api_name."""
-    L = lambda key: t(key, "en")  # noqa: E731  (labels start in English; the language switch relabels)
+    L = functools.partial(t, lang="en")  # labels start in English; the language switch relabels
     with gr.Blocks(title="Token by Token", delete_cache=(900, 1800)) as demo:
         with gr.Row(elem_classes="tbt-header", equal_height=True):
             title = gr.Markdown(f"## Token by Token\n{L('subtitle')}", elem_id="tbt-title")
@@ -179,21 +187,18 @@ def build(app: App, default_model: str) -> gr.Blocks:
         with gr.Row(equal_height=False):
             with gr.Column(scale=1, min_width=320, elem_classes="tbt-controls"):
                 prompt = gr.Textbox(EXAMPLES[0], label=L("prompt"), lines=2, max_lines=6, elem_id="tbt-prompt")
+                example = gr.Dropdown(EXAMPLES, value=None, label=L("examples"), elem_id="tbt-examples")
                 with gr.Row():
-                    example = gr.Dropdown(EXAMPLES, value=None, label=L("examples"), elem_id="tbt-examples", scale=2)
-                    model = gr.Dropdown(app.models.names(), value=default_model, label=L("model"), scale=1,
-                                        min_width=110)
-                mode = gr.Radio([(L("mode_raw"), "raw"), (L("mode_chat"), "chat")], value="raw", label=L("mode"),
-                                elem_id="tbt-mode")
+                    mode = gr.Radio([(L("mode_raw"), "raw"), (L("mode_chat"), "chat")], value="raw", label=L("mode"),
+                                    elem_id="tbt-mode", scale=3)
+                    model = gr.Dropdown(app.models.names(), value=default_model, label=L("model"), scale=2,
+                                        min_width=140)
                 start = gr.Button(L("btn_start"), variant="secondary", elem_id="tbt-start")
                 with gr.Row():
                     next_btn = gr.Button(L("btn_next"), variant="primary", elem_id="tbt-next", scale=2, min_width=100)
                     back = gr.Button(L("btn_back"), elem_id="tbt-back", min_width=60)
                     reset = gr.Button(L("btn_reset"), elem_id="tbt-reset", min_width=60)
-                with gr.Row(equal_height=True):
                     play = gr.Button(L("btn_play"), elem_id="tbt-play", min_width=60)
-                    play_steps = gr.Number(20, label=L("play_steps"), minimum=1, maximum=200, precision=0,
-                                           elem_id="tbt-play-steps", min_width=90)
                 with gr.Accordion(L("sampling"), open=True) as sampling_box:
                     temperature = gr.Slider(0, 2, 1.0, step=0.05, label=L("temperature"), elem_id="tbt-temperature")
                     top_k = gr.Slider(0, 200, 0, step=1, label=L("top_k"), elem_id="tbt-top-k")
@@ -204,6 +209,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                                       (L("order_temperature_last"), "temperature_last")],
                                      value="transformers", label=L("order"))
                     seed = gr.Number(0, label=L("seed"), minimum=0, precision=0)
+                    play_steps = gr.Slider(1, 200, 20, step=1, label=L("play_steps"), elem_id="tbt-play-steps")
                 shortcuts = gr.Markdown(L("shortcuts"), elem_classes="tbt-small")
             with gr.Column(scale=3):
                 chips = gr.HTML(label="Text", elem_id="tbt-chips")
@@ -222,10 +228,10 @@ def build(app: App, default_model: str) -> gr.Blocks:
                         temp_text = gr.Markdown(L("explain_temperature"), elem_classes="tbt-explain")
                     with gr.Tab(L("tab_attention"), id="attention") as tab_attn:
                         with gr.Row():
-                            layer = gr.Slider(0, 29, 0, step=1, label=L("layer"), elem_id="tbt-layer", scale=3)
-                            head = gr.Dropdown([(L("mean_over_heads"), "mean")]
-                                               + [(str(h), str(h)) for h in range(app.models.get().info.heads)],
-                                               value="mean", label=L("head"), elem_id="tbt-head", scale=1)
+                            layer = gr.Slider(0, app.models.get().info.layers - 1, 0, step=1, label=L("layer"),
+                                              elem_id="tbt-layer", scale=3)
+                            head = gr.Dropdown(head_choices(app, L), value="mean", label=L("head"), elem_id="tbt-head",
+                                               scale=1)
                         attn_plot = gr.Plot(label=L("tab_attention"), elem_id="tbt-plot-attention", show_label=False)
                         attn_text = gr.Markdown(L("explain_attention") + "\n\n" + L("explain_gqa"),
                                                 elem_classes="tbt-explain")
@@ -379,7 +385,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 gr.update(value=L2("explain_kv_cache")), gr.update(value=L2("btn_measure")),
                 gr.update(value=L2("explain_cache_timing") + " " + L2("timing_empty")),
                 gr.update(value=L2("explain_kv_calculator")), gr.update(label=L2("layer")),
-                gr.update(label=L2("head"), choices=head_choices(L2)),
+                gr.update(label=L2("head"), choices=head_choices(app, L2)),
                 gr.update(value=L2("btn_export")), gr.update(label=L2("btn_import")),
             ]
             try:
@@ -387,9 +393,6 @@ def build(app: App, default_model: str) -> gr.Blocks:
             except SessionError:
                 page = [gr.skip()] * len(step_out)
             return relabel + page
-
-        def head_choices(L2):
-            return [(L2("mean_over_heads"), "mean")] + [(str(h), str(h)) for h in range(app.models.get().info.heads)]
 
         @friendly
         def on_calculate(preset_name, dtype_name, n_tokens, n_batch, n_layers, n_heads, n_kv_heads, n_head_dim,
@@ -414,7 +417,12 @@ def build(app: App, default_model: str) -> gr.Blocks:
             rows = [(t("calc_mha", lang_value, heads=n_heads), size(kv_heads=int(n_heads))),
                     (t("calc_gqa", lang_value, kv_heads=n_kv_heads), total),
                     (t("calc_mqa", lang_value), size(kv_heads=1))]
-            text = t("calc_result", lang_value, bytes=f"{total:,}", size=viz.format_bytes(total))
+            info = app.models.get().info  # and every preset at the same tokens, type and batch, for comparison
+            for name, (p_layers, _, p_kv_heads, p_head_dim) in {
+                    info.name: (info.layers, info.heads, info.kv_heads, info.head_dim), **PRESETS}.items():
+                rows.append((f"{name} · {p_kv_heads} KV", kv_cache_bytes(p_layers, p_kv_heads, p_head_dim, int(n_tokens),
+                                                                        DTYPE_BYTES[dtype_name], int(n_batch))))
+            text = "### " + t("calc_result", lang_value, bytes=f"{total:,}", size=viz.format_bytes(total))
             return (int(n_layers), int(n_heads), int(n_kv_heads), int(n_head_dim), text,
                     viz.kv_calculator_figure(rows, lang_value))
 

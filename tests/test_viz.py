@@ -317,7 +317,8 @@ def test_kv_growth_matches_the_formula():
     scale = formula.meta["scale"]
     assert scale == 1024**2  # 40 tokens x 46,080 B is 1.76 MiB
     expected = [2 * 30 * 3 * 64 * n * 4 for n in (12, 13, 14, 20, 40)]
-    assert [round(y * scale) for y in formula.y] == expected
+    assert [round(y * scale) for y in formula.y] == [0] + expected  # the line starts at 0 tokens, 0 bytes
+    assert list(formula.x) == [0, 12, 13, 14, 20, 40]
     k, v = (next(tr for tr in fig.data if tr.meta["role"] == r) for r in ("kv_keys", "kv_values"))
     assert [round((a + b) * scale) for a, b in zip(k.y, v.y)] == expected
     assert "46,080 B" in fig.layout.title.subtitle.text

@@ -27,8 +27,8 @@ def kv_growth_figure(points: list[KVBytes], prefill_tokens: int, info: ModelInfo
         fig.add_trace(go.Bar(x=tokens, y=[v / scale for v in values], name=i18n.t(key, lang), hovertext=hover,
                              hovertemplate="%{hovertext}<extra></extra>", marker={"color": color,
                              "line": {"color": MUTED, "width": 0.5}}, meta={"role": key}))
-    fig.add_trace(go.Scatter(x=tokens, y=[p.formula / scale for p in points], name=i18n.t("kv_formula", lang),
-                             mode="lines", line={"color": INK, "width": 3, "dash": "dash"}, hovertext=hover,
+    fig.add_trace(go.Scatter(x=[0] + tokens, y=[0] + [p.formula / scale for p in points], name=i18n.t("kv_formula", lang),
+                             mode="lines", line={"color": INK, "width": 3, "dash": "dash"}, hovertext=[""] + hover,
                              hovertemplate="%{hovertext}<extra></extra>", meta={"role": "formula", "scale": scale}))
     fig.add_vline(x=prefill_tokens, line={"color": MUTED, "width": 2, "dash": "dot"}, name="prefill",
                   annotation={"text": i18n.t("kv_prefill", lang, n=prefill_tokens), "font": {"size": SMALL_SIZE}},
@@ -36,7 +36,7 @@ def kv_growth_figure(points: list[KVBytes], prefill_tokens: int, info: ModelInfo
     per_token = 2 * info.layers * info.kv_heads * info.head_dim * info.bytes_per_value
     subtitle = i18n.t("kv_subtitle", lang, layers=info.layers, kv_heads=info.kv_heads, head_dim=info.head_dim,
                       bpv=info.bytes_per_value, per_token=f"{per_token:,} B ({format_bytes(per_token)})")
-    fig.update_xaxes(title_text=i18n.t("kv_axis_tokens", lang))
+    fig.update_xaxes(title_text=i18n.t("kv_axis_tokens", lang), range=[0, max(tokens, default=0) + 1])  # from 0 tokens
     fig.update_yaxes(title_text=i18n.t("kv_axis_bytes", lang, unit=unit), rangemode="tozero")
     base_layout(fig, i18n.t("kv_title", lang), lang, subtitle=subtitle)
     fig.update_layout(barmode="stack", bargap=0.1, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},

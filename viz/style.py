@@ -40,7 +40,9 @@ BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 def base_layout(fig: go.Figure, title: str, lang: str = "en", subtitle: str | None = None,
                 height: int = 520) -> go.Figure:
     """Apply the shared look (white template, fonts >= 14 px, title, margins) to `fig` and return it."""
-    title_spec = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": TITLE_SIZE}}
+    # Pinned to the top edge: plotly centres a title in the top margin, which leaves a gap above it.
+    title_spec = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": TITLE_SIZE},
+                  "yref": "container", "y": 1, "yanchor": "top", "pad": {"t": 12}}
     if subtitle:
         title_spec["subtitle"] = {"text": subtitle, "font": {"size": SMALL_SIZE, "color": MUTED}}
     fig.update_layout(
