@@ -61,6 +61,10 @@ class App:
     # ---- rendering -----------------------------------------------------------------------------------
     def views(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
         """Everything a step changes: chips, status, the open tab's chart, the force list."""
+        with session.reading():  # one consistent state, even if another request of this user is under way
+            return self._views(session, cfg, view)
+
+    def _views(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
         dist = session.preview(cfg)
         last_kv = session.steps[-1].kv if session.steps else session.prefill.kv
         self.revision += 1
@@ -68,12 +72,16 @@ class App:
             viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
             status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv, session.logprob_t1(),
                         session.finished, self.revision, view.lang),
-            *self.tab_figures(session, cfg, view, dist),
+            *self._tab_figures(session, cfg, view, dist),
             gr.update(choices=force_choices(dist, view.lang), value=None),
         ]
 
     def tab_figures(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> list:
         """The figure of the open tab; the other tabs are skipped (only what the page shows is sent)."""
+        with session.reading():
+            return self._tab_figures(session, cfg, view, dist)
+
+    def _tab_figures(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> list:
         dist = dist or session.preview(cfg)
         out = []
         for tab in TABS:
@@ -86,13 +94,18 @@ class App:
                 sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
                 out.append(viz.temperature_figure(dists, sweep, cfg.temperature, view.lang))
             elif tab == "attention":
-                out.append(self.attention(session, view))
+                out.append(self._attention(session, view))
             else:
                 points = [session.prefill.kv] + [s.kv for s in session.steps]
                 out.append(viz.kv_growth_figure(points, session.prompt_len, session.lm.info, view.lang))
         return out
 
     def attention(self, session: DecodeSession, view: View):
+        """The attention heatmap of the last ATTENTION_WINDOW tokens, for the view's layer and head."""
+        with session.reading():
+            return self._attention(session, view)
+
+    def _attention(self, session: DecodeSession, view: View):
         info = session.lm.info
         layer = min(max(int(view.layer), 0), info.layers - 1)
         full = attention_matrix(session.prefill, session.steps, layer, view.head)

@@ -38,7 +38,7 @@ class DecodeSession:
         self.lm = lm
         self.max_prompt_tokens = max_prompt_tokens
         self.max_tokens = max_tokens
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entrant: step() reads through preview() while holding it
         self.prefill: PrefillRecord | None = None
         self.steps: list[StepRecord] = []
         self.ids: list[int] = []
@@ -77,8 +77,15 @@ class DecodeSession:
         return ids | ({self.lm.tokenizer.eos_token_id} - {None})
 
     def _locked(self):
+        """Hold the session for a change; refused at once if another change is under way (a double click)."""
         if not self._lock.acquire(blocking=False):
             raise SessionBusy("This session is still taking the previous step; try again in a moment.")
+        return _Release(self._lock)
+
+    def reading(self, timeout: float = 10.0):
+        """Hold the session while reading several things that must agree (a render); waits for a change to end."""
+        if not self._lock.acquire(timeout=timeout):
+            raise SessionBusy("This session is busy; try again in a moment.")
         return _Release(self._lock)
 
     # ---- prompting ---------------------------------------------------------------------------------
@@ -136,17 +143,19 @@ class DecodeSession:
 
     def preview(self, cfg: SamplingConfig, force_token: int | None = None) -> Distribution:
         """The next token's distribution under cfg, and the token it would draw. No model run."""
-        self._require_started()
-        try:
-            return derive(self._next_logits, torch.tensor([self.ids]), cfg, len(self.ids), self.lm.tokens, force_token)
-        except ValueError as err:
-            raise SessionError(str(err)) from None
+        with self.reading():
+            self._require_started()
+            try:
+                return derive(self._next_logits, torch.tensor([self.ids]), cfg, len(self.ids), self.lm.tokens, force_token)
+            except ValueError as err:
+                raise SessionError(str(err)) from None
 
     def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
         """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""
-        self._require_started()
-        cfg.validate()
-        return temperature_sweep(self._next_logits, torch.tensor([self.ids]), cfg, temperatures)
+        with self.reading():
+            self._require_started()
+            cfg.validate()
+            return temperature_sweep(self._next_logits, torch.tensor([self.ids]), cfg, temperatures)
 
     @torch.no_grad()
     def step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:

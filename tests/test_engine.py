@@ -1,5 +1,6 @@
 """The stepwise decoder on the real default model: parity with generate() and a full forward, and the session."""
 import json
+import threading
 
 import numpy as np
 import pytest
@@ -227,10 +228,31 @@ def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monk
 
 
 def test_one_step_at_a_time(session):
+    """A second click while a step is under way (another thread holds the session) is refused, not interleaved."""
     session.start("Double click")
-    with session._locked():
+    holding, release = threading.Event(), threading.Event()
+
+    def slow_step():  # stands for a step in progress on another request thread
+        with session._locked():
+            holding.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=slow_step)
+    worker.start()
+    holding.wait(10)
+    try:
         with pytest.raises(SessionBusy):
             session.step(GREEDY)
+        with pytest.raises(SessionBusy):
+            session.back(1)
+        with pytest.raises(SessionBusy):
+            with session.reading(timeout=0.05):  # a render waits for the step, then gives up politely
+                pass
+    finally:
+        release.set()
+        worker.join()
+    assert len(session.steps) == 0
+    session.step(GREEDY)  # free again
 
 
 def test_trace_round_trip_replays_the_same_session(lm, session):
