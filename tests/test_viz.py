@@ -381,6 +381,9 @@ def test_every_builder_runs_in_both_languages(lang):
             cache_timing_figure(CacheTiming([1], [1.0], [1.0]), lang)]
     assert all(f.layout.meta["lang"] == lang for f in figs)
     assert all(f.layout.font.size >= 14 for f in figs)
+    for f in figs:  # every axis, each subplot's included, has the light grid (there is no theme to give one)
+        axes = [k for k in f.layout.to_plotly_json() if k.startswith(("xaxis", "yaxis"))]
+        assert axes and all(f.layout[k].gridcolor == f.layout[k].zerolinecolor == "#E5E5E5" for k in axes), axes
     assert token_chips_html([], [make_step(1, SamplingConfig(), 0.2)], lang).startswith("<div")
 
 

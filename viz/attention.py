@@ -61,49 +61,52 @@ def attention_figure(matrix: np.ndarray, labels: list[str], layer: int, head: in
 
     names = [token_label(s) for s in labels]
     positions = range(first_position, first_position + n)
-    hover = [[t("attn_hover", lang, qpos=qp, qtok=names[r], kpos=kp, ktok=names[c],
-                w="" if math.isnan(weights[r, c]) else f"{weights[r, c]:.3f}")
-              for c, kp in enumerate(positions)] for r, qp in enumerate(positions)]
+    # T x T cells: look the template up once (t() without values returns it unfilled) and fill it from plain
+    # floats, which format faster than numpy scalars; as an object array plotly takes it without a walk per cell.
+    template = t("attn_hover", lang)
+    shown = [["" if math.isnan(w) else f"{w:.3f}" for w in row] for row in weights.tolist()]
+    hover = np.array([[template.format(qpos=qp, qtok=names[r], kpos=kp, ktok=names[c], w=shown[r][c])
+                       for c, kp in enumerate(positions)] for r, qp in enumerate(positions)], dtype=object)
     mask_hover = np.where(future, t("attn_future", lang),
                           t("attn_window", lang, window=sliding_window) if sliding_window else "")
     finite = weights[np.isfinite(weights)]
     top = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
-    fig = go.Figure()
-    fig.add_trace(go.Heatmap(
-        z=mask, zmin=0, zmax=1, showscale=False, hoverongaps=False, name="mask",
-        colorscale=[[0, MASK_FUTURE], [0.5, MASK_FUTURE], [0.5, MASK_WINDOW], [1, MASK_WINDOW]],
-        text=mask_hover, hovertemplate="%{text}<extra></extra>",
-    ))
-    fig.add_trace(go.Heatmap(
-        z=weights, zmin=0, zmax=top, colorscale="Blues", hoverongaps=False, name="weights",
-        colorbar={"title": {"text": t("attn_weight", lang)}, "thickness": 16},
-        text=hover, hovertemplate="%{text}<extra></extra>",
-    ))
-    fig.add_shape(type="path", path=_staircase(n, 0), line={"color": MUTED, "width": 1.5}, name="causal_edge")
-    legend_key(fig, t("attn_future", lang), MASK_FUTURE)
+    traces = [
+        {"type": "heatmap", "z": mask, "zmin": 0, "zmax": 1, "showscale": False, "hoverongaps": False, "name": "mask",
+         "colorscale": [[0, MASK_FUTURE], [0.5, MASK_FUTURE], [0.5, MASK_WINDOW], [1, MASK_WINDOW]],
+         "text": mask_hover, "hovertemplate": "%{text}<extra></extra>"},
+        {"type": "heatmap", "z": weights, "zmin": 0, "zmax": top, "colorscale": "Blues", "hoverongaps": False,
+         "name": "weights", "colorbar": {"title": {"text": t("attn_weight", lang)}, "thickness": 16},
+         "text": hover, "hovertemplate": "%{text}<extra></extra>"},
+        legend_key(t("attn_future", lang), MASK_FUTURE),
+    ]
+    shapes = [{"type": "path", "path": _staircase(n, 0), "line": {"color": MUTED, "width": 1.5}, "name": "causal_edge"}]
     if sliding_window and sliding_window < n:
-        fig.add_shape(type="path", path=_staircase(n, sliding_window), line={"color": INK, "width": 2, "dash": "dash"},
-                      name="window_edge")
-        legend_key(fig, t("attn_window", lang, window=sliding_window), MASK_WINDOW)
-    fig.add_shape(type="rect", x0=-0.5, x1=n - 0.5, y0=n - 1.5, y1=n - 0.5, name="newest",
-                  line={"color": FATE_COLORS["chosen"], "width": 3})
-    legend_key(fig, t("attn_newest", lang), FATE_COLORS["chosen"], "square-open")
+        shapes.append({"type": "path", "path": _staircase(n, sliding_window), "name": "window_edge",
+                       "line": {"color": INK, "width": 2, "dash": "dash"}})
+        traces.append(legend_key(t("attn_window", lang, window=sliding_window), MASK_WINDOW))
+    shapes.append({"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": n - 1.5, "y1": n - 0.5, "name": "newest",
+                   "line": {"color": FATE_COLORS["chosen"], "width": 3}})
+    traces.append(legend_key(t("attn_newest", lang), FATE_COLORS["chosen"], "square-open"))
+    annotations = []
     if n > 2:
-        fig.add_annotation(x=n * 0.72, y=n * 0.25, text=t("attn_future_short", lang), showarrow=False,
-                           font={"size": SMALL_SIZE + 4, "color": MUTED})
+        annotations.append({"x": n * 0.72, "y": n * 0.25, "text": t("attn_future_short", lang), "showarrow": False,
+                            "font": {"size": SMALL_SIZE + 4, "color": MUTED}})
 
     step = math.ceil(n / MAX_TICKS)
     ticks = {"tickvals": list(range(0, n, step)), "ticktext": names[::step], "tickfont": {"size": SMALL_SIZE}}
-    fig.update_xaxes(title_text=t("attn_axis_key", lang), tickangle=-60, range=[-0.5, n - 0.5], **ticks)
-    # Square cells: a query row and a key column are the same positions.
-    fig.update_yaxes(title_text=t("attn_axis_query", lang), autorange="reversed", scaleanchor="x",
-                     constrain="domain", **ticks)
-    fig.update_xaxes(constrain="domain")
-    base_layout(fig, _title(layer, head, info, lang), lang, height=700)
-    fig.update_layout(legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-                      margin={"t": 120, "b": 110}, plot_bgcolor="white")
-    return fig
+    layout = base_layout(
+        _title(layer, head, info, lang), lang, height=700, shapes=shapes, annotations=annotations,
+        xaxis={"title": {"text": t("attn_axis_key", lang)}, "tickangle": -60, "range": [-0.5, n - 0.5],
+               "constrain": "domain", **ticks},
+        # Square cells: a query row and a key column are the same positions.
+        yaxis={"title": {"text": t("attn_axis_query", lang)}, "autorange": "reversed", "scaleanchor": "x",
+               "constrain": "domain", **ticks},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 120, "b": 110},
+        plot_bgcolor="white",
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go.Figure:
@@ -113,31 +116,35 @@ def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go
     """
     group = info.group_size
     centre = [k * group + (group - 1) / 2 for k in range(info.kv_heads)]
-    fig = go.Figure()
-    for k in range(info.kv_heads):  # shade each group so the groups read at a glance
-        if k % 2 == 0:
-            fig.add_shape(type="rect", x0=k * group - 0.5, x1=(k + 1) * group - 0.5, y0=-0.3, y1=1.3,
-                          fillcolor="#F2F2F2", line={"width": 0}, layer="below")
+    # Shade every other group so the groups read at a glance.
+    shapes = [{"type": "rect", "x0": k * group - 0.5, "x1": (k + 1) * group - 0.5, "y0": -0.3, "y1": 1.3,
+               "fillcolor": "#F2F2F2", "line": {"width": 0}, "layer": "below"} for k in range(0, info.kv_heads, 2)]
+    traces = []
     for h in range(info.heads):
         picked = h == head
-        fig.add_trace(go.Scatter(
-            x=[h, centre[info.kv_head_of(h)]], y=[1, 0], mode="lines", showlegend=False, hoverinfo="skip",
-            line={"color": FATE_COLORS["chosen"] if picked else MUTED, "width": 5 if picked else 2},
-        ))
-    fig.add_trace(go.Scatter(
-        x=list(range(info.heads)), y=[1] * info.heads, mode="markers+text", text=[str(h) for h in range(info.heads)],
-        marker={"size": 30, "color": "white", "line": {"color": INK, "width": 2}}, showlegend=False,
-        hovertext=[t("gqa_query", lang, h=h) + " → " + t("gqa_kv", lang, k=info.kv_head_of(h))
-                   for h in range(info.heads)], hovertemplate="%{hovertext}<extra></extra>", name="query",
-    ))
-    fig.add_trace(go.Scatter(
-        x=centre, y=[0] * info.kv_heads, mode="markers+text", text=[str(k) for k in range(info.kv_heads)],
-        marker={"size": 34, "symbol": "square", "color": INK}, textfont={"color": "white"}, showlegend=False,
-        hovertext=[t("gqa_kv", lang, k=k) for k in range(info.kv_heads)], hovertemplate="%{hovertext}<extra></extra>",
-        name="kv",
-    ))
-    fig.update_xaxes(visible=False, range=[-0.8, info.heads - 0.2])
-    fig.update_yaxes(tickvals=[0, 1], ticktext=[t("gqa_row_kv", lang), t("gqa_row_query", lang)], range=[-0.35, 1.35],
-                     showgrid=False, zeroline=False)
+        traces.append({
+            "type": "scatter", "x": [h, centre[info.kv_head_of(h)]], "y": [1, 0], "mode": "lines", "showlegend": False,
+            "hoverinfo": "skip",
+            "line": {"color": FATE_COLORS["chosen"] if picked else MUTED, "width": 5 if picked else 2},
+        })
+    traces.append({
+        "type": "scatter", "x": list(range(info.heads)), "y": [1] * info.heads, "mode": "markers+text",
+        "text": [str(h) for h in range(info.heads)],
+        "marker": {"size": 30, "color": "white", "line": {"color": INK, "width": 2}}, "showlegend": False,
+        "hovertext": [t("gqa_query", lang, h=h) + " → " + t("gqa_kv", lang, k=info.kv_head_of(h))
+                      for h in range(info.heads)], "hovertemplate": "%{hovertext}<extra></extra>", "name": "query",
+    })
+    traces.append({
+        "type": "scatter", "x": centre, "y": [0] * info.kv_heads, "mode": "markers+text",
+        "text": [str(k) for k in range(info.kv_heads)], "marker": {"size": 34, "symbol": "square", "color": INK},
+        "textfont": {"color": "white"}, "showlegend": False,
+        "hovertext": [t("gqa_kv", lang, k=k) for k in range(info.kv_heads)],
+        "hovertemplate": "%{hovertext}<extra></extra>", "name": "kv",
+    })
     title = t("gqa_title", lang, heads=info.heads, kv_heads=info.kv_heads, group=group)
-    return base_layout(fig, title, lang, height=300)
+    layout = base_layout(
+        title, lang, height=300, shapes=shapes, xaxis={"visible": False, "range": [-0.8, info.heads - 0.2]},
+        yaxis={"tickvals": [0, 1], "ticktext": [t("gqa_row_kv", lang), t("gqa_row_query", lang)],
+               "range": [-0.35, 1.35], "showgrid": False, "zeroline": False},
+    )
+    return go.Figure(data=traces, layout=layout)

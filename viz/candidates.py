@@ -5,12 +5,11 @@ from itertools import accumulate
 from typing import NamedTuple
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from model.records import FATES, Candidate, Distribution
 from viz.i18n import t
-from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, fate_label,
-                       format_bits, format_prob, prob_ticks, token_label)
+from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
+                       format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy")
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
@@ -93,8 +92,12 @@ def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
     return "<br>".join(lines)
 
 
-def _add_bars(fig: go.Figure, dist: Distribution, shown: list[Candidate], lang: str) -> None:
-    """Left panel: a hatched/outlined bar at T = 1 and a solid bar for the final probability, per fate."""
+def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str) -> tuple[list[dict], dict, dict]:
+    """Left panel: a hatched/outlined bar at T = 1 and a solid bar for the final probability, per fate.
+
+    Returns (traces, x axis, y axis).
+    """
+    traces = []
     for fate in FATES:
         rows = [(i, c) for i, c in enumerate(shown) if c.fate == fate]
         if not rows:
@@ -102,39 +105,45 @@ def _add_bars(fig: go.Figure, dist: Distribution, shown: list[Candidate], lang: 
         ys = [i for i, _ in rows]
         hovers = [_hover(c, dist, lang) for _, c in rows]
         color, cut = FATE_COLORS[fate], fate in CUT_FATES
-        fill = {"shape": FATE_PATTERNS[fate], "fgcolor": color, "bgcolor": "white", "solidity": 0.35} if cut else None
-        fig.add_trace(go.Bar(
-            x=[c.prob_t1 for _, c in rows], y=ys, orientation="h", width=0.8, name=fate_label(fate, lang),
-            legendgroup=fate, showlegend=cut, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
-            marker={"color": "rgba(255,255,255,0)", "line": {"color": color, "width": 2}, "pattern": fill},
-            meta={"role": "t1", "fate": fate},
-        ), row=1, col=1)
+        outline = {"color": "rgba(255,255,255,0)", "line": {"color": color, "width": 2}}
+        if cut:
+            outline["pattern"] = {"shape": FATE_PATTERNS[fate], "fgcolor": color, "bgcolor": "white", "solidity": 0.35}
+        traces.append({
+            "type": "bar", "x": [c.prob_t1 for _, c in rows], "y": ys, "xaxis": "x", "yaxis": "y", "orientation": "h",
+            "width": 0.8, "name": fate_label(fate, lang), "legendgroup": fate, "showlegend": cut, "hovertext": hovers,
+            "hovertemplate": "%{hovertext}<extra></extra>", "marker": outline, "meta": {"role": "t1", "fate": fate},
+        })
         if not cut:
-            fig.add_trace(go.Bar(
-                x=[c.final_prob for _, c in rows], y=ys, orientation="h", width=0.5, name=fate_label(fate, lang),
-                legendgroup=fate, hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>",
-                marker={"color": color}, meta={"role": "final", "fate": fate},
-            ), row=1, col=1)
+            traces.append({
+                "type": "bar", "x": [c.final_prob for _, c in rows], "y": ys, "xaxis": "x", "yaxis": "y",
+                "orientation": "h", "width": 0.5, "name": fate_label(fate, lang), "legendgroup": fate,
+                "hovertext": hovers, "hovertemplate": "%{hovertext}<extra></extra>", "marker": {"color": color},
+                "meta": {"role": "final", "fate": fate},
+            })
     # Legend key for the outline bars, and a text label beside each bar so colour is not the only cue.
-    fig.add_trace(go.Bar(x=[None], y=[None], orientation="h", name=t("cand_legend_t1", lang),
-                         marker={"color": "white", "line": {"color": MUTED, "width": 2}}, hoverinfo="skip"),
-                  row=1, col=1)
+    traces.append({"type": "bar", "x": [None], "y": [None], "xaxis": "x", "yaxis": "y", "orientation": "h",
+                   "name": t("cand_legend_t1", lang), "marker": {"color": "white", "line": {"color": MUTED, "width": 2}},
+                   "hoverinfo": "skip"})
     longest = max(max(c.prob_t1, c.final_prob) for c in shown)
-    fig.add_trace(go.Scatter(
-        x=[max(c.prob_t1, c.final_prob) + 0.01 * longest for c in shown], y=list(range(len(shown))),
-        mode="text", textposition="middle right", showlegend=False, hoverinfo="skip",
-        text=[f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown],
-        textfont={"size": SMALL_SIZE},
-    ), row=1, col=1)
+    traces.append({
+        "type": "scatter", "x": [max(c.prob_t1, c.final_prob) + 0.01 * longest for c in shown],
+        "y": list(range(len(shown))), "xaxis": "x", "yaxis": "y", "mode": "text", "textposition": "middle right",
+        "showlegend": False, "hoverinfo": "skip", "textfont": {"size": SMALL_SIZE},
+        "text": [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown],
+    })
     ticks = [token_label(c.token.display) for c in shown]
     ticks = [f"<b>{s}</b>" if c.token.id == dist.chosen.id else s for s, c in zip(ticks, shown)]
-    fig.update_yaxes(tickvals=list(range(len(shown))), ticktext=ticks, autorange="reversed", row=1, col=1)
-    fig.update_xaxes(range=[0, longest * 1.55], tickvals=prob_ticks(longest), tickformat=".0%",
-                     title_text=t("cand_axis_prob", lang), row=1, col=1)
+    xaxis = {"range": [0, longest * 1.55], "tickvals": prob_ticks(longest), "tickformat": ".0%",
+             "title": {"text": t("cand_axis_prob", lang)}}
+    yaxis = {"tickvals": list(range(len(shown))), "ticktext": ticks, "autorange": "reversed"}
+    return traces, xaxis, yaxis
 
 
-def _add_draw(fig: go.Figure, dist: Distribution, top_n: int, lang: str) -> None:
-    """Right panel: each kept token's stretch of the running total, the draw u and the top-p threshold."""
+def _draw_panel(dist: Distribution, top_n: int, lang: str) -> tuple[list[dict], list[dict], list[dict], dict, dict]:
+    """Right panel: each kept token's stretch of the running total, the draw u and the top-p threshold.
+
+    Returns (traces, shapes, annotations, x axis, y axis).
+    """
     segments = draw_segments(dist, top_n, lang)
     ys = list(range(len(segments)))
     colors = [FATE_COLORS[s.candidate.fate] if s.candidate else OTHER_COLOR for s in segments]
@@ -144,39 +153,43 @@ def _add_draw(fig: go.Figure, dist: Distribution, top_n: int, lang: str) -> None
         + f"<br>{t('hover_final', lang)}: {format_prob(s.end - s.start)}"
         for s in segments
     ]
-    fig.add_trace(go.Bar(
-        base=[s.start for s in segments], x=[s.end - s.start for s in segments], y=ys, orientation="h", width=0.7,
-        marker={"color": colors, "line": {"color": MUTED, "width": 1}}, showlegend=False,
-        hovertext=hovers, hovertemplate="%{hovertext}<extra></extra>", meta={"role": "draw"},
-    ), row=1, col=2)
+    traces = [{
+        "type": "bar", "base": [s.start for s in segments], "x": [s.end - s.start for s in segments], "y": ys,
+        "xaxis": "x2", "yaxis": "y2", "orientation": "h", "width": 0.7,
+        "marker": {"color": colors, "line": {"color": MUTED, "width": 1}}, "showlegend": False,
+        "hovertext": hovers, "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "draw"},
+    }]
+    lines = []
     if dist.config.top_p < 1:
         # The nucleus is cut on the running total of the probabilities *entering* top-p, so draw that one.
         order = draw_order(dist)
         entering = accumulate(_prob_before(c, "top_p", dist.config.stages) for c in order)
         ends = dict(zip((c.token.id for c in order), entering))
         rows = [(y, ends[s.candidate.token.id]) for y, s in zip(ys, segments) if s.candidate]
-        fig.add_trace(go.Scatter(
-            x=[x for _, x in rows], y=[y for y, _ in rows], mode="lines+markers", name=t("cand_legend_after_top_p", lang),
-            line={"color": FATE_COLORS["top_p"], "width": 2, "dash": "dot"}, marker={"size": 8, "symbol": "diamond"},
-            hovertemplate="%{x:.3f}<extra></extra>",
-        ), row=1, col=2)
-        _add_line(fig, dist.config.top_p, "top_p", t("cand_top_p_line", lang, p=f"{dist.config.top_p:g}"),
-                  FATE_COLORS["top_p"], "dot", label_y=-0.75)
+        traces.append({
+            "type": "scatter", "x": [x for _, x in rows], "y": [y for y, _ in rows], "xaxis": "x2", "yaxis": "y2",
+            "mode": "lines+markers", "name": t("cand_legend_after_top_p", lang),
+            "line": {"color": FATE_COLORS["top_p"], "width": 2, "dash": "dot"},
+            "marker": {"size": 8, "symbol": "diamond"}, "hovertemplate": "%{x:.3f}<extra></extra>",
+        })
+        lines.append(_line(dist.config.top_p, "top_p", t("cand_top_p_line", lang, p=f"{dist.config.top_p:g}"),
+                           FATE_COLORS["top_p"], "dot", label_y=-0.75))
     if dist.config.temperature != 0:  # greedy takes the argmax: there is no draw to show
-        _add_line(fig, dist.u, "u", t("cand_u_line", lang, u=f"{dist.u:.3f}"), "black", "solid", label_y=-1.3)
+        lines.append(_line(dist.u, "u", t("cand_u_line", lang, u=f"{dist.u:.3f}"), "black", "solid", label_y=-1.3))
     # Two empty rows above the first stretch hold the line labels clear of the bars.
-    fig.update_yaxes(tickvals=ys, ticktext=[s.label for s in segments], range=[len(segments) - 0.5, -1.7],
-                     row=1, col=2)
-    fig.update_xaxes(range=[0, 1.0], tickformat=".0%", title_text=t("cand_axis_cum", lang), row=1, col=2)
+    xaxis = {"range": [0, 1.0], "tickformat": ".0%", "title": {"text": t("cand_axis_cum", lang)}}
+    yaxis = {"tickvals": ys, "ticktext": [s.label for s in segments], "range": [len(segments) - 0.5, -1.7]}
+    return traces, [shape for shape, _ in lines], [label for _, label in lines], xaxis, yaxis
 
 
-def _add_line(fig: go.Figure, x: float, name: str, label: str, color: str, dash: str, label_y: float) -> None:
-    """A vertical line across the draw panel with its label beside it, on the side with room."""
-    fig.add_vline(x=x, row=1, col=2, name=name, line={"color": color, "width": 3 if name == "u" else 2, "dash": dash})
+def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float) -> tuple[dict, dict]:
+    """A vertical line across the draw panel and its label beside it, on the side with room: (shape, annotation)."""
+    line = vertical_line(x, name, {"color": color, "width": 3 if name == "u" else 2, "dash": dash}, ("x2", "y2"))
     right = x > 0.6
-    fig.add_annotation(x=x, y=label_y, xref="x2", yref="y2", text=label, showarrow=False,
-                       xanchor="right" if right else "left", xshift=-5 if right else 5,
-                       font={"size": SMALL_SIZE + 1, "color": color})
+    label = {"x": x, "y": label_y, "xref": "x2", "yref": "y2", "text": label, "showarrow": False,
+             "xanchor": "right" if right else "left", "xshift": -5 if right else 5,
+             "font": {"size": SMALL_SIZE + 1, "color": color}}
+    return line, label
 
 
 def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> go.Figure:
@@ -189,11 +202,10 @@ def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> g
     """
     greedy = dist.config.temperature == 0
     draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
-    fig = make_subplots(rows=1, cols=2, column_widths=[0.58, 0.42], horizontal_spacing=0.16,
-                        subplot_titles=[t("cand_panel_bars", lang), draw_title])
+    left, right = domains([0.58, 0.42], gap=0.16)
     shown = shown_candidates(dist, top_n)
-    _add_bars(fig, dist, shown, lang)
-    _add_draw(fig, dist, top_n, lang)
+    bars, bars_x, bars_y = _bar_panel(dist, shown, lang)
+    draw, shapes, labels, draw_x, draw_y = _draw_panel(dist, top_n, lang)
     chosen = dist.chosen_candidate
     title = t("cand_title_forced" if dist.forced else "cand_title", lang,
               position=dist.position, token=f"<b>{token_label(dist.chosen.display)}</b>")
@@ -205,8 +217,13 @@ def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> g
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
                            rank=dist.chosen_rank)
     height, top, bottom = max(540, 260 + 30 * len(shown)), 150, 110
-    base_layout(fig, title, lang, subtitle=subtitle, height=height)
-    # The legend sits a fixed 60 px below the plot, clear of the axis titles whatever the height.
-    fig.update_layout(barmode="overlay", bargap=0.2, margin={"t": top, "b": bottom},
-                      legend={"orientation": "h", "y": -60 / (height - top - bottom), "x": 0, "yanchor": "top"})
-    return fig
+    layout = base_layout(
+        title, lang, subtitle=subtitle, height=height,
+        xaxis={"domain": left, "anchor": "y", **bars_x}, yaxis={"domain": (0.0, 1.0), "anchor": "x", **bars_y},
+        xaxis2={"domain": right, "anchor": "y2", **draw_x}, yaxis2={"domain": (0.0, 1.0), "anchor": "x2", **draw_y},
+        annotations=[panel_title(t("cand_panel_bars", lang), left, 1.0), panel_title(draw_title, right, 1.0), *labels],
+        shapes=shapes, barmode="overlay", bargap=0.2, margin={"t": top, "b": bottom},
+        # The legend sits a fixed 60 px below the plot, clear of the axis titles whatever the height.
+        legend={"orientation": "h", "y": -60 / (height - top - bottom), "x": 0, "yanchor": "top"},
+    )
+    return go.Figure(data=bars + draw, layout=layout)

@@ -5,7 +5,8 @@ import plotly.graph_objects as go
 
 from model.records import CacheTiming, KVBytes, ModelInfo
 from viz import i18n
-from viz.style import INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes
+from viz.style import (INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes,
+                       line_label, vertical_line)
 
 __all__ = ["kv_growth_figure", "cache_timing_figure", "kv_calculator_figure", "format_bytes"]
 
@@ -21,62 +22,67 @@ def kv_growth_figure(points: list[KVBytes], prefill_tokens: int, info: ModelInfo
     tokens = [p.tokens for p in points]
     hover = [i18n.t("kv_hover", lang, tokens=p.tokens, measured=format_bytes(p.measured), keys=format_bytes(p.keys),
                     values=format_bytes(p.values), formula=format_bytes(p.formula)) for p in points]
-    fig = go.Figure()
-    for key, values, color in (("kv_keys", [p.keys for p in points], KEY_COLOR),
-                               ("kv_values", [p.values for p in points], VALUE_COLOR)):
-        fig.add_trace(go.Bar(x=tokens, y=[v / scale for v in values], name=i18n.t(key, lang), hovertext=hover,
-                             hovertemplate="%{hovertext}<extra></extra>", marker={"color": color,
-                             "line": {"color": MUTED, "width": 0.5}}, meta={"role": key}))
-    fig.add_trace(go.Scatter(x=[0] + tokens, y=[0] + [p.formula / scale for p in points], name=i18n.t("kv_formula", lang),
-                             mode="lines", line={"color": INK, "width": 3, "dash": "dash"}, hovertext=[""] + hover,
-                             hovertemplate="%{hovertext}<extra></extra>", meta={"role": "formula", "scale": scale}))
-    fig.add_vline(x=prefill_tokens, line={"color": MUTED, "width": 2, "dash": "dot"}, name="prefill",
-                  annotation={"text": i18n.t("kv_prefill", lang, n=prefill_tokens), "font": {"size": SMALL_SIZE}},
-                  annotation_position="top left")
+    traces = [{"type": "bar", "x": tokens, "y": [v / scale for v in values], "name": i18n.t(key, lang),
+               "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>",
+               "marker": {"color": color, "line": {"color": MUTED, "width": 0.5}}, "meta": {"role": key}}
+              for key, values, color in (("kv_keys", [p.keys for p in points], KEY_COLOR),
+                                         ("kv_values", [p.values for p in points], VALUE_COLOR))]
+    traces.append({"type": "scatter", "x": [0] + tokens, "y": [0] + [p.formula / scale for p in points],
+                   "name": i18n.t("kv_formula", lang), "mode": "lines", "line": {"color": INK, "width": 3, "dash": "dash"},
+                   "hovertext": [""] + hover, "hovertemplate": "%{hovertext}<extra></extra>",
+                   "meta": {"role": "formula", "scale": scale}})
     per_token = 2 * info.layers * info.kv_heads * info.head_dim * info.bytes_per_value
     subtitle = i18n.t("kv_subtitle", lang, layers=info.layers, kv_heads=info.kv_heads, head_dim=info.head_dim,
                       bpv=info.bytes_per_value, per_token=f"{per_token:,} B ({format_bytes(per_token)})")
-    fig.update_xaxes(title_text=i18n.t("kv_axis_tokens", lang), range=[0, max(tokens, default=0) + 1])  # from 0 tokens
-    fig.update_yaxes(title_text=i18n.t("kv_axis_bytes", lang, unit=unit), rangemode="tozero")
-    base_layout(fig, i18n.t("kv_title", lang), lang, subtitle=subtitle)
-    fig.update_layout(barmode="stack", bargap=0.1, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
-                      margin={"t": 130})
-    return fig
+    layout = base_layout(
+        i18n.t("kv_title", lang), lang, subtitle=subtitle,
+        shapes=[vertical_line(prefill_tokens, "prefill", {"color": MUTED, "width": 2, "dash": "dot"})],
+        annotations=[line_label(prefill_tokens, i18n.t("kv_prefill", lang, n=prefill_tokens), {"size": SMALL_SIZE},
+                                "left")],
+        xaxis={"title": {"text": i18n.t("kv_axis_tokens", lang)}, "range": [0, max(tokens, default=0) + 1]},  # from 0
+        yaxis={"title": {"text": i18n.t("kv_axis_bytes", lang, unit=unit)}, "rangemode": "tozero"},
+        barmode="stack", bargap=0.1, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
+        margin={"t": 130},
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:
     """Measured milliseconds per decode step against sequence length, with the KV cache and without it."""
-    fig = go.Figure()
+    traces = []
     for key, ms, color, symbol, dash in (("timing_cached", t.cached_ms, KEY_COLOR, "circle", "solid"),
                                          ("timing_full", t.full_ms, INK, "diamond", "dash")):
         name = i18n.t(key, lang)
-        fig.add_trace(go.Scatter(
-            x=t.seq_len, y=ms, name=name, mode="lines+markers", line={"color": color, "width": 3, "dash": dash},
-            marker={"size": 9, "symbol": symbol},
-            hovertext=[f"{name}<br>" + i18n.t("timing_hover", lang, n=n, ms=f"{m:.1f}") for n, m in zip(t.seq_len, ms)],
-            hovertemplate="%{hovertext}<extra></extra>",
-        ))
-    fig.update_xaxes(title_text=i18n.t("timing_axis_len", lang))
-    fig.update_yaxes(title_text=i18n.t("timing_axis_ms", lang), rangemode="tozero")
-    base_layout(fig, i18n.t("timing_title", lang), lang, subtitle=i18n.t("timing_subtitle", lang))
-    fig.update_layout(legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 130})
-    return fig
+        traces.append({
+            "type": "scatter", "x": t.seq_len, "y": ms, "name": name, "mode": "lines+markers",
+            "line": {"color": color, "width": 3, "dash": dash}, "marker": {"size": 9, "symbol": symbol},
+            "hovertext": [f"{name}<br>" + i18n.t("timing_hover", lang, n=n, ms=f"{m:.1f}") for n, m in zip(t.seq_len, ms)],
+            "hovertemplate": "%{hovertext}<extra></extra>",
+        })
+    layout = base_layout(
+        i18n.t("timing_title", lang), lang, subtitle=i18n.t("timing_subtitle", lang),
+        xaxis={"title": {"text": i18n.t("timing_axis_len", lang)}},
+        yaxis={"title": {"text": i18n.t("timing_axis_ms", lang)}, "rangemode": "tozero"},
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 130},
+    )
+    return go.Figure(data=traces, layout=layout)
 
 
 def kv_calculator_figure(rows: list[tuple[str, int]], lang: str = "en") -> go.Figure:
     """Horizontal bars of cache bytes for labelled configurations (presets, MHA / GQA / MQA), sizes written out."""
     unit, scale = bytes_unit(max([n for _, n in rows], default=0))
     ys = list(range(len(rows)))
-    fig = go.Figure(go.Bar(
-        x=[n / scale for _, n in rows], y=ys, orientation="h", marker={"color": KEY_COLOR},
-        text=[format_bytes(n) for _, n in rows], textposition="outside", textfont={"size": SMALL_SIZE + 2},
-        cliponaxis=False, hovertext=[f"{label}<br>{n:,} B = {format_bytes(n)}" for label, n in rows],
-        hovertemplate="%{hovertext}<extra></extra>",
-    ))
-    fig.update_yaxes(tickvals=ys, ticktext=[label for label, _ in rows], autorange="reversed")
+    bar = {
+        "type": "bar", "x": [n / scale for _, n in rows], "y": ys, "orientation": "h", "marker": {"color": KEY_COLOR},
+        "text": [format_bytes(n) for _, n in rows], "textposition": "outside", "textfont": {"size": SMALL_SIZE + 2},
+        "cliponaxis": False, "hovertext": [f"{label}<br>{n:,} B = {format_bytes(n)}" for label, n in rows],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    }
     largest = max([n for _, n in rows], default=0) / scale
-    fig.update_xaxes(title_text=i18n.t("calc_axis", lang, unit=unit), range=[0, largest * 1.2 or 1])
-    base_layout(fig, i18n.t("calc_title", lang), lang, subtitle=i18n.t("calc_subtitle", lang),
-                height=max(320, 170 + 56 * len(rows)))
-    fig.update_layout(margin={"t": 110})
-    return fig
+    layout = base_layout(
+        i18n.t("calc_title", lang), lang, subtitle=i18n.t("calc_subtitle", lang), height=max(320, 170 + 56 * len(rows)),
+        xaxis={"title": {"text": i18n.t("calc_axis", lang, unit=unit)}, "range": [0, largest * 1.2 or 1]},
+        yaxis={"tickvals": ys, "ticktext": [label for label, _ in rows], "autorange": "reversed"},
+        margin={"t": 110},
+    )
+    return go.Figure(data=[bar], layout=layout)

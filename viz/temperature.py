@@ -4,13 +4,12 @@ from __future__ import annotations
 import math
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from model.records import Distribution, TemperatureSweep
+from model.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
-from model.records import FATES
-from viz.style import (FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, add_fate_legend, base_layout, fate_label,
-                       format_prob, format_temperature, prob_ticks, token_label)
+from viz.style import (FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
+                       fate_legend, format_prob, format_temperature, line_label, panel_title, prob_ticks, token_label,
+                       vertical_line)
 
 CURRENT_TINT = "#FBE7D9"  # a light vermillion behind the current temperature's panel
 
@@ -23,6 +22,76 @@ def _panel_title(temperature: float, current: bool, lang: str) -> str:
     return f"<b>{t('temp_current', lang, panel=name)}</b>" if current else name
 
 
+def _bar_panels(dists: list[Distribution], reference: list[Candidate], current_temperature: float, n: int,
+                columns: list[tuple[float, float]], row: tuple[float, float], lang: str):
+    """Top row: panel k (from 1) on axes xk / yk, one per distribution, bars of the `reference` tokens.
+
+    Every one of the `n` columns gets its axes, an empty panel included. Returns (traces, axes, shapes, titles).
+    """
+    ids = [c.token.id for c in reference]
+    top = max((c.final_prob for d in dists for c in d.candidates if c.token.id in ids), default=1.0)
+    axes = {}
+    for k in range(1, n + 1):
+        x, y = axis_ids(k)
+        axes[axis_key(x)] = {"domain": columns[k - 1], "anchor": y}
+        axes[axis_key(y)] = {"domain": row, "anchor": x}
+    traces, shapes, titles = [], [], []
+    for k, dist in enumerate(dists, start=1):
+        x, y = axis_ids(k)
+        current = math.isclose(dist.config.temperature, current_temperature)
+        titles.append(panel_title(_panel_title(dist.config.temperature, current, lang), columns[k - 1], row[1]))
+        by_id = {c.token.id: c for c in dist.candidates}
+        cands = [by_id[i] for i in ids if i in by_id]
+        traces.append({
+            "type": "bar", "x": [c.final_prob for c in cands], "y": [ids.index(c.token.id) for c in cands],
+            "xaxis": x, "yaxis": y, "orientation": "h", "marker": {"color": [FATE_COLORS[c.fate] for c in cands]},
+            "showlegend": False, "text": [FATE_MARKS[c.fate] for c in cands], "textposition": "outside",
+            "textfont": {"size": SMALL_SIZE},
+            "hovertext": [f"<b>{token_label(c.token.display)}</b><br>{format_prob(c.final_prob)}<br>"
+                          f"{fate_label(c.fate, lang)}" for c in cands],
+            "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"temperature": dist.config.temperature},
+        })
+        axes[axis_key(x)].update(range=[0, top * 1.2], tickvals=prob_ticks(top, most=2), tickformat=".0%")
+        axes[axis_key(y)].update(autorange="reversed", tickvals=list(range(len(ids))), showticklabels=k == 1,
+                                 ticktext=[token_label(c.token.display) for c in reference])
+        if current:
+            shapes.append({"type": "rect", "xref": f"{x} domain", "yref": f"{y} domain", "x0": 0, "x1": 1, "y0": 0,
+                           "y1": 1, "fillcolor": CURRENT_TINT, "line": {"color": FATE_COLORS["chosen"], "width": 2},
+                           "layer": "below", "name": "current"})
+    if dists:
+        axes["xaxis"]["title"] = {"text": t("temp_axis_prob", lang)}
+    return traces, axes, shapes, titles
+
+
+def _sweep_panels(sweep: TemperatureSweep, current_temperature: float, first: int,
+                  columns: list[tuple[float, float]], row: tuple[float, float], lang: str):
+    """Bottom row: entropy and tokens kept against T, on axes `first` and `first` + 1, each under `columns`.
+
+    Returns (traces, axes, shapes, titles, labels).
+    """
+    label = t("temp_current_line", lang, t=format_temperature(current_temperature))
+    traces, axes, shapes, titles, labels = [], {}, [], [], []
+    for k, x_domain, values, key, log in ((first, columns[0], sweep.entropy_bits, "temp_entropy", False),
+                                          (first + 1, columns[1], sweep.nucleus_size, "temp_nucleus", True)):
+        x, y = axis_ids(k)
+        traces.append({
+            "type": "scatter", "x": sweep.temperatures, "y": values, "xaxis": x, "yaxis": y, "mode": "lines+markers",
+            "line": {"color": INK, "width": 2}, "marker": {"size": 8}, "showlegend": False, "name": t(key, lang),
+            "hovertemplate": "T = %{x:g}: %{y:,.3~f}<extra></extra>",
+        })
+        titles.append(panel_title(t(f"{key}_panel", lang), x_domain, row[1]))
+        axes[axis_key(x)] = {"domain": x_domain, "anchor": y, "title": {"text": t("temp_axis_t", lang)}}
+        axes[axis_key(y)] = {"domain": row, "anchor": x, "title": {"text": t(key, lang)},
+                             "type": "log" if log else "linear"}
+        if log:
+            axes[axis_key(y)]["tickvals"] = [m * 10**e for e in range(6) for m in (1, 2, 5)]  # 1, 2, 5, 10, 20, ...
+        shapes.append(vertical_line(current_temperature, "current_t",
+                                    {"color": FATE_COLORS["chosen"], "width": 2, "dash": "dash"}, (x, y)))
+        labels.append(line_label(current_temperature, label, {"size": SMALL_SIZE, "color": FATE_COLORS["chosen"]},
+                                 "right", (x, y)))
+    return traces, axes, shapes, titles, labels
+
+
 def temperature_figure(dists: list[Distribution], sweep: TemperatureSweep, current_temperature: float,
                        lang: str = "en") -> go.Figure:
     """One step's candidates re-drawn at several temperatures, and how spread out the choice is against T.
@@ -32,59 +101,18 @@ def temperature_figure(dists: list[Distribution], sweep: TemperatureSweep, curre
     coloured by fate; the panel at `current_temperature` is framed. Bottom row: entropy of the final
     distribution (bits) and the number of tokens kept against T, from `sweep`, with the current T marked.
     """
-    n = max(len(dists), 2)
-    half = n // 2
-    fig = make_subplots(
-        rows=2, cols=n, row_heights=[0.58, 0.42], vertical_spacing=0.2, horizontal_spacing=0.05,
-        shared_yaxes=False,
-        specs=[[{} for _ in range(n)],
-               [{"colspan": half}] + [None] * (half - 1) + [{"colspan": n - half}] + [None] * (n - half - 1)],
-        subplot_titles=[_panel_title(d.config.temperature, math.isclose(d.config.temperature, current_temperature),
-                                     lang) for d in dists] + [""] * (n - len(dists))
-        + [t("temp_entropy_panel", lang), t("temp_nucleus_panel", lang)],
-    )
+    n = max(len(dists), 2)  # at least two columns: the bottom row's two panels split them in halves
+    columns = domains([1] * n, gap=0.05)
+    halves = [(columns[0][0], columns[n // 2 - 1][1]), (columns[n // 2][0], columns[-1][1])]
+    bottom_row, top_row = domains([0.42, 0.58], gap=0.2)
     reference = sorted(dists[0].candidates, key=lambda c: c.rank)[:SHOWN] if dists else []
-    ids = [c.token.id for c in reference]
-    top = max((c.final_prob for d in dists for c in d.candidates if c.token.id in ids), default=1.0)
-    for col, dist in enumerate(dists, start=1):
-        by_id = {c.token.id: c for c in dist.candidates}
-        cands = [by_id[i] for i in ids if i in by_id]
-        fig.add_trace(go.Bar(
-            x=[c.final_prob for c in cands], y=[ids.index(c.token.id) for c in cands], orientation="h",
-            marker={"color": [FATE_COLORS[c.fate] for c in cands]}, showlegend=False,
-            text=[FATE_MARKS[c.fate] for c in cands], textposition="outside", textfont={"size": SMALL_SIZE},
-            hovertext=[f"<b>{token_label(c.token.display)}</b><br>{format_prob(c.final_prob)}<br>"
-                       f"{fate_label(c.fate, lang)}" for c in cands],
-            hovertemplate="%{hovertext}<extra></extra>", meta={"temperature": dist.config.temperature},
-        ), row=1, col=col)
-        fig.update_xaxes(range=[0, top * 1.2], tickvals=prob_ticks(top, most=2), tickformat=".0%", row=1, col=col)
-        fig.update_yaxes(autorange="reversed", tickvals=list(range(len(ids))), showticklabels=col == 1,
-                         ticktext=[token_label(c.token.display) for c in reference], row=1, col=col)
-        if math.isclose(dist.config.temperature, current_temperature):
-            axis = "" if col == 1 else str(col)
-            fig.add_shape(type="rect", xref=f"x{axis} domain", yref=f"y{axis} domain", x0=0, x1=1, y0=0, y1=1,
-                          fillcolor=CURRENT_TINT, line={"color": FATE_COLORS["chosen"], "width": 2},
-                          layer="below", name="current")
-    if dists:
-        fig.update_xaxes(title_text=t("temp_axis_prob", lang), row=1, col=1)
-
-    for col, (values, key, log) in ((1, (sweep.entropy_bits, "temp_entropy", False)),
-                                    (half + 1, (sweep.nucleus_size, "temp_nucleus", True))):
-        fig.add_trace(go.Scatter(
-            x=sweep.temperatures, y=values, mode="lines+markers", line={"color": INK, "width": 2},
-            marker={"size": 8}, showlegend=False, name=t(key, lang),
-            hovertemplate="T = %{x:g}: %{y:,.3~f}<extra></extra>",
-        ), row=2, col=col)
-        ticks = [m * 10**e for e in range(6) for m in (1, 2, 5)] if log else None  # 1, 2, 5, 10, 20, ...
-        fig.update_yaxes(title_text=t(key, lang), type="log" if log else "linear", tickvals=ticks, row=2, col=col)
-        fig.update_xaxes(title_text=t("temp_axis_t", lang), row=2, col=col)
-        fig.add_vline(x=current_temperature, row=2, col=col, name="current_t",
-                      line={"color": FATE_COLORS["chosen"], "width": 2, "dash": "dash"},
-                      annotation={"text": t("temp_current_line", lang, t=format_temperature(current_temperature)),
-                                  "font": {"size": SMALL_SIZE, "color": FATE_COLORS["chosen"]}},
-                      annotation_position="top right")
+    bars, bar_axes, frames, bar_titles = _bar_panels(dists, reference, current_temperature, n, columns, top_row, lang)
+    lines, line_axes, marks, line_titles, labels = _sweep_panels(sweep, current_temperature, n + 1, halves,
+                                                                 bottom_row, lang)
+    ids = {c.token.id for c in reference}
     present = {c.fate for d in dists for c in d.candidates if c.token.id in ids}
-    add_fate_legend(fig, [f for f in FATES if f in present], lang)
-    base_layout(fig, t("temp_title", lang), lang, subtitle=t("temp_subtitle", lang, p=f"{sweep.top_p:g}"), height=680)
-    fig.update_layout(legend={"orientation": "h", "y": -0.1, "yanchor": "top", "x": 0}, margin={"b": 90})
-    return fig
+    layout = base_layout(t("temp_title", lang), lang, subtitle=t("temp_subtitle", lang, p=f"{sweep.top_p:g}"),
+                         height=680, **bar_axes, **line_axes, shapes=frames + marks,
+                         annotations=bar_titles + line_titles + labels,
+                         legend={"orientation": "h", "y": -0.1, "yanchor": "top", "x": 0}, margin={"b": 90})
+    return go.Figure(data=bars + lines + fate_legend([f for f in FATES if f in present], lang), layout=layout)
