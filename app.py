@@ -35,6 +35,7 @@ EXPLORER_TEMPERATURES = (0.3, 0.7, 1.0, 1.5)
 SWEEP_TEMPERATURES = [round(0.1 * i, 1) for i in range(1, 21)]
 ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens: readable on a projector, fast for long texts
 TABS = ("candidates", "temperature", "attention", "kv")
+MODEL_CONCURRENCY = 16  # requests that may wait for the step batcher together (its batch size)
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
 # name: (layers, query heads, KV heads, head size)
 PRESETS = {"Llama-2-7B": (32, 32, 32, 128), "Llama-3-8B": (32, 32, 8, 128), "Llama-2-70B": (80, 64, 8, 128)}
@@ -285,7 +286,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
         # ---- handlers: each reads like a sentence --------------------------------------------------
         @page_handler("prompt", "mode", "model")
         def start_session(request, prompt_text, mode_value, model_name, cfg, view):
-            session = DecodeSession(app.models.get(model_name))
+            session = app.models.new_session(model_name)
             session.start(prompt_text, chat=mode_value == "chat")
             app.store.put(request.session_hash, session)
             return app.views(session, cfg, view)
@@ -350,7 +351,8 @@ def build(app: App, default_model: str) -> gr.Blocks:
         @friendly
         def measure_cache(request: gr.Request, lang_value):
             session = app.store.get(request.session_hash)
-            timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)))
+            with session.batcher.model_lock:  # the class waits a few seconds; the timings are not disturbed
+                timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)))
             return viz.cache_timing_figure(timing, lang_value)
 
         @friendly
@@ -369,7 +371,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 trace = json.loads(path.read_text(encoding="utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as err:
                 raise SessionError(f"Could not import that file: it is not JSON ({err}).") from None
-            session = DecodeSession(app.models.get(trace.get("model") if isinstance(trace, dict) else None))
+            session = app.models.new_session(trace.get("model") if isinstance(trace, dict) else None)
             replay(session, trace)
             app.store.put(request.session_hash, session)
             return app.views(session, cfg, view)
@@ -446,7 +448,8 @@ def build(app: App, default_model: str) -> gr.Blocks:
             return [info.layers, info.heads, info.kv_heads, info.head_dim]
 
         # ---- wiring --------------------------------------------------------------------------------
-        model_events = dict(concurrency_id="model", concurrency_limit=1)
+        # Many steps may wait at once: the batcher runs them as one forward pass (one pass at a time).
+        model_events = dict(concurrency_id="model", concurrency_limit=MODEL_CONCURRENCY)
         view_events = dict(concurrency_id="views", concurrency_limit=1)
         page_in = [*settings, *view_in]
         start.click(start_session, [prompt, mode, model, *page_in], step_out, api_name="start", **model_events)

@@ -5,6 +5,7 @@ read-only; everything here belongs to one user.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from dataclasses import replace
@@ -13,6 +14,7 @@ import numpy as np
 import torch
 from transformers import DynamicCache
 
+from .batcher import StepBatcher, forward_one
 from .kv import kv_bytes
 from .loading import LoadedModel
 from .records import Distribution, PrefillRecord, SamplingConfig, StepRecord, TemperatureSweep, Timings
@@ -34,8 +36,10 @@ class SessionBusy(SessionError):
 class DecodeSession:
     """Stepwise decoding on a shared model, recording everything the views draw."""
 
-    def __init__(self, lm: LoadedModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS, max_tokens: int = MAX_TOKENS):
+    def __init__(self, lm: LoadedModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS, max_tokens: int = MAX_TOKENS,
+                 batcher: StepBatcher | None = None):
         self.lm = lm
+        self.batcher = batcher  # shares forward passes with other sessions (a server); None: run alone
         self.max_prompt_tokens = max_prompt_tokens
         self.max_tokens = max_tokens
         self._lock = threading.RLock()  # re-entrant: step() reads through preview() while holding it
@@ -120,9 +124,11 @@ class DecodeSession:
         with self._locked():
             ids = self.encode_prompt(prompt, chat)
             cache = DynamicCache(config=self.lm.model.config)
-            t0 = time.perf_counter()
-            out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, output_attentions=True)
-            forward_ms = (time.perf_counter() - t0) * 1000
+            with self.batcher.model_lock if self.batcher else contextlib.nullcontext():  # one pass at a time
+                t0 = time.perf_counter()
+                out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True,
+                                    output_attentions=True)
+                forward_ms = (time.perf_counter() - t0) * 1000
             attention = torch.cat(out.attentions, 0).to(torch.float16).numpy()  # (layers, heads, P, P)
             record = PrefillRecord(
                 prompt=prompt,
@@ -196,14 +202,13 @@ class DecodeSession:
             return record
 
     def _forward_one(self, token_id: int):
-        """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms)."""
-        t0 = time.perf_counter()
-        out = self.lm.model(
-            input_ids=torch.tensor([[token_id]]), past_key_values=self._cache, use_cache=True, output_attentions=True
-        )
-        forward_ms = (time.perf_counter() - t0) * 1000
-        row = torch.cat(out.attentions, 0)[:, :, -1, :].to(torch.float16).numpy()  # (layers, heads, t)
-        return out.logits[0, -1].clone(), row, forward_ms
+        """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms).
+
+        With a batcher, the pass is shared with other sessions' steps that arrive at the same time.
+        """
+        if self.batcher is not None:
+            return self.batcher.forward(self._cache, token_id)
+        return forward_one(self.lm.model, self._cache, token_id)
 
     @torch.no_grad()
     def back(self, n: int = 1) -> None:

@@ -6,6 +6,7 @@ import time
 from collections import OrderedDict
 
 from .loading import LoadedModel, ModelLoadError, available_models, load_model
+from .batcher import StepBatcher
 from .session import DecodeSession, SessionError
 
 MAX_SESSIONS = 120
@@ -80,6 +81,7 @@ class ModelRegistry:
     def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None):
         self.default = default
         self._models: dict[str, LoadedModel] = dict(preloaded or {})
+        self._batchers: dict[str, StepBatcher] = {}
         self._lock = threading.Lock()
 
     def names(self) -> list[str]:
@@ -96,3 +98,15 @@ class ModelRegistry:
                 except ModelLoadError as err:
                     raise SessionError(str(err)) from None
             return self._models[name]
+
+    def new_session(self, name: str | None = None) -> DecodeSession:
+        """A session on a model, sharing that model's batcher with every other session on it."""
+        lm = self.get(name)
+        with self._lock:
+            if lm.name not in self._batchers:
+                self._batchers[lm.name] = StepBatcher(lm.model)
+            return DecodeSession(lm, batcher=self._batchers[lm.name])
+
+    def batcher(self, name: str | None = None) -> StepBatcher:
+        """The batcher of a model (made with its first session)."""
+        return self._batchers[self.get(name).name]

@@ -71,7 +71,7 @@ def replay(session: DecodeSession, trace) -> int:
     prompt, chat, steps = parse_trace(trace)
     if trace.get("model") != session.lm.name:
         raise SessionError(f"This trace was made with {trace.get('model')!r}; load that model to replay it.")
-    fresh = DecodeSession(session.lm, session.max_prompt_tokens, session.max_tokens)
+    fresh = DecodeSession(session.lm, session.max_prompt_tokens, session.max_tokens, session.batcher)
     fresh.start(prompt, chat)
     for config, token, forced in steps:
         fresh.step(config, force_token=token, forced=forced)

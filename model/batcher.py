@@ -1,0 +1,121 @@
+"""Continuous batching: the decode steps of many sessions share one forward pass.
+
+A decode step reads every weight once and is bound by memory bandwidth, so a batch of sessions costs
+little more than one (FACTS.md section 8). Each session keeps its own DynamicCache; for a batched step
+their caches are left-padded to one length, the padding masked out, each session's new token placed at
+its own position, and afterwards each cache gets its own new keys and values back. A batch of one runs
+exactly the unbatched computation.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from transformers import DynamicCache
+
+
+@dataclass
+class _Job:
+    cache: DynamicCache
+    token_id: int
+    done: threading.Event = field(default_factory=threading.Event)
+    result: tuple | None = None
+    error: BaseException | None = None
+
+
+def forward_one(model, cache: DynamicCache, token_id: int):
+    """One token through the model on one cache: (next logits (V,), attention row (layers, heads, t) fp16, ms)."""
+    t0 = time.perf_counter()
+    out = model(input_ids=torch.tensor([[token_id]]), past_key_values=cache, use_cache=True, output_attentions=True)
+    ms = (time.perf_counter() - t0) * 1000
+    row = torch.stack([a[0, :, -1, :] for a in out.attentions]).to(torch.float16).numpy()  # (layers, heads, t)
+    return out.logits[0, -1].clone(), row, ms
+
+
+@torch.no_grad()
+def forward_batch(model, caches: list[DynamicCache], token_ids: list[int]):
+    """One token for each of several sessions in one forward pass; each cache gets its own new K and V.
+
+    The caches are only appended to after the pass succeeded, so a failure leaves every session as it was.
+    """
+    lengths = [c.get_seq_length() for c in caches]
+    longest = max(lengths)
+    batch = DynamicCache()
+    for layer_idx in range(len(caches[0].layers)):
+        first = caches[0].layers[layer_idx].keys  # (1, kv_heads, t, head_dim)
+        shape = (len(caches), first.shape[1], longest, first.shape[3])
+        keys, values = first.new_zeros(shape), first.new_zeros(shape)
+        for i, (c, n) in enumerate(zip(caches, lengths)):  # left padding: every new token sits at the end
+            keys[i, :, longest - n :] = c.layers[layer_idx].keys[0]
+            values[i, :, longest - n :] = c.layers[layer_idx].values[0]
+        batch.update(keys, values, layer_idx)
+    mask = torch.zeros(len(caches), longest + 1, dtype=torch.long)  # the padding mask (1 = a real token)
+    for i, n in enumerate(lengths):
+        mask[i, longest - n :] = 1
+    t0 = time.perf_counter()
+    out = model(input_ids=torch.tensor(token_ids).reshape(-1, 1), attention_mask=mask,
+                position_ids=torch.tensor(lengths).reshape(-1, 1), past_key_values=batch, use_cache=True,
+                output_attentions=True)
+    ms = (time.perf_counter() - t0) * 1000
+    results = []
+    for i, (c, n) in enumerate(zip(caches, lengths)):
+        row = torch.stack([a[i, :, -1, longest - n :] for a in out.attentions]).to(torch.float16).numpy()
+        results.append((out.logits[i, -1].clone(), row, ms))
+    for layer_idx, layer in enumerate(batch.layers):  # the new token's K and V, back into each session's cache
+        for i, c in enumerate(caches):
+            c.layers[layer_idx].update(layer.keys[i : i + 1, :, -1:].clone(), layer.values[i : i + 1, :, -1:].clone())
+    return results
+
+
+class StepBatcher:
+    """Collects the decode steps that arrive together from different sessions and runs them as one batch.
+
+    Request threads call forward() and wait; one worker thread runs the model, so the model is never run
+    twice at once and the 2 cores are not oversubscribed.
+    """
+
+    def __init__(self, model, max_batch: int = 16):
+        self.model = model
+        self.max_batch = max_batch
+        self._pending: list[_Job] = []
+        self._cond = threading.Condition()
+        self.batch_sizes: list[int] = []  # every batch run, for the benchmarks
+        self.model_lock = threading.Lock()  # held while the model runs; a prefill takes it too
+        self._worker = threading.Thread(target=self._run, name="step-batcher", daemon=True)
+        self._worker.start()
+
+    def forward(self, cache: DynamicCache, token_id: int, timeout: float = 120.0):
+        """Same result as forward_one(model, cache, token_id), computed in a batch with whatever else is waiting."""
+        job = _Job(cache, token_id)
+        with self._cond:
+            self._pending.append(job)
+            self._cond.notify()
+        if not job.done.wait(timeout):
+            raise TimeoutError("The model did not answer in time; the server is overloaded.")
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def _run(self):
+        while True:
+            with self._cond:
+                while not self._pending:
+                    self._cond.wait()
+                jobs, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
+            self.batch_sizes.append(len(jobs))
+            try:
+                with self.model_lock, torch.no_grad():
+                    if len(jobs) == 1:
+                        results = [forward_one(self.model, jobs[0].cache, jobs[0].token_id)]
+                    else:
+                        results = forward_batch(self.model, [j.cache for j in jobs], [j.token_id for j in jobs])
+                for job, result in zip(jobs, results):
+                    job.result = result
+            except BaseException as err:  # every session of the batch is told; none of their caches changed
+                for job in jobs:
+                    job.error = err
+            for job in jobs:
+                job.done.set()

@@ -1,0 +1,75 @@
+"""Continuous batching: sessions stepping together get what each would get alone."""
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+from model.batcher import StepBatcher, forward_batch, forward_one
+from model.records import SamplingConfig
+from model.session import DecodeSession
+
+PROMPTS = ["The capital of France is", "def add(a, b):", "Once upon a time, in a small village, there lived",
+           "Water boils at"]
+
+
+def started(lm, batcher=None):
+    sessions = [DecodeSession(lm, batcher=batcher) for _ in PROMPTS]
+    for s, p in zip(sessions, PROMPTS):
+        s.start(p)
+    return sessions
+
+
+def test_a_batched_pass_equals_one_pass_per_session(lm):
+    alone, together = started(lm), started(lm)
+    tokens = [int(s.next_logits.argmax()) for s in alone]
+    expected = [forward_one(lm.model, s._cache, t) for s, t in zip(alone, tokens)]
+    got = forward_batch(lm.model, [s._cache for s in together], tokens)
+    for (l1, r1, _), (l2, r2, _), s in zip(expected, got, together):
+        assert torch.allclose(l1, l2, atol=1e-3, rtol=1e-4)
+        assert r2.shape == r1.shape == (lm.info.layers, lm.info.heads, s.prompt_len + 1)  # padding cut away
+        assert np.allclose(r1.astype(np.float32), r2.astype(np.float32), atol=2e-3)
+    for a, b in zip(alone, together):  # each cache got exactly its own new K and V
+        for la, lb in zip(a._cache.layers, b._cache.layers):
+            assert la.keys.shape == lb.keys.shape and torch.allclose(la.keys, lb.keys, atol=1e-4)
+            assert torch.allclose(la.values, lb.values, atol=1e-4)
+
+
+def test_sessions_stepping_at_once_write_what_they_would_alone(lm):
+    greedy = SamplingConfig(temperature=0)
+    alone = started(lm)
+    for s in alone:
+        for _ in range(12):
+            s.step(greedy)
+    batcher = StepBatcher(lm.model, max_batch=8)
+    together = started(lm, batcher)
+    barrier = threading.Barrier(len(together))
+
+    def run(s):
+        for _ in range(12):
+            barrier.wait(30)  # all four ask at once, so the batcher sees them together
+            s.step(greedy)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in together]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    assert max(batcher.batch_sizes) > 1  # really batched
+    for a, b in zip(alone, together):
+        assert b.ids == a.ids
+        assert all(r.kv.measured == r.kv.formula for r in b.steps)
+        for ra, rb in zip(a.steps, b.steps):
+            assert rb.attention.shape == ra.attention.shape
+            assert np.allclose(rb.attention.astype(np.float32).sum(-1), 1, atol=2e-3)
+
+
+def test_a_failed_batch_leaves_every_session_as_it_was(lm, monkeypatch):
+    sessions = started(lm)
+    before = [[layer.keys.shape for layer in s._cache.layers] for s in sessions]
+    real = type(lm.model.model.layers[-1]).forward
+    monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("injected")))
+    with pytest.raises(RuntimeError, match="injected"):
+        forward_batch(lm.model, [s._cache for s in sessions], [1, 2, 3, 4])
+    monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", real)
+    assert [[layer.keys.shape for layer in s._cache.layers] for s in sessions] == before
