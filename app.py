@@ -66,13 +66,14 @@ class App:
             return self._views(session, cfg, view)
 
     def _views(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
+        cfg = session.replay_config() or cfg  # playing back a trace: show the step as it was recorded
         dist = session.preview(cfg)
         last_kv = session.steps[-1].kv if session.steps else session.prefill.kv
         self.revision += 1
         return [
             viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
             status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv, session.logprob_t1(),
-                        session.finished, self.revision, view.lang),
+                        session.finished, self.revision, view.lang, replay_left=session.replay_left),
             *self._tab_figures(session, cfg, view, dist),
             gr.update(choices=force_choices(dist, view.lang), value=None),
         ]
@@ -83,6 +84,7 @@ class App:
             return self._tab_figures(session, cfg, view, dist)
 
     def _tab_figures(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> list:
+        cfg = session.replay_config() or cfg
         dist = dist or session.preview(cfg)
         out = []
         for tab in TABS:
@@ -294,7 +296,10 @@ def build(app: App, default_model: str) -> gr.Blocks:
         @page_handler()
         def next_token(request, cfg, view):
             session = app.store.get(request.session_hash)
-            session.step(cfg)
+            if session.replay_left:  # a loaded trace: the next recorded step
+                session.replay_next()
+            else:
+                session.step(cfg)
             return app.views(session, cfg, view)
 
         @page_handler("token_id")
@@ -372,7 +377,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
             except (UnicodeDecodeError, json.JSONDecodeError) as err:
                 raise SessionError(f"Could not import that file: it is not JSON ({err}).") from None
             session = app.models.new_session(trace.get("model") if isinstance(trace, dict) else None)
-            replay(session, trace)
+            replay(session, trace, rewind=True)  # checked whole, then played back one step per Next token
             app.store.put(request.session_hash, session)
             return app.views(session, cfg, view)
 

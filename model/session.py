@@ -49,6 +49,7 @@ class DecodeSession:
         self._cache: DynamicCache | None = None
         self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
         self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
+        self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
 
     # ---- state -------------------------------------------------------------------------------------
     @property
@@ -139,6 +140,7 @@ class DecodeSession:
                 timings=Timings(forward_ms),
             )
             self.prefill, self.steps, self.ids, self._cache = record, [], ids, cache
+            self._replay = []
             self._next_logits = self._prefill_logits = out.logits[0, -1].clone()
             return record
 
@@ -163,13 +165,40 @@ class DecodeSession:
             cfg.validate()
             return temperature_sweep(self._next_logits, torch.tensor([self.ids]), cfg, temperatures)
 
-    @torch.no_grad()
     def step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
         """Choose the next token (drawn, or forced by the user), append it, and run it through the model.
 
         `forced` overrides the record's forced flag (a replay forces the recorded token but keeps its flag).
-        If anything fails, the session is left as it was before the step.
+        A step of the user's own ends a trace's play-back. If anything fails, the session is as it was.
         """
+        record = self._step(cfg, force_token, forced)
+        self._replay = []
+        return record
+
+    # ---- playing back a loaded trace ---------------------------------------------------------------
+    def queue_replay(self, steps: list[tuple[SamplingConfig, int, bool]]) -> None:
+        """Steps (settings, token id, forced) that replay_next() will take one at a time."""
+        self._replay = list(steps)
+
+    @property
+    def replay_left(self) -> int:
+        return len(self._replay)
+
+    def replay_config(self) -> SamplingConfig | None:
+        """The recorded settings of the next step to play back, or None when nothing is queued."""
+        return self._replay[0][0] if self._replay else None
+
+    def replay_next(self) -> StepRecord:
+        """Take the next recorded step: its token, with the settings it was taken with."""
+        if not self._replay:
+            raise SessionError("Nothing left to play back.")
+        cfg, token, forced = self._replay[0]
+        record = self._step(cfg, token, forced)
+        self._replay.pop(0)
+        return record
+
+    @torch.no_grad()
+    def _step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
         with self._locked():
             self._require_started()
             if len(self.ids) >= self.max_tokens:
@@ -239,6 +268,7 @@ class DecodeSession:
             del self.steps[-n:]
             del self.ids[keep:]
             self._next_logits = logits
+            self._replay = []
 
     def reset(self) -> None:
         """Back to just after the prompt (every generated token undone)."""
@@ -258,6 +288,7 @@ class DecodeSession:
         with self._locked():
             self.prefill, self.steps, self.ids, self._cache = other.prefill, other.steps, other.ids, other._cache
             self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
+            self._replay = list(other._replay)
 
     # ---- the whole session -------------------------------------------------------------------------
     def logprob_t1(self) -> float:

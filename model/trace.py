@@ -63,10 +63,11 @@ def parse_trace(trace) -> tuple[str, bool, list[tuple[SamplingConfig, int, bool]
     return prompt, chat, out
 
 
-def replay(session: DecodeSession, trace) -> int:
+def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
     """Re-run a trace on this session's model, step by step; returns the number of steps replayed.
 
-    The session is replaced only if the whole trace replays; otherwise it is left as it was.
+    The session is replaced only if the whole trace replays; otherwise it is left as it was. With
+    `rewind`, it is then wound back to the prompt with the steps queued, to be played back one at a time.
     """
     prompt, chat, steps = parse_trace(trace)
     if trace.get("model") != session.lm.name:
@@ -75,5 +76,8 @@ def replay(session: DecodeSession, trace) -> int:
     fresh.start(prompt, chat)
     for config, token, forced in steps:
         fresh.step(config, force_token=token, forced=forced)
+    if rewind:
+        fresh.reset()
+        fresh.queue_replay(steps)
     session.adopt(fresh)
     return len(steps)

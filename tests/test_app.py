@@ -160,8 +160,11 @@ def test_export_then_import_replays(client, server, tmp_path):
     assert trace["format"] == "token-by-token/trace" and len(trace["steps"]) == 3
     ids = list(page.store.get(client.session_hash).ids)
     other = Client(server[1], verbose=False)
-    replayed = call(other, "/import_trace", handle_file(path))
-    assert step_of(replayed) == 3 and page.store.get(other.session_hash).ids == ids
+    loaded = call(other, "/import_trace", handle_file(path))
+    assert step_of(loaded) == 0 and "3 recorded steps left" in loaded[1]  # wound back to the prompt
+    replayed = [call(other, "/next_token", temperature=0.1, seed=99) for _ in range(3)]  # the page's knobs don't matter
+    assert [step_of(r) for r in replayed] == [1, 2, 3] and "recorded steps left" not in replayed[-1][1]
+    assert page.store.get(other.session_hash).ids == ids
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": "something else"}')
     with pytest.raises(AppError, match="not a Token by Token trace"):

@@ -166,6 +166,7 @@ STRINGS: dict[str, dict[str, str]] = {
         "head": "Head",
         "mean_over_heads": "Mean over heads",
         "head_choice": "head {head} → KV head {kv_head}",
+        "msg_replaying": "Playing back a saved session: {n} recorded steps left (Next token takes the next one; any other action leaves the recording).",
         "msg_loading": "Loading the model…",
         "msg_ready": "Ready. Type a prompt and press Next token.",
         "msg_end_of_text": "The model wrote its end-of-text token.",
@@ -209,6 +210,7 @@ STRINGS: dict[str, dict[str, str]] = {
     },
     "zh": {
         "head_choice": "头 {head} → KV 头 {kv_head}",
+        "msg_replaying": "正在回放保存的会话：还剩 {n} 步（“下一个词元”走下一步；其他操作会离开回放）。",
         "status_line": "第 {step} 步 · {tokens}/{max_tokens} 个词元 · KV 缓存 {size}（实测 {measured} B，公式 {formula} B）· 文本对数概率 = {logprob}",
         "subtitle": "看语言模型如何一次写一个词元：候选词元、采样设置对它们的影响、注意力和 KV 缓存。",
         "btn_start": "开始",

@@ -9,7 +9,7 @@ from viz.style import format_bytes, format_prob
 
 
 def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: float, ended: bool,
-                revision: int, lang: str = "en") -> str:
+                revision: int, lang: str = "en", replay_left: int = 0) -> str:
     """One line under the text: step, tokens, cache bytes measured vs formula, log-probability.
 
     The outer div carries data-step / data-rev / data-ended so a presenter's Play loop and the browser
@@ -20,6 +20,8 @@ def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: f
              logprob=f"{logprob:.2f}")
     if ended:
         line += " · " + t("msg_end_of_text", lang)
+    if replay_left:
+        line += " · " + t("msg_replaying", lang, n=replay_left)
     return (f'<div id="tbt-marker" class="tbt-status" data-step="{step}" data-rev="{revision}" '
             f'data-ended="{int(ended)}">{html.escape(line)}</div>')
 
