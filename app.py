@@ -307,11 +307,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
             if token_id in (None, ""):
                 raise SessionError("Pick a candidate in the list first, then press Force.")
             session = app.store.get(request.session_hash)
-            try:
-                token_id = int(token_id)
-            except (TypeError, ValueError):
-                raise SessionError(f"The forced token must be a token id, got {token_id!r}.") from None
-            session.step(cfg, force_token=token_id)
+            session.step(cfg, force_token=_token_id(token_id))
             return app.views(session, cfg, view)
 
         @page_handler("steps")
@@ -504,6 +500,15 @@ def _whole(value, name: str) -> int:
     """A whole number from the page or the API, or SessionError naming it."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
         raise SessionError(f"{name} must be a whole number, got {value!r}.")
+    return int(value)
+
+
+def _token_id(value) -> int:
+    """A token id from the force list or the API ('123' accepted), or SessionError."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
+        raise SessionError(f"The forced token must be a token id, got {value!r}: a whole number from the candidate list.")
     return int(value)
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 from .records import TokenInfo
@@ -57,7 +58,10 @@ def display_piece(piece: str, byte_level: bool, special: bool = False) -> str:
 
 
 def _visible(text: str) -> str:
-    return "".join(VISIBLE.get(ch, ch) for ch in text)
+    """Spaces and newlines as marks; other control characters (BEL, NUL, ESC, ...) as their bytes."""
+    return "".join(
+        VISIBLE.get(ch) or (f"<{ord(ch):02X}>" if unicodedata.category(ch) == "Cc" else ch) for ch in text
+    )
 
 
 class TokenDisplay:
