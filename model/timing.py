@@ -1,0 +1,97 @@
+"""Measured time of a decode step with the KV cache against recomputing the whole prefix (FACTS section 5).
+
+The app runs this on demand ("Measure now"), so it is bounded: every length is measured once, and further
+runs (up to `repeats`) are taken only while the whole measurement stays within `budget_s`.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from copy import deepcopy
+
+import torch
+from transformers import DynamicCache
+
+from .loading import LoadedModel
+from .records import CacheTiming
+
+BUDGET_S = 4.0  # runs after the first stop here; at 512 tokens the first run of every length takes about this
+
+
+def default_lengths(n_tokens: int, count: int = 8) -> list[int]:
+    """About `count` lengths from 2 to n_tokens, geometrically spaced: 512 -> 2, 4, 10, 22, 48, 105, 232, 512.
+
+    Geometric, not even, spacing keeps the measurement short: a pass without the cache costs about its length,
+    and these sum to about 2 x n_tokens (1.8 x at 512; evenly spaced ones would sum to 4.5 x).
+    """
+    if n_tokens < 1:
+        return []
+    low = min(2, n_tokens)
+    if count < 2 or n_tokens == low:
+        return [n_tokens]
+    ratio = n_tokens / low
+    return sorted({round(low * ratio ** (i / (count - 1))) for i in range(count)})
+
+
+def _prefix(cache: DynamicCache, tokens: int) -> DynamicCache:
+    """A copy of `cache` holding only its first `tokens` tokens; `cache` itself is left as it was."""
+    out = deepcopy(cache)
+    for layer in out.layers:
+        extra = layer.get_seq_length() - tokens
+        if layer.is_initialized and extra > 0:
+            layer.crop(-extra)
+    return out
+
+
+@torch.no_grad()
+def measure_cache_timing(
+    lm: LoadedModel, ids: list[int], lengths: list[int], repeats: int = 3, budget_s: float = BUDGET_S
+) -> CacheTiming:
+    """For each length t, the median ms of (a) one decode step, token t through the model with a cache holding
+    the t - 1 tokens before it, and (b) the whole prefix ids[:t] through the model without a cache, as a decoder
+    without one must at every step. `lengths` come back as given, in the given order.
+
+    The cache is made here, never taken from a session: the first pass at the longest length writes one (the
+    only pass that does; that costs one copy of K and V, well under 1% of the pass, and saves a separate
+    prefill as long as the pass). Every timed step runs on a fresh copy of it cut to t - 1 tokens, so repeats
+    are identical. Both passes compute the last position's logits only (as generate() does) and no attention
+    weights. Each length is run once; runs 2..repeats follow, shortest lengths first, only when the first run
+    of that length fits in what is left of `budget_s`: the total stays near max(budget_s, one run of each).
+    """
+    ids = list(ids)  # the caller's list may grow while this runs
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    bad = [t for t in lengths if isinstance(t, bool) or not isinstance(t, int) or not 1 <= t <= len(ids)]
+    if bad:
+        raise ValueError(f"lengths must be whole numbers in [1, {len(ids)}] (the tokens so far), got {bad}")
+    deadline = time.perf_counter() + budget_s
+    model = lm.model
+
+    def full_ms(t: int, cache: DynamicCache | None = None) -> float:
+        t0 = time.perf_counter()
+        model(input_ids=torch.tensor([ids[:t]]), past_key_values=cache, use_cache=cache is not None, logits_to_keep=1)
+        return (time.perf_counter() - t0) * 1000
+
+    def cached_ms(t: int) -> float:
+        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim)
+        t0 = time.perf_counter()
+        model(input_ids=torch.tensor([[ids[t - 1]]]), past_key_values=cache, use_cache=True)
+        return (time.perf_counter() - t0) * 1000
+
+    cached: list[list[float]] = [[] for _ in lengths]
+    full: list[list[float]] = [[] for _ in lengths]
+    if not lengths:
+        return CacheTiming([], [], [])
+    longest = max(range(len(lengths)), key=lengths.__getitem__)
+    base = DynamicCache(config=model.config)
+    cached_ms(1)  # untimed warm-up: a process's first one-token pass runs slow (base is empty: a fresh cache)
+    full[longest].append(full_ms(lengths[longest], base))  # base now holds ids[:longest]
+    shortest_first = sorted(range(len(lengths)), key=lengths.__getitem__)
+    for run in range(repeats):
+        for i in shortest_first:
+            if run and time.perf_counter() + (cached[i][0] + full[i][0]) / 1000 > deadline:
+                continue
+            cached[i].append(cached_ms(lengths[i]))
+            if len(full[i]) <= run:  # the longest length's first one was taken above
+                full[i].append(full_ms(lengths[i]))
+    return CacheTiming(list(lengths), [statistics.median(c) for c in cached], [statistics.median(f) for f in full])
