@@ -33,6 +33,16 @@ def default_lengths(n_tokens: int, count: int = 8) -> list[int]:
     return sorted({round(low * ratio ** (i / (count - 1))) for i in range(count)})
 
 
+def _rewindable_cache(config) -> DynamicCache:
+    """An empty cache whose sliding-window layers keep every token (not only their window), so that a copy
+    can be cut back to any prefix: a window layer that has dropped tokens refuses to crop."""
+    cache = DynamicCache(config=config)
+    for layer in cache.layers:
+        if layer.is_sliding:
+            layer.activate_past_recording()
+    return cache
+
+
 def _prefix(cache: DynamicCache, tokens: int) -> DynamicCache:
     """A copy of `cache` holding only its first `tokens` tokens; `cache` itself is left as it was."""
     out = deepcopy(cache)
@@ -83,7 +93,7 @@ def measure_cache_timing(
     if not lengths:
         return CacheTiming([], [], [])
     longest = max(range(len(lengths)), key=lengths.__getitem__)
-    base = DynamicCache(config=model.config)
+    base = _rewindable_cache(model.config)
     cached_ms(1)  # untimed warm-up: a process's first one-token pass runs slow (base is empty: a fresh cache)
     full[longest].append(full_ms(lengths[longest], base))  # base now holds ids[:longest]
     shortest_first = sorted(range(len(lengths)), key=lengths.__getitem__)

@@ -7,7 +7,7 @@ import torch
 from transformers import DynamicCache
 
 from model.records import SamplingConfig
-from model.timing import _prefix, default_lengths, measure_cache_timing
+from model.timing import _prefix, _rewindable_cache, default_lengths, measure_cache_timing
 
 TEXT = "The history of the printing press begins in the fifteenth century, when movable type arrived. " * 9
 
@@ -65,6 +65,27 @@ def test_a_cut_copy_of_the_cache_is_the_cache_of_that_prefix(lm, ids, prefilled,
             step = lm.model(torch.tensor([[ids[tokens]]]), past_key_values=cut, use_cache=True).logits[0, -1]
         assert base.get_seq_length() == len(ids)
         assert torch.allclose(step, full[tokens], atol=1e-3, rtol=1e-4)
+
+
+def test_a_cut_copy_works_past_a_sliding_window():
+    """Gemma 3 style: 5 of 6 layers see only the last `window` tokens; cutting back past the window still works."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    config = Gemma3TextConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=6,
+                              num_attention_heads=4, num_key_value_heads=1, head_dim=8, sliding_window=4,
+                              attn_implementation="eager")
+    torch.manual_seed(0)
+    model = Gemma3ForCausalLM(config).eval()
+    ids = list(range(3, 13))  # 10 tokens: more than the window
+    base = _rewindable_cache(model.config)
+    with torch.no_grad():
+        model(torch.tensor([ids]), past_key_values=base, use_cache=True)
+        full = model(torch.tensor([ids]), use_cache=False).logits[0]  # (10, V)
+        for tokens in (0, 2, 5, 9):
+            step = model(torch.tensor([[ids[tokens]]]), past_key_values=_prefix(base, tokens), use_cache=True)
+            assert torch.allclose(step.logits[0, -1], full[tokens], atol=1e-5)
+    timing = measure_cache_timing(SimpleNamespace(model=model), ids, default_lengths(len(ids)), repeats=1)
+    assert timing.seq_len == default_lengths(len(ids))
 
 
 class CountingModel:
