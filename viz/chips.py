@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import html
+from functools import lru_cache
 
 from plotly.colors import sample_colorscale, unlabel_rgb
 
@@ -18,8 +19,13 @@ CHIP_STYLE = ("display:inline-block;margin:2px 1px;padding:2px 5px;border-radius
 
 def chip_color(prob: float) -> tuple[str, str]:
     """Background and text colour for a chip of T = 1 probability `prob`: darker = more probable."""
+    return _shade(round(min(max(prob, 0.0), 1.0), 3))  # 1,001 shades: plotly's colour sampling is slow per chip
+
+
+@lru_cache(maxsize=1024)
+def _shade(prob: float) -> tuple[str, str]:
     lo, hi = SCALE_RANGE
-    background = sample_colorscale(SCALE, [lo + (hi - lo) * min(max(prob, 0.0), 1.0)])[0]
+    background = sample_colorscale(SCALE, [lo + (hi - lo) * prob])[0]
     r, g, b = unlabel_rgb(background)
     luminance = (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
     return background, ("#FFFFFF" if luminance < 0.55 else "#111111")
