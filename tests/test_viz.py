@@ -392,3 +392,16 @@ def test_viz_never_imports_torch_transformers_or_gradio():
             "print(bad); sys.exit(1 if bad else 0)")
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_not_shown_mass_counts_every_token_without_a_bar():
+    """The subtitle's 'not shown' is 1 minus the bars drawn, also when the record holds more candidates than bars."""
+    from viz.candidates import not_shown_mass
+    from viz.style import format_prob
+
+    dist = make_dist(SamplingConfig(temperature=0.8, top_p=0.9))
+    shown = shown_candidates(dist, top_n=3)
+    tail_t1, tail_final = not_shown_mass(dist, shown)
+    assert tail_t1 == pytest.approx(1 - sum(c.prob_t1 for c in shown), abs=1e-6)
+    assert tail_final == pytest.approx(1 - sum(c.final_prob for c in shown), abs=1e-6)
+    assert format_prob(tail_t1) in candidate_figure(dist, top_n=3).layout.title.subtitle.text

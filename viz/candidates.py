@@ -32,6 +32,13 @@ def shown_candidates(dist: Distribution, top_n: int = 12) -> list[Candidate]:
     return shown
 
 
+def not_shown_mass(dist: Distribution, shown: list[Candidate]) -> tuple[float, float]:
+    """Probability (at T = 1, and final) of every token without a bar: the record's tail plus its unshown candidates."""
+    ids = {c.token.id for c in shown}
+    rest = [c for c in dist.candidates if c.token.id not in ids]
+    return (dist.tail_mass_t1 + sum(c.prob_t1 for c in rest), dist.tail_mass_final + sum(c.final_prob for c in rest))
+
+
 def draw_order(dist: Distribution) -> list[Candidate]:
     """The candidates the draw can pick, in the order u walks them: final probability descending, ties by id."""
     return sorted((c for c in dist.candidates if c.final_prob > 0), key=lambda c: (-c.final_prob, c.token.id))
@@ -210,8 +217,9 @@ def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> g
     title = t("cand_title_forced" if dist.forced else "cand_title", lang,
               position=dist.position, token=f"<b>{token_label(dist.chosen.display)}</b>")
     kept = f"{dist.stages[-1].kept:,}" if dist.stages else "?"
-    subtitle = t("cand_subtitle", lang, tail_t1=format_prob(dist.tail_mass_t1),
-                 tail_final=format_prob(dist.tail_mass_final), h_t1=format_bits(dist.entropy_t1_bits),
+    tail_t1, tail_final = not_shown_mass(dist, shown)
+    subtitle = t("cand_subtitle", lang, tail_t1=format_prob(tail_t1),
+                 tail_final=format_prob(tail_final), h_t1=format_bits(dist.entropy_t1_bits),
                  h_final=format_bits(dist.entropy_final_bits), kept=kept)
     subtitle += "<br>" + t("cand_chosen_note", lang, token=token_label(dist.chosen.display),
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
