@@ -34,9 +34,8 @@ def _shade(prob: float) -> tuple[str, str]:
 def _chip(display: str, title: str, classes: str, style: str, step: int | None = None) -> str:
     """One chip; a newline token is followed by line breaks so the chips keep the text's layout."""
     data = f' data-step="{step}"' if step is not None else ""
-    text = html.escape(display, quote=False).replace("␣", '<span style="opacity:0.45">␣</span>')
-    chip = (f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}" '
-            f'style="{CHIP_STYLE.format(font=FONT_FAMILY)};{style}">{text}</span>')
+    text = html.escape(display, quote=False).replace("␣", '<i class="tbt-space">␣</i>')
+    chip = f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}" style="{style}">{text}</span>'
     return chip + "<br>" * display.count("↵")
 
 
@@ -68,4 +67,7 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         for p in (0.01, 0.1, 0.5, 0.9))
     legend = (f'<div class="tbt-chips-legend" style="font-size:15px;color:#444;margin-top:10px">'
               f'{html.escape(t("chips_legend", lang))} {swatches}</div>')
-    return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{"".join(chips)}</div>{legend}'
+    # The look every chip shares is stated once here, not on each chip: a long text is resent every step.
+    shared = (f"<style>.tbt-chip{{{CHIP_STYLE.format(font=FONT_FAMILY)}}}"
+              ".tbt-space{font-style:normal;opacity:0.45}</style>")
+    return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{shared}{"".join(chips)}</div>{legend}'
