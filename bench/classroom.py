@@ -1,0 +1,235 @@
+"""A classroom on one server: N students, each with their own session, stepping at their own pace.
+
+    .venv/bin/python -m bench.classroom --students 10 30 60 --minutes 3
+
+Each student is a gradio_client.Client (its own session) in its own thread: /start, then /next_token every
+1-3 s (a seeded random.Random per student). In the second scenario a third of the students press Play:
+up to 30 /next_token back-to-back, then a pause of a few seconds. Each scenario gets a fresh server process
+(so one scenario's sessions do not fill the next one's store) started with Gradio's profiling on, which
+splits each request's time into queue wait, handler (fn_call) and postprocess on the server.
+
+Reported per scenario: step latency as the student's client sees it (median, p95, max), errors grouped by
+message, steps served per second, the server's resident memory at the start and end, and the server-side
+phases. Target: 30 students clicking, p95 <= 1 s and no errors.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from bench import save, table
+from bench.appserver import AppServer, OthersWatch
+
+DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
+                lang="en", layer=0, head="mean")
+PROMPTS = ["Once upon a time, in a small village,", "The capital of France is", "def fibonacci(n):",
+           "The best way to learn a language is", "In the year 2050, cities will"]
+TARGET_P95_S = 1.0
+REQUEST_TIMEOUT_S = 120.0  # a step that takes longer than this is counted as an error (and cancelled)
+PLAY_BURST = 30
+
+
+@dataclass
+class Student:
+    """One simulated student: what they did and what they saw."""
+
+    index: int
+    plays: bool  # True: presses Play (bursts of back-to-back steps); False: clicks every 1-3 s
+    step_latency_s: list[float] = field(default_factory=list)
+    start_latency_s: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    connect_s: float | None = None
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (q in [0, 100]) of a list, or None if it is empty."""
+    v = sorted(values)
+    return v[min(len(v) - 1, max(0, round(q / 100 * len(v)) - 1))] if v else None
+
+
+def error_text(err: BaseException) -> str:
+    """One line: the app's message for an AppError, else the exception's type and message."""
+    from gradio_client.exceptions import AppError
+
+    if isinstance(err, AppError):
+        return f"AppError: {err}"
+    return f"{type(err).__name__}: {err}"[:300]
+
+
+def call(client, api: str, *args, **kwargs):
+    """One request with a time limit; returns (result, seconds). A request that runs over is cancelled."""
+    t0 = time.perf_counter()
+    job = client.submit(*args, **kwargs, api_name=api)
+    try:
+        result = job.result(timeout=REQUEST_TIMEOUT_S)
+    except TimeoutError:
+        job.cancel()
+        raise TimeoutError(f"{api} took over {REQUEST_TIMEOUT_S:.0f} s") from None
+    return result, time.perf_counter() - t0
+
+
+def ended(result) -> bool:
+    """True when the page says the model ended the text (the status marker's data-ended)."""
+    return 'data-ended="1"' in str(result[1])
+
+
+def run_student(student: Student, url: str, deadline: float, stop: threading.Event, seed: int) -> None:
+    """Connect, start, then step until the deadline: every 1-3 s, or in Play bursts."""
+    from gradio_client import Client
+
+    rng = random.Random(seed * 1000 + student.index)
+    t0 = time.perf_counter()
+    try:
+        client = Client(url, verbose=False, download_files=False, analytics_enabled=False)
+    except Exception as err:  # noqa: BLE001 (every failure is a finding, grouped by message)
+        student.errors.append("connect: " + error_text(err))
+        return
+    student.connect_s = time.perf_counter() - t0
+    try:
+        time.sleep(rng.uniform(0, 3))  # students do not all press Start in the same instant
+        prompt = PROMPTS[student.index % len(PROMPTS)]
+        started = False
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                if not started:
+                    _, seconds = call(client, "/start", prompt, "raw", "smollm2", **DEFAULTS)
+                    student.start_latency_s.append(seconds)
+                    started = True
+                    continue
+                burst = rng.randint(PLAY_BURST // 2, PLAY_BURST) if student.plays else 1
+                for _ in range(burst):
+                    if time.monotonic() >= deadline or stop.is_set():
+                        break
+                    result, seconds = call(client, "/next_token", **DEFAULTS)
+                    student.step_latency_s.append(seconds)
+                    if ended(result) or "512 of 512" in str(result[1]):
+                        call(client, "/reset", **DEFAULTS)  # what a student does at the end of the text
+                        break
+            except Exception as err:  # noqa: BLE001
+                student.errors.append(error_text(err))
+                if "No text yet" in str(err) or "idle" in str(err):
+                    started = False
+            pause = rng.uniform(3, 6) if student.plays else rng.uniform(1, 3)
+            stop.wait(min(pause, max(0.0, deadline - time.monotonic())))
+    finally:
+        client.close()
+
+
+class RssMonitor(threading.Thread):
+    """Samples the server's resident memory every `every_s` seconds (peak and last)."""
+
+    def __init__(self, server: AppServer, every_s: float = 2.0):
+        super().__init__(daemon=True)
+        self.server, self.every_s, self.peak, self.stop = server, every_s, 0, threading.Event()
+
+    def run(self):
+        while not self.stop.is_set():
+            try:
+                self.peak = max(self.peak, self.server.rss_bytes())
+            except Exception:  # noqa: BLE001 (the server is gone: nothing more to sample)
+                return
+            self.stop.wait(self.every_s)
+
+
+def scenario(n_students: int, play_share: float, minutes: float, seed: int) -> dict:
+    """One scenario on a fresh server: N students for `minutes`, a share of them pressing Play."""
+    with AppServer(env={"GRADIO_PROFILING": "1"}) as server:
+        time.sleep(2)
+        rss_start = server.rss_bytes()
+        players = set(random.Random(seed).sample(range(n_students), round(n_students * play_share)))
+        students = [Student(i, i in players) for i in range(n_students)]
+        stop = threading.Event()
+        monitor = RssMonitor(server)
+        monitor.start()
+        t0 = time.monotonic()
+        deadline = t0 + minutes * 60
+        threads = [threading.Thread(target=run_student, args=(s, server.url, deadline, stop, seed), daemon=True)
+                   for s in students]
+        with OthersWatch() as watch:
+            for t in threads:
+                t.start()
+            for t in threads:  # the last request may still be running at the deadline: allow it to finish
+                t.join(timeout=max(0.0, deadline + REQUEST_TIMEOUT_S + 30 - time.monotonic()))
+            stop.set()
+        hung = sum(t.is_alive() for t in threads)
+        elapsed = time.monotonic() - t0
+        monitor.stop.set()
+        rss_end = server.rss_bytes()
+        traces = server.profiling_traces()
+    return summarise(students, elapsed, minutes, hung, rss_start, rss_end, monitor.peak, traces, watch.share, play_share)
+
+
+def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, traces, others, play_share) -> dict:
+    """The figures of one scenario."""
+    def stats(values):
+        return {"n": len(values), "median": statistics.median(values) if values else None,
+                "p95": percentile(values, 95), "max": max(values, default=None)}
+
+    steps = [x for s in students for x in s.step_latency_s]
+    errors = Counter(e for s in students for e in s.errors)
+    phases = {}
+    for fn in ("next_token", "start"):
+        ts = [t for t in traces if t["fn_name"] == fn]
+        phases[fn] = {p: stats([t[f"{p}_ms"] for t in ts]) for p in ("queue_wait", "fn_call", "postprocess", "total")}
+    return {
+        "students": len(students), "players": sum(s.plays for s in students), "play_share": play_share,
+        "minutes": minutes, "elapsed_s": elapsed, "threads_still_running": hung,
+        "step_latency_s": stats(steps),
+        "step_latency_clickers_s": stats([x for s in students if not s.plays for x in s.step_latency_s]),
+        "step_latency_players_s": stats([x for s in students if s.plays for x in s.step_latency_s]),
+        "start_latency_s": stats([x for s in students for x in s.start_latency_s]),
+        "connect_s": stats([s.connect_s for s in students if s.connect_s is not None]),
+        "steps_served": len(steps), "steps_per_s": len(steps) / (minutes * 60),
+        "errors_total": sum(errors.values()), "errors": dict(errors.most_common()),
+        "server_rss_start_mb": rss_start / 2**20, "server_rss_end_mb": rss_end / 2**20,
+        "server_rss_peak_mb": rss_peak / 2**20, "server_phases_ms": phases, "others_cpu_share": others,
+    }
+
+
+def report(results: list[dict]) -> str:
+    rows = []
+    for r in results:
+        lat, ph = r["step_latency_s"], r["server_phases_ms"]["next_token"]
+        name = "clicking" if not r["players"] else f"{r['players']} play"
+        target = ""
+        if r["students"] == 30 and not r["players"]:
+            target = "met" if lat["p95"] is not None and lat["p95"] <= TARGET_P95_S and not r["errors_total"] else "MISSED"
+        rows.append([r["students"], name, lat["n"], lat["median"], lat["p95"], lat["max"], r["errors_total"],
+                     r["steps_per_s"], ph["queue_wait"]["median"], ph["fn_call"]["median"], ph["postprocess"]["median"],
+                     f"{r['server_rss_start_mb']:.0f} -> {r['server_rss_end_mb']:.0f}", f"{r['others_cpu_share']:.0%}",
+                     target])
+    out = table(["students", "scenario", "steps", "median s", "p95 s", "max s", "errors", "steps/s", "queue ms",
+                 "handler ms", "post ms", "RSS MB", "others CPU", "p95<=1s"], rows)
+    errors = [(r["students"], r["players"], msg, n) for r in results for msg, n in r["errors"].items()]
+    if errors:
+        out += "\n\nErrors:\n" + "\n".join(f"  {s} students ({p} playing): {n} x {msg}" for s, p, msg, n in errors)
+    return out + "\n(queue / handler / post: medians of the server's phases for /next_token, GRADIO_PROFILING)"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--students", type=int, nargs="+", default=[10, 30, 60], help="class sizes (default 10 30 60)")
+    ap.add_argument("--minutes", type=float, default=3.0, help="length of each scenario (default 3)")
+    ap.add_argument("--play-share", type=float, default=1 / 3, help="share pressing Play in the second scenario")
+    ap.add_argument("--scenarios", nargs="+", choices=["click", "play"], default=["click", "play"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--name", default="classroom", help="results file name (default classroom)")
+    args = ap.parse_args(argv)
+    results = []
+    for n in args.students:
+        for name in args.scenarios:
+            share = args.play_share if name == "play" else 0.0
+            print(f"{n} students, {name}: {args.minutes:g} min ...", flush=True)
+            results.append(scenario(n, share, args.minutes, args.seed))
+            save(args.name, {"scenarios": results, "complete": False})  # keep what is done if stopped midway
+    print(report(results))
+    print(f"wrote {save(args.name, {'scenarios': results, 'complete': True})}")
+
+
+if __name__ == "__main__":
+    main()
