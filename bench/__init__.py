@@ -28,19 +28,25 @@ def _busy_jiffies() -> int:
     return user + nice + system + irq + softirq + steal
 
 
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and of its children that have ended (a benchmark's subprocesses)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 class CpuWatch:
-    """Wall time, this process's CPU time, and the CPU time every *other* process took meanwhile.
+    """Wall time, this process's CPU time (its finished children's included), and what every *other* process took.
 
     `other_share` is that other time over the machine's capacity (wall x cores): 0 = we had it to ourselves.
     """
 
     def __enter__(self):
-        self._wall, self._own, self._busy = time.perf_counter(), time.process_time(), _busy_jiffies()
+        self._wall, self._own, self._busy = time.perf_counter(), _own_cpu_s(), _busy_jiffies()
         return self
 
     def __exit__(self, *exc):
         self.wall_s = time.perf_counter() - self._wall
-        own_s = time.process_time() - self._own
+        own_s = _own_cpu_s() - self._own
         machine_s = (_busy_jiffies() - self._busy) / os.sysconf("SC_CLK_TCK")
         self.other_s = max(0.0, machine_s - own_s)
         self.other_share = self.other_s / (self.wall_s * os.cpu_count())
