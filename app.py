@@ -529,7 +529,7 @@ def launch(demo: gr.Blocks, host: str, port: int | None, **kwargs):
     """Queue sized for a 2-core machine (one model step at a time, a bounded wait list), then serve."""
     demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
     return demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], head_paths=[ASSETS / "app.js"],
-                       show_error=True, theme=gr.themes.Default(), **kwargs)
+                       show_error=True, theme=gr.themes.Default(), run_history=False, **kwargs)  # history: slower each step
 
 
 if __name__ == "__main__":
