@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import gradio as gr
+import plotly
 
 import viz
 from model.kv import kv_cache_bytes
@@ -21,7 +22,7 @@ from model.sessions import ModelRegistry, SessionStore
 from model.timing import default_lengths, measure_cache_timing
 from model.trace import MAX_TRACE_BYTES, replay, to_trace
 from viz.i18n import t
-from viz.page import force_choices, status_html
+from viz.page import figure_carrier, force_choices, status_html
 
 log = logging.getLogger("token-by-token")
 ASSETS = Path(__file__).parent / "assets"
@@ -91,16 +92,18 @@ class App:
             if tab != view.tab:
                 out.append(gr.skip())
             elif tab == "candidates":
-                out.append(viz.candidate_figure(dist, view.lang))
+                out.append(figure_carrier(viz.candidate_figure(dist, view.lang), chart_id(tab)))
             elif tab == "temperature":
                 dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
                 sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
-                out.append(viz.temperature_figure(dists, sweep, cfg.temperature, view.lang))
+                out.append(figure_carrier(viz.temperature_figure(dists, sweep, cfg.temperature, view.lang),
+                                          chart_id(tab)))
             elif tab == "attention":
                 out.append(self._attention(session, view))
             else:
                 points = [session.prefill.kv] + [s.kv for s in session.steps]
-                out.append(viz.kv_growth_figure(points, session.prompt_len, session.lm.info, view.lang))
+                out.append(figure_carrier(viz.kv_growth_figure(points, session.prompt_len, session.lm.info, view.lang),
+                                          chart_id(tab)))
         return out
 
     def attention(self, session: DecodeSession, view: View):
@@ -115,8 +118,8 @@ class App:
         start = max(0, full.shape[0] - ATTENTION_WINDOW)
         labels = [tok.display for tok in session.prefill.tokens] + [s.token.display for s in session.steps]
         window = info.sliding_window[layer] if info.sliding_window else None
-        return viz.attention_figure(full[start:, start:], labels[start:], layer, view.head, info, start, window,
-                                    view.lang)
+        return figure_carrier(viz.attention_figure(full[start:, start:], labels[start:], layer, view.head, info, start,
+                                                   window, view.lang), chart_id("attention"))
 
 
 SETTING_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
@@ -184,6 +187,20 @@ def config(temperature, top_k, top_p, min_p, repetition_penalty, order, seed) ->
         raise SessionError(f"Setting out of range: {err}") from None
 
 
+def chart_id(tab: str) -> str:
+    """The id of the element a tab's chart is drawn into."""
+    return f"tbt-fig-{tab}"
+
+
+def chart(tab: str) -> gr.HTML:
+    """A tab's chart: a plot that stays on the page, and the hidden carrier its figures arrive in (the output).
+
+    assets/app.js draws each figure that arrives with Plotly.react, re-drawing the plot in place.
+    """
+    gr.HTML(f'<div id="{chart_id(tab)}" class="tbt-fig"></div>', elem_id=f"tbt-plot-{tab}", js_on_load=None)
+    return gr.HTML("", elem_id=f"tbt-figdata-{tab}", elem_classes="tbt-hidden", js_on_load=None)
+
+
 def head_choices(app: App, L) -> list[tuple[str, str]]:
     """'Mean over heads', then each query head with the KV head it reads (grouped-query attention)."""
     info = app.models.get().info
@@ -232,15 +249,14 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 status = gr.HTML(label="Status", elem_id="tbt-status")
                 with gr.Tabs():
                     with gr.Tab(L("tab_candidates"), id="candidates") as tab_cand:
-                        cand_plot = gr.Plot(label=L("tab_candidates"), elem_id="tbt-plot-candidates",
-                                            show_label=False)
+                        cand_plot = chart("candidates")
                         with gr.Row(equal_height=True):
                             force = gr.Dropdown([], label=L("force_label"), elem_id="tbt-force", scale=3,
                                                 allow_custom_value=True)
                             force_btn = gr.Button(L("btn_force"), elem_id="tbt-force-btn", scale=1, min_width=120)
                         cand_text = gr.Markdown(L("explain_candidates"), elem_classes="tbt-explain")
                     with gr.Tab(L("tab_temperature"), id="temperature") as tab_temp:
-                        temp_plot = gr.Plot(label=L("tab_temperature"), elem_id="tbt-plot-temperature", show_label=False)
+                        temp_plot = chart("temperature")
                         temp_text = gr.Markdown(L("explain_temperature"), elem_classes="tbt-explain")
                     with gr.Tab(L("tab_attention"), id="attention") as tab_attn:
                         with gr.Row():
@@ -248,11 +264,11 @@ def build(app: App, default_model: str) -> gr.Blocks:
                                               elem_id="tbt-layer", scale=3)
                             head = gr.Dropdown(head_choices(app, L), value="mean", label=L("head"), elem_id="tbt-head",
                                                scale=1)
-                        attn_plot = gr.Plot(label=L("tab_attention"), elem_id="tbt-plot-attention", show_label=False)
+                        attn_plot = chart("attention")
                         attn_text = gr.Markdown(L("explain_attention") + "\n\n" + L("explain_gqa"),
                                                 elem_classes="tbt-explain")
                     with gr.Tab(L("tab_kv"), id="kv") as tab_kv:
-                        kv_plot = gr.Plot(label=L("tab_kv"), elem_id="tbt-plot-kv", show_label=False)
+                        kv_plot = chart("kv")
                         kv_text = gr.Markdown(L("explain_kv_cache"), elem_classes="tbt-explain")
                         measure = gr.Button(L("btn_measure"), elem_id="tbt-measure")
                         timing_plot = gr.Plot(label=L("btn_measure"), elem_id="tbt-plot-timing", show_label=False)
@@ -450,8 +466,12 @@ def build(app: App, default_model: str) -> gr.Blocks:
 
         # ---- wiring --------------------------------------------------------------------------------
         # Many steps may wait at once: the batcher runs them as one forward pass (one pass at a time).
-        model_events = dict(concurrency_id="model", concurrency_limit=MODEL_CONCURRENCY)
-        view_events = dict(concurrency_id="views", concurrency_limit=1)
+        # No loading overlay on the outputs: a step answers within a fraction of a second, and animating
+        # the overlay on every output took the browser's time from drawing the answer.
+        # No loading overlay on the outputs: a step answers within a fraction of a second, and animating
+        # the overlay on every output takes the browser's time from drawing the answer.
+        model_events = dict(concurrency_id="model", concurrency_limit=MODEL_CONCURRENCY, show_progress="hidden")
+        view_events = dict(concurrency_id="views", concurrency_limit=1, show_progress="hidden")
         page_in = [*settings, *view_in]
         start.click(start_session, [prompt, mode, model, *page_in], step_out, api_name="start", **model_events)
         prompt.submit(start_session, [prompt, mode, model, *page_in], step_out, api_name=False, **model_events)
@@ -528,8 +548,11 @@ def main(argv=None) -> None:
 def launch(demo: gr.Blocks, host: str, port: int | None, **kwargs):
     """Queue sized for a 2-core machine (one model step at a time, a bounded wait list), then serve."""
     demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
-    return demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], head_paths=[ASSETS / "app.js"],
-                       show_error=True, theme=gr.themes.Default(), run_history=False, **kwargs)  # history: slower each step
+    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
+    return demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"],
+                       head=f'<script src="/gradio_api/file={plotly_js}"></script>', head_paths=[ASSETS / "app.js"],
+                       allowed_paths=[str(plotly_js)], show_error=True, theme=gr.themes.Default(),
+                       run_history=False, **kwargs)  # run history: the browser rewrote it every step
 
 
 if __name__ == "__main__":

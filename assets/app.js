@@ -5,15 +5,17 @@
   const marker = () => { const m = el("tbt-marker"); return m ? m.dataset.rev : null; };
   const ended = () => { const m = el("tbt-marker"); return m && m.dataset.ended === "1"; };
   const click = (id) => { const b = el(id); if (b) b.click(); };
-  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-  async function waitForNewStep(rev, timeoutMs) {
-    const until = Date.now() + timeoutMs;
-    while (Date.now() < until) {
-      if (marker() !== rev) return true;
-      await sleep(25);
-    }
-    return false;
+  // Resolves true as soon as the page shows a step other than `rev` (false after timeoutMs).
+  function waitForNewStep(rev, timeoutMs) {
+    return new Promise((resolve) => {
+      if (marker() !== rev) return resolve(true);
+      const observer = new MutationObserver(() => { if (marker() !== rev) done(true); });
+      const timer = setTimeout(() => done(false), timeoutMs);
+      const done = (shown) => { observer.disconnect(); clearTimeout(timer); resolve(shown); };
+      observer.observe(document.documentElement, {childList: true, subtree: true, attributes: true,
+                                                  attributeFilter: ["data-rev"]});
+    });
   }
 
   // Play: press Next token, wait until the page shows the new step, repeat (n at most). Each step is its own
@@ -29,10 +31,29 @@
       const rev = marker();
       click("tbt-next");
       if (!(await waitForNewStep(rev, 20000))) break;
+      await new Promise((r) => setTimeout(r, 0));  // let the page finish applying this answer before the next click
     }
     playing = false;
     if (button) button.textContent = label;
   };
+
+  // Charts: each figure arrives as plotly JSON in a hidden carrier (viz.page.figure_carrier) and is drawn
+  // with Plotly.react into its plot, which stays on the page: a step re-draws the chart in place, once.
+  const CONFIG = {responsive: true, displaylogo: false};
+  function drawCharts() {
+    if (!window.Plotly) return;
+    for (const carrier of document.querySelectorAll(".tbt-figdata")) {
+      const target = el(carrier.dataset.target);
+      const rev = carrier.dataset.rev;
+      if (!target || target.dataset.rev === rev || !carrier.textContent) continue;
+      target.dataset.rev = rev;
+      const fig = JSON.parse(carrier.textContent);
+      fig.layout.autosize = true;
+      window.Plotly.react(target, fig.data, fig.layout, CONFIG);
+    }
+  }
+  new MutationObserver(drawCharts).observe(document.documentElement, {childList: true, subtree: true, characterData: true,
+                                                                     attributes: true, attributeFilter: ["data-rev"]});
 
   document.addEventListener("keydown", (e) => {
     const tag = (e.target && e.target.tagName) || "";

@@ -9,6 +9,7 @@ from gradio_client.exceptions import AppError
 
 import app as app_module
 from model.sessions import ModelRegistry, SessionStore
+from viz.page import carried_figure
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -49,7 +50,7 @@ def chip_texts(result) -> list[str]:
 
 
 def figure(result, index=2) -> dict:
-    return json.loads(result[index]["plot"])
+    return carried_figure(result[index])
 
 
 def test_steps_grow_the_text_then_back_and_reset(client, server):
@@ -178,7 +179,7 @@ def test_language_switch_relabels(client):
     out = call(client, "/set_language", lang="zh")
     assert "看语言模型" in out[0]["value"]
     assert out[6]["label"] == "温度（0 = 贪心）"  # a slider relabelled
-    assert "候选" in out[-5]["plot"]  # the candidate chart, redrawn in Chinese
+    assert "下一个词元" in carried_figure(out[-5])["layout"]["title"]["text"]  # the candidate chart, redrawn in Chinese
 
 
 def test_kv_calculator_reference_numbers(client):

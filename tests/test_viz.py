@@ -1,6 +1,7 @@
 """viz/: figures and HTML built from hand-made records show exactly the records' numbers."""
 from __future__ import annotations
 
+import json
 import string
 import subprocess
 import sys
@@ -405,3 +406,32 @@ def test_not_shown_mass_counts_every_token_without_a_bar():
     assert tail_t1 == pytest.approx(1 - sum(c.prob_t1 for c in shown), abs=1e-6)
     assert tail_final == pytest.approx(1 - sum(c.final_prob for c in shown), abs=1e-6)
     assert format_prob(tail_t1) in candidate_figure(dist, top_n=3).layout.title.subtitle.text
+
+
+def test_margins_hold_the_widest_tick_label_without_automargin():
+    from viz.style import text_px
+
+    dist = make_dist(SamplingConfig())
+    layout = candidate_figure(dist).to_plotly_json()["layout"]
+    assert not any(layout[k].get("automargin") for k in layout if k.startswith(("xaxis", "yaxis")))
+    widest = max(text_px(s, 16) for s in layout["yaxis"]["ticktext"])
+    assert layout["margin"]["l"] >= widest
+    # A Chinese label is wider than a Latin one of the same length, and the margin grows with it.
+    assert text_px("一二三四", 16) > text_px("abcd", 16) > 0
+    assert text_px("<b>abc</b>", 16) == text_px("abc", 16)  # markup is not text
+    long = make_dist(SamplingConfig())
+    long.candidates[0].token.display = "␣" + "w" * 30
+    assert candidate_figure(long).to_plotly_json()["layout"]["margin"]["l"] > layout["margin"]["l"]
+
+
+def test_figure_carrier_round_trips_the_figure_and_escapes_markup():
+    from viz.page import carried_figure, figure_carrier
+
+    dist = make_dist(SamplingConfig())
+    dist.candidates[0].token.display = "</div><script>"
+    fig = candidate_figure(dist)
+    carrier = figure_carrier(fig, "tbt-fig-candidates")
+    assert "</div><script>" not in carrier and 'data-target="tbt-fig-candidates"' in carrier
+    assert carried_figure(carrier) == json.loads(fig.to_json())
+    revs = {figure_carrier(fig, "x").split('data-rev="')[1].split('"')[0] for _ in range(3)}
+    assert len(revs) == 3  # every carrier is drawn once, even of the same figure

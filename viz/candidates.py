@@ -224,14 +224,14 @@ def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> g
     subtitle += "<br>" + t("cand_chosen_note", lang, token=token_label(dist.chosen.display),
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
                            rank=dist.chosen_rank)
-    height, top, bottom = max(540, 260 + 30 * len(shown)), 150, 110
+    height, top, bottom = max(560, 280 + 30 * len(shown)), 150, 130
     layout = base_layout(
         title, lang, subtitle=subtitle, height=height,
         xaxis={"domain": left, "anchor": "y", **bars_x}, yaxis={"domain": (0.0, 1.0), "anchor": "x", **bars_y},
         xaxis2={"domain": right, "anchor": "y2", **draw_x}, yaxis2={"domain": (0.0, 1.0), "anchor": "x2", **draw_y},
         annotations=[panel_title(t("cand_panel_bars", lang), left, 1.0), panel_title(draw_title, right, 1.0), *labels],
         shapes=shapes, barmode="overlay", bargap=0.2, margin={"t": top, "b": bottom},
-        # The legend sits a fixed 60 px below the plot, clear of the axis titles whatever the height.
-        legend={"orientation": "h", "y": -60 / (height - top - bottom), "x": 0, "yanchor": "top"},
+        # The legend sits a fixed 84 px below the plot, clear of the axis titles whatever the height.
+        legend={"orientation": "h", "y": -84 / (height - top - bottom), "x": 0, "yanchor": "top"},
     )
     return go.Figure(data=bars + draw, layout=layout)

@@ -1,7 +1,17 @@
-"""Small pieces of the page that are not charts: the status line (with the step marker) and the force list."""
+"""Small pieces of the page: the status line (with the step marker), the force list, and the carrier of a chart.
+
+A chart travels to the page as its plotly JSON in a hidden element (figure_carrier); assets/app.js draws it
+with Plotly.react into a plot that stays on the page, so a step re-draws the chart instead of building a new
+one (gr.Plot builds it and then resizes it: two full draws per update).
+"""
 from __future__ import annotations
 
 import html
+import itertools
+import json
+import re
+
+import plotly.graph_objects as go
 
 from model.records import Distribution, KVBytes
 from viz.i18n import t
@@ -32,3 +42,24 @@ def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]
         (f"{c.token.display}  ·  {format_prob(c.prob_t1)}  ·  {t('fate_' + c.fate, lang)}", c.token.id)
         for c in sorted(dist.candidates, key=lambda c: c.rank)
     ]
+
+
+_carrier_revision = itertools.count(1)
+
+
+def figure_carrier(fig: go.Figure, target: str) -> str:
+    """A hidden element holding `fig` as plotly JSON, for app.js to draw into the element with id `target`.
+
+    The JSON is the element's text (only & < > escaped: JSON is full of quotes, which an attribute would
+    have to spell &quot;). Each carrier has its own data-rev, so the page draws every update exactly once.
+    """
+    return (f'<div class="tbt-figdata" hidden data-target="{html.escape(target, quote=True)}" '
+            f'data-rev="{next(_carrier_revision)}">{html.escape(fig.to_json(), quote=False)}</div>')
+
+
+CARRIER = re.compile(r'<div class="tbt-figdata"[^>]*>(.*)</div>', re.S)
+
+
+def carried_figure(carrier: str) -> dict:
+    """The plotly figure (data, layout) in a figure_carrier element: what the page draws."""
+    return json.loads(html.unescape(CARRIER.fullmatch(carrier).group(1)))

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import html
+import math
 import re
+import unicodedata
 
 import plotly.graph_objects as go
 
@@ -39,7 +41,10 @@ BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 
 
 # No plotly theme: applying one deep-copies it into every figure (about 40 ms and 6 KB of JSON each), and
-# plotly.js gives a white plot; we add light grid lines and automargin (so long tick labels are not clipped).
+# plotly.js gives a white plot; we add light grid lines.
+# No automargin either: plotly.js then measures every tick label and draws the figure twice (about 120 of
+# the 170 ms a candidate chart took to draw in headless Chromium). The margins are worked out here instead,
+# from the tick labels' text (fit_margins).
 NO_TEMPLATE = go.layout.Template()
 GRID = "#E5E5E5"
 AXIS_NAME = re.compile(r"[xy]axis\d*")  # layout keys of axes: xaxis, yaxis, xaxis2, ...
@@ -49,11 +54,14 @@ AXIS_NAME = re.compile(r"[xy]axis\d*")  # layout keys of axes: xaxis, yaxis, xax
 # (candidate_figure: about 100 ms that way, under 10 ms this way).
 
 
-def base_layout(title: str, lang: str = "en", subtitle: str | None = None, height: int = 520, **overrides) -> dict:
+def base_layout(title: str, lang: str = "en", subtitle: str | None = None, height: int = 520, automargin: bool = False,
+                **overrides) -> dict:
     """The shared look as a layout dict (no theme, fonts >= 14 px, title pinned to the top, margins, light grid).
 
     `overrides` are further layout keys; a dict merges into the shared one (margin={"t": 150} keeps l, r and b).
-    Every axis among them (xaxis, yaxis2, ...) and always xaxis and yaxis get the light grid colour.
+    Every axis among them (xaxis, yaxis2, ...) and always xaxis and yaxis get the light grid colour. The margins
+    are fitted to the outer tick labels; `automargin=True` leaves that to plotly.js instead (for a grid of
+    panels whose inner axis titles need room too), at the cost of a second draw.
     """
     # Pinned to the top edge: plotly centres a title in the top margin, which leaves a gap above it.
     title_spec = {"text": title, "x": 0.01, "xanchor": "left", "font": {"size": TITLE_SIZE},
@@ -77,7 +85,61 @@ def base_layout(title: str, lang: str = "en", subtitle: str | None = None, heigh
         layout[key] = {**layout[key], **value} if merge else value
     for key in layout:
         if AXIS_NAME.fullmatch(key):
-            layout[key] = {"gridcolor": GRID, "zerolinecolor": GRID, "automargin": True, **layout[key]}
+            layout[key] = {"gridcolor": GRID, "zerolinecolor": GRID, "automargin": automargin, **layout[key]}
+    return layout if automargin else fit_margins(layout)
+
+
+TAG = re.compile(r"<[^>]+>")
+NUMBER_TICK_CHARS = 6  # a numeric tick label such as '12.5k' or '100%'
+
+
+def text_px(text: str, size: float) -> float:
+    """About how wide `text` is in pixels at font `size` (plotly markup such as <b> not counted).
+
+    East Asian wide characters take a whole em, others about 0.62 em (a generous average for Noto Sans),
+    so the estimate errs wide: a margin a little too big, never a label cut off.
+    """
+    plain = html.unescape(TAG.sub("", text))
+    return size * sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.62 for ch in plain)
+
+
+def _tick_px(axis: dict, size: float) -> float:
+    """The width of the widest tick label of an axis: its ticktext, or a numeric label."""
+    if axis.get("showticklabels") is False or axis.get("visible") is False:
+        return 0.0
+    size = axis.get("tickfont", {}).get("size", size)
+    texts = axis.get("ticktext")
+    if texts:
+        return max(text_px(str(s), size) for s in texts)
+    return text_px("0" * NUMBER_TICK_CHARS, size)
+
+
+def fit_margins(layout: dict) -> dict:
+    """Widen the left and bottom margins to hold the outer axes' tick labels and titles (no automargin).
+
+    The outer axes: a y axis whose x axis starts at the left edge, an x axis whose y axis starts at the
+    bottom. Rotated x labels take their width times the sine of the angle. Margins only grow.
+    """
+    size = layout["font"]["size"]
+    axes = {key: layout[key] for key in layout if AXIS_NAME.fullmatch(key)}
+
+    def starts_at_zero(key: str) -> bool:
+        return (axes.get(key, {}).get("domain") or (0, 1))[0] <= 0.001
+
+    left, bottom = 0.0, 0.0
+    for key, axis in axes.items():
+        if axis.get("visible") is False:
+            continue
+        other = axis_key(axis.get("anchor", "x" if key[0] == "y" else "y"))
+        title = 30 if axis.get("title", {}).get("text") else 0
+        if key[0] == "y" and starts_at_zero(other):
+            left = max(left, _tick_px(axis, size) + title + 14)
+        elif key[0] == "x" and starts_at_zero(other):
+            angle = math.radians(abs(axis.get("tickangle", 0) or 0))
+            height = _tick_px(axis, size) * math.sin(angle) + size * 1.4 * math.cos(angle)
+            bottom = max(bottom, height + title + 10)
+    margin = layout["margin"]
+    layout["margin"] = {**margin, "l": max(margin.get("l", 0), round(left)), "b": max(margin.get("b", 0), round(bottom))}
     return layout
 
 

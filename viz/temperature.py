@@ -112,7 +112,7 @@ def temperature_figure(dists: list[Distribution], sweep: TemperatureSweep, curre
     ids = {c.token.id for c in reference}
     present = {c.fate for d in dists for c in d.candidates if c.token.id in ids}
     layout = base_layout(t("temp_title", lang), lang, subtitle=t("temp_subtitle", lang, p=f"{sweep.top_p:g}"),
-                         height=680, **bar_axes, **line_axes, shapes=frames + marks,
+                         height=680, automargin=True, **bar_axes, **line_axes, shapes=frames + marks,
                          annotations=bar_titles + line_titles + labels,
                          legend={"orientation": "h", "y": -0.1, "yanchor": "top", "x": 0}, margin={"b": 90})
     return go.Figure(data=bars + lines + fate_legend([f for f in FATES if f in present], lang), layout=layout)
