@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from model.records import (CacheTiming, Distribution, KVBytes, ModelInfo, SamplingConfig, StageSummary, StepRecord,
@@ -380,6 +381,8 @@ def test_every_builder_runs_in_both_languages(lang):
             attention_figure(_causal_weights(4), DISPLAYS[:4], 0, 0, SMOLLM, lang=lang),
             kv_growth_figure([kv_point(3)], 3, SMOLLM, lang), kv_calculator_figure([("a", 10)], lang),
             cache_timing_figure(CacheTiming([1], [1.0], [1.0]), lang)]
+    for f in figs:  # the builders skip plotly's checks for speed: every property must still be a valid one
+        go.Figure(json.loads(f.to_json()))  # validates: an unknown or mistyped property raises ValueError
     assert all(f.layout.meta["lang"] == lang for f in figs)
     assert all(f.layout.font.size >= 14 for f in figs)
     for f in figs:  # every axis, each subplot's included, has the light grid (there is no theme to give one)

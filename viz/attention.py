@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from model.records import ModelInfo
 from viz.i18n import t
-from viz.style import (FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED, SMALL_SIZE, base_layout, legend_key,
+from viz.style import (figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED, SMALL_SIZE, base_layout, legend_key,
                        token_label)
 
 MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
@@ -106,7 +106,7 @@ def attention_figure(matrix: np.ndarray, labels: list[str], layer: int, head: in
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 120, "b": 110},
         plot_bgcolor="white",
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go.Figure:
@@ -147,4 +147,4 @@ def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go
         yaxis={"tickvals": [0, 1], "ticktext": [t("gqa_row_kv", lang), t("gqa_row_query", lang)],
                "range": [-0.35, 1.35], "showgrid": False, "zeroline": False},
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)

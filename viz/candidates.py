@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from model.records import FATES, Candidate, Distribution
 from viz.i18n import t
-from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
+from viz.style import (figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
                        format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy")
@@ -234,4 +234,4 @@ def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> g
         # The legend sits a fixed 84 px below the plot, clear of the axis titles whatever the height.
         legend={"orientation": "h", "y": -84 / (height - top - bottom), "x": 0, "yanchor": "top"},
     )
-    return go.Figure(data=bars + draw, layout=layout)
+    return figure(bars + draw, layout)

@@ -5,7 +5,7 @@ import plotly.graph_objects as go
 
 from model.records import CacheTiming, KVBytes, ModelInfo
 from viz import i18n
-from viz.style import (INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes,
+from viz.style import (figure, INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes,
                        line_label, vertical_line)
 
 __all__ = ["kv_growth_figure", "cache_timing_figure", "kv_calculator_figure", "format_bytes"]
@@ -44,7 +44,7 @@ def kv_growth_figure(points: list[KVBytes], prefill_tokens: int, info: ModelInfo
         barmode="stack", bargap=0.1, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         margin={"t": 130},
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:
@@ -65,7 +65,7 @@ def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:
         yaxis={"title": {"text": i18n.t("timing_axis_ms", lang)}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 130},
     )
-    return go.Figure(data=traces, layout=layout)
+    return figure(traces, layout)
 
 
 def kv_calculator_figure(rows: list[tuple[str, int]], lang: str = "en") -> go.Figure:
@@ -85,4 +85,4 @@ def kv_calculator_figure(rows: list[tuple[str, int]], lang: str = "en") -> go.Fi
         yaxis={"tickvals": ys, "ticktext": [label for label, _ in rows], "autorange": "reversed"},
         margin={"t": 110},
     )
-    return go.Figure(data=[bar], layout=layout)
+    return figure([bar], layout)

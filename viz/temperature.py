@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from model.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
-from viz.style import (FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
+from viz.style import (figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
                        fate_legend, format_prob, format_temperature, line_label, panel_title, prob_ticks, token_label,
                        vertical_line)
 
@@ -115,4 +115,4 @@ def temperature_figure(dists: list[Distribution], sweep: TemperatureSweep, curre
                          height=680, automargin=True, **bar_axes, **line_axes, shapes=frames + marks,
                          annotations=bar_titles + line_titles + labels,
                          legend={"orientation": "h", "y": -0.1, "yanchor": "top", "x": 0}, margin={"b": 90})
-    return go.Figure(data=bars + lines + fate_legend([f for f in FATES if f in present], lang), layout=layout)
+    return figure(bars + lines + fate_legend([f for f in FATES if f in present], lang), layout)
