@@ -17,8 +17,10 @@ import torch
 from transformers import DynamicCache
 
 
-@dataclass
+@dataclass(eq=False)  # a job is itself: compared by identity, so cancel() removes this one and no other
 class _Job:
+    """One token for one cache, queued for the worker; `done` is set once `result` or `error` is in."""
+
     cache: DynamicCache
     token_id: int
     done: threading.Event = field(default_factory=threading.Event)
@@ -73,8 +75,8 @@ def forward_batch(model, caches: list[DynamicCache], token_ids: list[int]):
 class StepBatcher:
     """Collects the decode steps that arrive together from different sessions and runs them as one batch.
 
-    Request threads call forward() and wait; one worker thread runs the model, so the model is never run
-    twice at once and the 2 cores are not oversubscribed.
+    Request threads call forward() and wait (or submit() and collect the job later, to compute ahead); one
+    worker thread runs the model, so the model is never run twice at once and the 2 cores are not oversubscribed.
     """
 
     def __init__(self, model, max_batch: int = 16):
@@ -87,13 +89,41 @@ class StepBatcher:
         self._worker = threading.Thread(target=self._run, name="step-batcher", daemon=True)
         self._worker.start()
 
-    def forward(self, cache: DynamicCache, token_id: int, timeout: float = 120.0):
-        """Same result as forward_one(model, cache, token_id), computed in a batch with whatever else is waiting."""
+    def submit(self, cache: DynamicCache, token_id: int) -> _Job:
+        """Queue one token for the next batch and return at once; the worker appends its K and V to `cache`.
+
+        The job's `done` is set when its `result` (logits (V,), attention row, ms) or `error` is in. Until then
+        the cache belongs to the worker: the caller must not read or change it (see wait()).
+        """
         job = _Job(cache, token_id)
         with self._cond:
             self._pending.append(job)
             self._cond.notify()
-        if not job.done.wait(timeout):
+        return job
+
+    def wait(self, job: _Job, timeout: float = 120.0) -> bool:
+        """Wait for a submitted job: True once it has run (result or error in), False if it was still queued
+        after `timeout` seconds and has been taken back (it never runs). A job the worker has already taken is
+        waited for to the end, so that nothing writes into its cache after this returns."""
+        if job.done.wait(timeout):
+            return True
+        if self.cancel(job):
+            return False
+        job.done.wait()  # running: one forward pass from the end
+        return True
+
+    def cancel(self, job: _Job) -> bool:
+        """Take back a job the worker has not started: True if it was still queued (it will never run)."""
+        with self._cond:
+            if job in self._pending:
+                self._pending.remove(job)
+                return True
+            return False
+
+    def forward(self, cache: DynamicCache, token_id: int, timeout: float = 120.0):
+        """Same result as forward_one(model, cache, token_id), computed in a batch with whatever else is waiting."""
+        job = self.submit(cache, token_id)
+        if not self.wait(job, timeout):
             raise TimeoutError("The model did not answer in time; the server is overloaded.")
         if job.error is not None:
             raise job.error

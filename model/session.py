@@ -2,19 +2,25 @@
 
 prefill -> (preview / step / step with a forced token / back / reset)*. The model is shared and
 read-only; everything here belongs to one user.
+
+Computing ahead: the next token under the current settings is known before the user asks for it (the draw
+is fixed by seed and position), so a server session can prefetch() its forward pass while the page draws.
+The pass runs in the batcher's worker and appends to the cache without the session lock; every change that
+touches the cache first settles it: the step that chooses that token takes its result, anything else cuts
+the cache back.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .batcher import StepBatcher, forward_one
+from .batcher import StepBatcher, _Job, forward_one
 from .kv import kv_bytes
 from .loading import LoadedModel
 from .records import Distribution, PrefillRecord, SamplingConfig, StepRecord, TemperatureSweep, Timings
@@ -23,6 +29,7 @@ from .sampling import derive, temperature_sweep
 MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
 MAX_PROMPT_TOKENS = 448
 MAX_TOKENS = 512  # prompt + generated: bounds one session's memory (attention rows grow as t^2)
+SETTLE_TIMEOUT_S = 120.0  # a prefetch still queued after this is taken back (as a step's forward times out)
 
 
 class SessionError(ValueError):
@@ -31,6 +38,15 @@ class SessionError(ValueError):
 
 class SessionBusy(SessionError):
     """The session is already taking a step (a double click): try again when it is done."""
+
+
+@dataclass
+class _Ahead:
+    """A forward pass computed ahead: `token` is being appended to a cache that held `cached` tokens before."""
+
+    token: int
+    cached: int
+    job: _Job
 
 
 class DecodeSession:
@@ -50,6 +66,9 @@ class DecodeSession:
         self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
         self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
         self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
+        self._ahead: _Ahead | None = None  # a prefetched pass; while its job runs, the worker owns the cache
+        self.prefetch_hits = 0  # prefetches a step used
+        self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
 
     # ---- state -------------------------------------------------------------------------------------
     @property
@@ -70,6 +89,12 @@ class DecodeSession:
         """(V,) raw logits for the next position, from the last forward pass (a copy)."""
         self._require_started()
         return self._next_logits.clone()
+
+    @property
+    def prefetched(self) -> int | None:
+        """The token id whose forward pass is being (or has been) computed ahead, or None."""
+        ahead = self._ahead
+        return ahead.token if ahead else None
 
     @property
     def finished(self) -> bool:
@@ -124,6 +149,7 @@ class DecodeSession:
         """Prefill a prompt in one parallel pass; the old state is replaced only if this succeeds."""
         with self._locked():
             ids = self.encode_prompt(prompt, chat)
+            self._settle()  # before taking the model lock, which the prefetch's pass needs; kept if the prefill fails
             cache = DynamicCache(config=self.lm.model.config)
             with self.batcher.model_lock if self.batcher else contextlib.nullcontext():  # one pass at a time
                 t0 = time.perf_counter()
@@ -210,12 +236,15 @@ class DecodeSession:
             if forced is not None:
                 dist = replace(dist, forced=forced)
             sampling_ms = (time.perf_counter() - t0) * 1000
-            cached = self._cache.get_seq_length()
-            try:
-                logits, row, forward_ms = self._forward_one(dist.chosen.id)
-            except BaseException:
-                _crop_to(self._cache, cached)  # the forward may have appended to some layers before failing
-                raise
+            result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
+            if result is None:
+                cached = self._cache.get_seq_length()
+                try:
+                    result = self._forward_one(dist.chosen.id)
+                except BaseException:
+                    _crop_to(self._cache, cached)  # the forward may have appended to some layers before failing
+                    raise
+            logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
             self.ids.append(dist.chosen.id)
             self._next_logits = logits
             record = StepRecord(
@@ -239,6 +268,56 @@ class DecodeSession:
             return self.batcher.forward(self._cache, token_id)
         return forward_one(self.lm.model, self._cache, token_id)
 
+    # ---- computing ahead ---------------------------------------------------------------------------
+    def prefetch(self, cfg: SamplingConfig) -> bool:
+        """Start the forward pass of the token step(cfg) would choose (replay_next()'s, during a play-back).
+
+        Returns at once: True if a pass was started. False, doing nothing, without a batcher (nothing else to
+        overlap with), when the session is busy, not started, finished or full, when cfg is invalid, and when
+        a prefetch of this token is already held (or another one is still running). A finished prefetch of
+        another token (the settings changed since) is thrown away for the new one.
+        The pass runs in the batcher's worker without the session lock: renders never wait for it.
+        """
+        if self.batcher is None or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self.started or self.finished or len(self.ids) >= self.max_tokens:
+                return False
+            try:
+                token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
+            except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
+                return False
+            if self._ahead is not None:
+                if self._ahead.token == token or not self._ahead.job.done.is_set():
+                    return False
+                self._settle()  # a finished pass for a token no longer chosen: make room
+            cached = self._cache.get_seq_length()
+            self._ahead = _Ahead(token, cached, self.batcher.submit(self._cache, token))
+            return True
+        finally:
+            self._lock.release()
+
+    def _settle(self, token: int | None = None) -> tuple | None:
+        """End the prefetch (the session lock held), waiting for its pass if it is needed or already running.
+
+        Returns its (logits (V,), attention row, ms) if it ran `token` without error: the cache then holds
+        that token. Otherwise None, the cache cut back to what it held before. No prefetch is left either way.
+        """
+        ahead = self._ahead
+        if ahead is None:
+            return None
+        if ahead.token != token and self.batcher.cancel(ahead.job):
+            ran = False  # not wanted and not started: taken back, no pass to wait for
+        else:
+            ran = self.batcher.wait(ahead.job, SETTLE_TIMEOUT_S)  # False: still queued at the timeout, taken back
+        self._ahead = None
+        if ran and ahead.job.error is None and ahead.token == token:
+            self.prefetch_hits += 1
+            return ahead.job.result
+        _crop_to(self._cache, ahead.cached)  # a failed pass may have appended to some layers only
+        self.prefetch_misses += 1
+        return None
+
     @torch.no_grad()
     def back(self, n: int = 1) -> None:
         """Undo the last n steps: crop the cache. Nothing before the kept tokens is recomputed.
@@ -252,6 +331,7 @@ class DecodeSession:
                 raise SessionError(f"Steps to go back must be a whole number >= 1, got {n!r}.")
             if n > len(self.steps):
                 raise SessionError(f"Cannot go back {n} steps: only {len(self.steps)} generated so far.")
+            self._settle()
             keep = len(self.ids) - n
             saved = [(layer.keys, layer.values) for layer in self._cache.layers]  # cropping makes views; these stay whole
             if keep == self.prompt_len:
@@ -285,7 +365,9 @@ class DecodeSession:
 
     def adopt(self, other: "DecodeSession") -> None:
         """Take over another session's whole state (a replay built aside, then swapped in at once)."""
-        with self._locked():
+        with self._locked(), other._locked():
+            self._settle()
+            other._settle()  # its cache becomes ours: nothing may still be writing into it
             self.prefill, self.steps, self.ids, self._cache = other.prefill, other.steps, other.ids, other._cache
             self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
             self._replay = list(other._replay)

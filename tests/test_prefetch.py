@@ -1,0 +1,350 @@
+"""Computing ahead: a prefetched step records exactly what a plain step does, and nothing else notices it."""
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+import model.batcher as batcher_module
+from model.batcher import StepBatcher
+from model.records import SamplingConfig
+from model.session import DecodeSession
+from model.sessions import SessionStore
+from model.trace import replay, to_trace
+
+GREEDY = SamplingConfig(temperature=0)
+SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, min_p=0.02, repetition_penalty=1.1, seed=7)
+PROMPT = "Once upon a time, in a small village,"
+
+
+def started(lm, prompt=PROMPT, **kw):
+    s = DecodeSession(lm, **kw)
+    s.start(prompt)
+    return s
+
+
+def assert_same_step(expected, got):
+    """Everything a view draws from a step, compared exactly (the attention row bitwise)."""
+    assert got.step == expected.step and got.position == expected.position and got.text == expected.text
+    assert got.distribution == expected.distribution  # token, u, every candidate's probabilities, every stage
+    assert got.attention.dtype == expected.attention.dtype and np.array_equal(got.attention, expected.attention)
+    assert got.kv == expected.kv
+
+
+def assert_cache_holds_ids(s):
+    assert s.prefetched is None
+    assert all(layer.keys.shape[-2] == layer.values.shape[-2] == len(s.ids) for layer in s._cache.layers)
+
+
+def another_token_config(s, token):
+    """A sampled config whose draw at the next position is not `token`."""
+    for seed in range(100):
+        cfg = SamplingConfig(temperature=1.5, seed=seed)
+        if s.preview(cfg).chosen.id != token:
+            return cfg
+    raise AssertionError("every seed drew the same token")
+
+
+@pytest.mark.parametrize("cfg", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
+def test_a_prefetched_step_records_what_a_plain_step_does(lm, cfg, monkeypatch):
+    batcher = StepBatcher(lm.model)
+    plain, ahead = started(lm), started(lm, batcher=batcher)
+    passes, step_forwards = [], []
+    real_forward_one = batcher_module.forward_one
+    monkeypatch.setattr(batcher_module, "forward_one", lambda m, c, t: passes.append(t) or real_forward_one(m, c, t))
+    monkeypatch.setattr(batcher, "forward", lambda *a, **k: step_forwards.append(a))  # a step's own pass
+    for _ in range(10):
+        assert ahead.prefetch(cfg)
+        assert ahead.prefetched == plain.preview(cfg).chosen.id
+        job = ahead._ahead.job
+        expected, got = plain.step(cfg), ahead.step(cfg)
+        assert_same_step(expected, got)
+        assert got.timings.forward_ms == job.result[2]  # the time of the pass that made it: the prefetch
+        assert torch.equal(ahead.next_logits, plain.next_logits)
+        assert_cache_holds_ids(ahead)
+    assert ahead.ids == plain.ids
+    assert (ahead.prefetch_hits, ahead.prefetch_misses) == (10, 0)
+    assert step_forwards == []  # no step ran a second pass
+    assert passes == ahead.ids[ahead.prompt_len :]  # one pass per token, the prefetched one
+
+
+def test_a_step_choosing_another_token_throws_the_prefetch_away(lm):
+    s, fresh = started(lm, batcher=StepBatcher(lm.model)), started(lm)
+    greedy = s.preview(GREEDY)
+    other = greedy.candidates[1].token.id
+    assert s.prefetch(GREEDY) and s.prefetched == greedy.chosen.id
+    assert_same_step(fresh.step(GREEDY, force_token=other), s.step(GREEDY, force_token=other))
+    assert (s.prefetch_hits, s.prefetch_misses) == (0, 1)
+    assert_cache_holds_ids(s)
+
+    assert s.prefetch(GREEDY)
+    hot = another_token_config(s, s.prefetched)  # the user moved the sliders after the prefetch
+    assert_same_step(fresh.step(hot), s.step(hot))
+    assert (s.prefetch_hits, s.prefetch_misses) == (0, 2)
+    assert_cache_holds_ids(s)
+
+    assert s.prefetch(GREEDY)  # and the next prefetch is used again
+    assert_same_step(fresh.step(GREEDY), s.step(GREEDY))
+    assert torch.equal(s.next_logits, fresh.next_logits)
+    assert (s.prefetch_hits, s.prefetch_misses) == (1, 2)
+
+
+def test_new_settings_retarget_a_finished_prefetch(lm):
+    s, fresh = started(lm, batcher=StepBatcher(lm.model)), started(lm)
+    assert s.prefetch(GREEDY)
+    assert not s.prefetch(GREEDY)  # already held
+    s.batcher.wait(s._ahead.job)
+    hot = another_token_config(s, s.prefetched)
+    assert s.prefetch(hot) and s.prefetched == s.preview(hot).chosen.id
+    assert s.prefetch_misses == 1
+    assert_same_step(fresh.step(hot), s.step(hot))
+    assert s.prefetch_hits == 1
+    assert_cache_holds_ids(s)
+
+
+def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
+    s = started(lm, "The capital of France is", batcher=StepBatcher(lm.model))
+    for _ in range(4):
+        s.prefetch(GREEDY)
+        s.step(GREEDY)
+    assert s.prefetch(GREEDY)
+    s.batcher.wait(s._ahead.job)
+    assert s._cache.get_seq_length() == len(s.ids) + 1  # the prefetched token is in the cache...
+    s.back(1)
+    assert len(s.steps) == 3 and len(s.ids) == s.prompt_len + 3
+    assert_cache_holds_ids(s)  # ...and gone again
+
+    assert s.prefetch(GREEDY)
+    s.reset()
+    assert s.steps == [] and len(s.ids) == s.prompt_len
+    assert_cache_holds_ids(s)
+    assert torch.equal(s.next_logits, s._prefill_logits)
+
+    for _ in range(3):
+        s.prefetch(GREEDY)
+        s.step(GREEDY)
+    assert s.prefetch(GREEDY)
+    s.go_to(1)
+    assert len(s.steps) == 1
+    assert_cache_holds_ids(s)
+
+    assert s.prefetch(GREEDY)
+    s.start("Water boils at")
+    assert s.prefill.prompt == "Water boils at" and s.steps == []
+    assert_cache_holds_ids(s)
+    assert s.prefetch_misses == 4
+
+    for _ in range(8):
+        assert s.prefetch(GREEDY)
+        s.step(GREEDY)
+    prompt_ids = torch.tensor([s.ids[: s.prompt_len]])
+    expected = lm.model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False, max_new_tokens=8)
+    assert s.ids == expected[0].tolist()
+    assert s.prefetch_hits == 4 + 3 + 8
+
+
+def test_an_unwanted_prefetch_still_queued_is_taken_back_without_waiting(lm):
+    batcher = StepBatcher(lm.model)
+    s, spare = started(lm, batcher=batcher), started(lm, "spare")
+    s.step(GREEDY)
+    with batcher.model_lock:  # the worker holds a spare job: the prefetch stays queued behind it
+        batcher.submit(spare._cache, 1)
+        while batcher._pending:
+            time.sleep(0.005)
+        assert s.prefetch(GREEDY)
+        going_back = threading.Thread(target=s.back, args=(1,))  # to the prompt: no pass of its own to run
+        going_back.start()
+        going_back.join(2.0)
+        assert not going_back.is_alive()  # it did not wait for the queued pass
+        assert s.prefetch_misses == 1
+        assert_cache_holds_ids(s)
+    s.prefetch(GREEDY)
+    s.step(GREEDY)
+    assert batcher.batch_sizes == [1, 1, 1]  # the first step, the spare job, the last prefetch: never the taken back one
+
+
+def test_a_played_back_trace_prefetches_the_recorded_token(lm):
+    made = started(lm, "A short story:")
+    made.step(SAMPLED)
+    made.step(SAMPLED, force_token=made.preview(SAMPLED).candidates[3].token.id)
+    made.step(SAMPLED)
+    s = DecodeSession(lm, batcher=StepBatcher(lm.model))
+    replay(s, to_trace(made), rewind=True)
+    while s.replay_left:
+        assert s.prefetch(GREEDY)  # the page's settings, not the recorded ones: the recorded token is next
+        assert s.prefetched == s._replay[0][1]
+        s.replay_next()
+    assert s.ids == made.ids and s.prefetch_hits == 3
+    for expected, got in zip(made.steps, s.steps):
+        assert_same_step(expected, got)
+
+
+def test_renders_do_not_wait_for_a_prefetch(lm):
+    batcher = StepBatcher(lm.model)
+    s = started(lm, batcher=batcher)
+    with batcher.model_lock:  # the worker cannot run the pass until the test lets go
+        started_ahead, rendered = [], []
+
+        def render():  # in a thread, so that one which waits for the pass fails the test instead of hanging it
+            started_ahead.append(s.prefetch(GREEDY))
+            s.preview(SAMPLED)
+            s.sweep(SAMPLED, [0.5, 1.0, 1.5])
+            with s.reading(timeout=0.5):
+                rendered.append(True)
+
+        page = threading.Thread(target=render)
+        page.start()
+        page.join(1.0)
+        assert started_ahead == [True] and rendered == [True]
+        assert not s._ahead.job.done.is_set()  # the pass really was still pending
+
+        records = []
+        stepping = threading.Thread(target=lambda: records.append(s.step(GREEDY)))
+        stepping.start()  # a click now waits for the pass it will use
+        time.sleep(0.3)
+        assert stepping.is_alive() and records == []
+    stepping.join(30)
+    assert len(records) == 1 and s.prefetch_hits == 1
+    assert_same_step(started(lm).step(GREEDY), records[0])
+
+
+def test_a_failed_prefetch_changes_nothing(lm, monkeypatch):
+    s = started(lm, "Fault injection test:", batcher=StepBatcher(lm.model))
+    s.step(SAMPLED)
+    before = (list(s.ids), len(s.steps), s.next_logits)
+    last = lm.model.model.layers[-1]
+
+    def broken(*a, **k):  # the last layer fails after the earlier ones appended to the cache
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(last, "forward", broken)  # this layer only
+    assert s.prefetch(SAMPLED)  # no error here: it happens in the worker
+    assert s.batcher.wait(s._ahead.job) and isinstance(s._ahead.job.error, RuntimeError)
+    monkeypatch.undo()
+    assert s._cache.layers[0].keys.shape[-2] == len(s.ids) + 1  # a half-written cache, until settled
+    assert s._cache.layers[-1].keys.shape[-2] == len(s.ids)
+    assert (list(s.ids), len(s.steps)) == before[:2] and torch.equal(s.next_logits, before[2])
+
+    fresh = started(lm, "Fault injection test:")
+    fresh.step(SAMPLED)
+    assert_same_step(fresh.step(SAMPLED), s.step(SAMPLED))  # the step runs its own pass
+    assert (s.prefetch_hits, s.prefetch_misses) == (0, 1)
+    assert_cache_holds_ids(s)
+
+    monkeypatch.setattr(last, "forward", broken)
+    assert s.prefetch(SAMPLED)
+    s.batcher.wait(s._ahead.job)
+    monkeypatch.undo()
+    s.back(1)  # going back after a failed prefetch
+    assert len(s.steps) == 1
+    assert_cache_holds_ids(s)
+    assert torch.equal(s.next_logits, before[2])
+
+
+def test_prefetch_does_nothing_when_it_cannot_help(lm):
+    assert not started(lm).prefetch(GREEDY)  # no batcher: a session alone has nothing to overlap with
+    batcher = StepBatcher(lm.model)
+    s = DecodeSession(lm, batcher=batcher)
+    assert not s.prefetch(GREEDY)  # not started
+    s.start("Hello")
+    assert not s.prefetch(SamplingConfig(temperature=-1)) and not s.prefetch(None)  # invalid settings
+
+    holding, release = threading.Event(), threading.Event()
+
+    def busy():  # a step in progress on another request thread
+        with s._locked():
+            holding.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    holding.wait(10)
+    try:
+        assert not s.prefetch(GREEDY)  # busy: refused at once, no SessionBusy
+    finally:
+        release.set()
+        worker.join()
+
+    s.step(GREEDY, force_token=lm.tokenizer.eos_token_id)
+    assert s.finished and not s.prefetch(GREEDY)
+
+    full = DecodeSession(lm, max_tokens=s.prompt_len + 1, batcher=batcher)
+    full.start("Hello")
+    full.step(GREEDY)
+    assert len(full.ids) == full.max_tokens and not full.prefetch(GREEDY)
+    assert s.prefetched is None and full.prefetched is None
+    assert batcher.batch_sizes == [1, 1]  # the two steps above, and no pass ahead
+
+
+def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
+    prompts = ["def add(a, b):", "Water boils at"]
+    alone = [started(lm, p) for p in prompts]
+    for s in alone:
+        for _ in range(12):
+            s.step(GREEDY)
+    batcher = StepBatcher(lm.model)
+    together = [started(lm, p, batcher=batcher) for p in prompts]
+    spare = started(lm, "spare")
+    with batcher.model_lock:  # the worker holds a spare job while both prefetches queue: they run as one batch
+        batcher.submit(spare._cache, 1)
+        while batcher._pending:
+            time.sleep(0.005)
+        assert all(s.prefetch(GREEDY) for s in together)
+    for s in together:
+        s.step(GREEDY)
+    assert 2 in batcher.batch_sizes
+
+    barrier = threading.Barrier(len(together))
+
+    def run(s):
+        for _ in range(11):
+            barrier.wait(30)
+            s.prefetch(GREEDY)
+            s.step(GREEDY)
+
+    threads = [threading.Thread(target=run, args=(s,)) for s in together]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(120)
+    for a, b in zip(alone, together):
+        assert b.ids == a.ids
+        assert (b.prefetch_hits, b.prefetch_misses) == (12, 0)
+        assert all(r.kv.measured == r.kv.formula for r in b.steps)
+        assert_cache_holds_ids(b)
+
+
+def test_a_session_dropped_with_a_prefetch_pending_breaks_nothing(lm):
+    batcher = StepBatcher(lm.model)
+    store = SessionStore()
+    store.put("tab", started(lm, batcher=batcher))
+    other = started(lm, "Water boils at", batcher=batcher)
+    with batcher.model_lock:
+        assert store.get("tab").prefetch(GREEDY)
+        store.drop("tab")  # the tab closed; the worker still writes into the cache nobody uses
+    other.prefetch(GREEDY)
+    assert_same_step(started(lm, "Water boils at").step(GREEDY), other.step(GREEDY))
+    assert len(store) == 0
+
+
+def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
+    """Before submit/wait, a step that timed out cut its cache back, and the worker then appended to it."""
+    batcher = StepBatcher(lm.model)
+    first, late, third = started(lm), started(lm, "Late"), started(lm, "Third")
+    with batcher.model_lock:
+        running = batcher.submit(first._cache, 1)
+        while batcher._pending:  # the worker has taken it and waits for the model
+            time.sleep(0.005)
+        with pytest.raises(TimeoutError):
+            batcher.forward(late._cache, 2, timeout=0.2)
+        waited = []
+        waiter = threading.Thread(target=lambda: waited.append(batcher.wait(running, timeout=0.1)))
+        waiter.start()
+        time.sleep(0.3)
+        assert waiter.is_alive()  # a job already running is waited for past the timeout
+    waiter.join(30)
+    assert waited == [True] and running.result is not None
+    batcher.forward(third._cache, 3)  # the queue is first in, first out: the late job would have run by now
+    assert late._cache.get_seq_length() == len(late.ids)
+    assert batcher.batch_sizes == [1, 1]
