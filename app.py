@@ -61,6 +61,12 @@ class App:
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
 
     # ---- rendering -----------------------------------------------------------------------------------
+    def answer(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
+        """The page after a change, and the next step's forward pass started while the browser draws it."""
+        page = self.views(session, cfg, view)
+        session.prefetch(cfg)  # the next Next token then only has to commit it (a replay computes its own token)
+        return page
+
     def views(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
         """Everything a step changes: chips, status, the open tab's chart, the force list."""
         with session.reading():  # one consistent state, even if another request of this user is under way
@@ -307,7 +313,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
             session = app.models.new_session(model_name)
             session.start(prompt_text, chat=mode_value == "chat")
             app.store.put(request.session_hash, session)
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler()
         def next_token(request, cfg, view):
@@ -316,7 +322,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 session.replay_next()
             else:
                 session.step(cfg)
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler("token_id")
         def force_token(request, token_id, cfg, view):
@@ -324,31 +330,33 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 raise SessionError("Pick a candidate in the list first, then press Force.")
             session = app.store.get(request.session_hash)
             session.step(cfg, force_token=_token_id(token_id))
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler("steps")
         def go_back(request, steps, cfg, view):
             session = app.store.get(request.session_hash)
             session.back(_whole(steps, "steps"))
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler("step")
         def go_to(request, step, cfg, view):
             session = app.store.get(request.session_hash)
             session.go_to(_whole(step, "step"))
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler()
         def reset_session(request, cfg, view):
             session = app.store.get(request.session_hash)
             session.reset()
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler()
         def rederive(request, cfg, view):
             session = app.store.get(request.session_hash)
             dist = session.preview(cfg)  # no model run: the stored logits, the new settings
-            return [*app.tab_figures(session, cfg, view, dist), gr.update(choices=force_choices(dist, view.lang))]
+            page = [*app.tab_figures(session, cfg, view, dist), gr.update(choices=force_choices(dist, view.lang))]
+            session.prefetch(cfg)  # the token these settings draw may differ from the one computed ahead
+            return page
 
         def tab_handler(tab_id):
             @page_handler()
@@ -391,7 +399,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
             session = app.models.new_session(trace.get("model") if isinstance(trace, dict) else None)
             replay(session, trace, rewind=True)  # checked whole, then played back one step per Next token
             app.store.put(request.session_hash, session)
-            return app.views(session, cfg, view)
+            return app.answer(session, cfg, view)
 
         @page_handler()
         def set_language(request, cfg, view):
@@ -421,7 +429,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 gr.update(value=L2("btn_export")), gr.update(label=L2("btn_import")),
             ]
             try:
-                page = app.views(app.store.get(request.session_hash), cfg, view)
+                page = app.answer(app.store.get(request.session_hash), cfg, view)
             except SessionError:
                 page = [gr.skip()] * len(step_out)
             return relabel + page

@@ -66,6 +66,7 @@ class DecodeSession:
         self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
         self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
         self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
+        self._preview_memo: tuple[tuple, Distribution] | None = None  # the last preview() and what it was asked
         self._ahead: _Ahead | None = None  # a prefetched pass; while its job runs, the worker owns the cache
         self.prefetch_hits = 0  # prefetches a step used
         self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
@@ -176,13 +177,23 @@ class DecodeSession:
             raise SessionError("No text yet: enter a prompt and start first.")
 
     def preview(self, cfg: SamplingConfig, force_token: int | None = None) -> Distribution:
-        """The next token's distribution under cfg, and the token it would draw. No model run."""
+        """The next token's distribution under cfg, and the token it would draw. No model run.
+
+        The last answer is kept: a step's page, its prefetch and the next step all ask for the same one.
+        It is keyed by the logits tensor itself (each prefix's logits are their own tensor, held by the key).
+        """
         with self.reading():
             self._require_started()
+            key = (self._next_logits, len(self.ids), cfg, force_token)
+            memo = self._preview_memo
+            if memo is not None and memo[0][0] is key[0] and memo[0][1:] == key[1:]:
+                return memo[1]
             try:
-                return derive(self._next_logits, torch.tensor([self.ids]), cfg, len(self.ids), self.lm.tokens, force_token)
+                dist = derive(self._next_logits, torch.tensor([self.ids]), cfg, len(self.ids), self.lm.tokens, force_token)
             except ValueError as err:
                 raise SessionError(str(err)) from None
+            self._preview_memo = (key, dist)
+            return dist
 
     def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
         """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""

@@ -348,3 +348,20 @@ def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
     batcher.forward(third._cache, 3)  # the queue is first in, first out: the late job would have run by now
     assert late._cache.get_seq_length() == len(late.ids)
     assert batcher.batch_sizes == [1, 1]
+
+
+def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, monkeypatch):
+    import model.session as session_module
+
+    s = started(lm, batcher=StepBatcher(lm.model))
+    derives = []
+    real = session_module.derive
+    monkeypatch.setattr(session_module, "derive", lambda *a, **k: derives.append(a[2]) or real(*a, **k))
+    page = s.preview(SAMPLED)  # what the page shows
+    assert s.prefetch(SAMPLED)  # the same settings: the same distribution, not derived again
+    record = s.step(SAMPLED)  # and the step draws from it
+    assert derives == [SAMPLED] and record.distribution == page
+    assert s.preview(SAMPLED) is not page and len(derives) == 2  # a new position: derived anew
+    assert s.preview(GREEDY) and len(derives) == 3  # other settings: derived anew
+    s.back(1)  # back to the prompt: the same logits as before, so the first answer again, equal to a fresh derive
+    assert s.preview(SAMPLED) == page == real(s.next_logits, torch.tensor([s.ids]), SAMPLED, len(s.ids), lm.tokens)
