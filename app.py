@@ -17,7 +17,7 @@ import plotly
 import viz
 from model.kv import kv_cache_bytes
 from model.records import SamplingConfig, attention_matrix
-from model.session import DecodeSession, SessionError
+from model.session import DecodeSession, SessionError, all_cores
 from model.sessions import ModelRegistry, SessionStore
 from model.timing import default_lengths, measure_cache_timing
 from model.trace import MAX_TRACE_BYTES, replay, to_trace
@@ -376,7 +376,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
         @friendly
         def measure_cache(request: gr.Request, lang_value):
             session = app.store.get(request.session_hash)
-            with session.batcher.model_lock:  # the class waits a few seconds; the timings are not disturbed
+            with session.batcher.model_lock, all_cores():  # the class waits a few seconds; timings undisturbed
                 timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)))
             return viz.cache_timing_figure(timing, lang_value)
 

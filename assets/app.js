@@ -30,8 +30,11 @@
     for (let i = 0; i < (Number(n) || 20) && playing && !ended(); i++) {
       const rev = marker();
       click("tbt-next");
+      // The next click goes out as soon as the page has taken this answer (a click while Gradio still holds
+      // the event is dropped), before its charts are drawn at the next frame (below): the server computes
+      // the next step while the browser draws this one.
       if (!(await waitForNewStep(rev, 20000))) break;
-      await new Promise((r) => setTimeout(r, 0));  // let the page finish applying this answer before the next click
+      await new Promise((r) => setTimeout(r, 0));
     }
     playing = false;
     if (button) button.textContent = label;
@@ -52,8 +55,14 @@
       window.Plotly.react(target, fig.data, fig.layout, CONFIG);
     }
   }
-  new MutationObserver(drawCharts).observe(document.documentElement, {childList: true, subtree: true, characterData: true,
-                                                                     attributes: true, attributeFilter: ["data-rev"]});
+  let drawPending = false;
+  const scheduleDraw = () => {
+    if (drawPending) return;
+    drawPending = true;
+    requestAnimationFrame(() => { drawPending = false; drawCharts(); });
+  };
+  new MutationObserver(scheduleDraw).observe(document.documentElement, {childList: true, subtree: true, characterData: true,
+                                                                       attributes: true, attributeFilter: ["data-rev"]});
 
   document.addEventListener("keydown", (e) => {
     const tag = (e.target && e.target.tagName) || "";

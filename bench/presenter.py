@@ -111,22 +111,30 @@ JS_TIME_TEMPERATURE = """async ([value, plotId, timeoutMs]) => {""" + JS_HELPERS
   });
 }"""
 
-# Click Play; record the time each new step appears until `n` steps are shown, the text ends, or time runs out.
+# Click Play; a step counts as shown once the marker shows it AND the candidate chart has been drawn for its
+# position (the chart is drawn in a task of its own, so it may lag the marker; a step whose chart was never
+# drawn, because the next one arrived first, is not counted). Until `n` steps, the end of text, or time out.
 JS_TIME_PLAY = """async ([n, timeoutMs]) => {
   const marker = () => document.querySelector('#tbt-marker');
-  const step0 = Number(marker().dataset.step);
-  const shown = [];
-  let last = step0;
+  const gd = document.querySelector('#tbt-plot-candidates .js-plotly-plot');
+  const position = () => { const m = /position (\\d+)/.exec((gd.layout && gd.layout.title && gd.layout.title.text) || '');
+                           return m ? Number(m[1]) : null; };
+  const step0 = Number(marker().dataset.step), position0 = position();
+  const markerAt = new Map(), chartAt = new Map();
   const t0 = performance.now();
+  gd.on('plotly_afterplot', () => { const p = position(); if (p !== null && !chartAt.has(p)) chartAt.set(p, performance.now() - t0); });
   document.getElementById('tbt-play').click();
+  const shown = () => [...markerAt].filter(([k]) => chartAt.has(position0 + k))
+                                   .map(([k, ms]) => Math.max(ms, chartAt.get(position0 + k))).sort((a, b) => a - b);
   return await new Promise((resolve) => {
     const poll = () => {
       const now = performance.now(), m = marker();
-      const step = m ? Number(m.dataset.step) : last;
-      if (step !== last) { shown.push(now - t0); last = step; }
+      const k = m ? Number(m.dataset.step) - step0 : 0;
+      if (k > 0 && !markerAt.has(k)) markerAt.set(k, now - t0);
       const ended = m && m.dataset.ended === '1';
-      if (shown.length >= n || ended || now - t0 > timeoutMs)
-        return resolve({shown_ms: shown, steps: last - step0, ended, timeout: shown.length < n && !ended});
+      const done = shown().length >= n || (ended && chartAt.has(position0 + k)) || now - t0 > timeoutMs;
+      if (done) return resolve({shown_ms: shown(), steps: k, ended, timeout: now - t0 > timeoutMs,
+                                markers: markerAt.size, charts: chartAt.size});
       requestAnimationFrame(poll);
     };
     requestAnimationFrame(poll);
@@ -294,7 +302,7 @@ def time_play(page, n: int) -> dict:
     r = page.evaluate(JS_TIME_PLAY, [n, 120_000])
     shown = r["shown_ms"]
     page.wait_for_timeout(500)
-    out = {"steps_shown": len(shown), "ended_early": r["ended"], "timeout": r["timeout"],
+    out = {"steps_shown": len(shown), "steps_taken": r["steps"], "ended_early": r["ended"], "timeout": r["timeout"],
            "seconds": shown[-1] / 1000 if shown else None}
     out["tokens_per_s"] = len(shown) / (shown[-1] / 1000) if shown else 0.0  # from the click to the last step shown
     out["tokens_per_s_steady"] = (len(shown) - 1) / ((shown[-1] - shown[0]) / 1000) if len(shown) > 1 else 0.0

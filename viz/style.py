@@ -90,7 +90,9 @@ def base_layout(title: str, lang: str = "en", subtitle: str | None = None, heigh
         layout[key] = {**layout[key], **value} if merge else value
     for key in layout:
         if AXIS_NAME.fullmatch(key):
-            layout[key] = {"gridcolor": GRID, "zerolinecolor": GRID, "automargin": automargin, **layout[key]}
+            # ticklabeloverflow "allow": plotly.js otherwise measures every tick label against the plot's edges
+            layout[key] = {"gridcolor": GRID, "zerolinecolor": GRID, "automargin": automargin,
+                           "ticklabeloverflow": "allow", **layout[key]}
     return layout if automargin else fit_margins(layout)
 
 
