@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import inspect
 import json
 import logging
@@ -22,7 +23,7 @@ from model.sessions import ModelRegistry, SessionStore
 from model.timing import default_lengths, measure_cache_timing
 from model.trace import MAX_TRACE_BYTES, replay, to_trace
 from viz.i18n import t
-from viz.page import figure_carrier, force_choices, status_html
+from viz.page import figure_bundle, figure_carrier, force_choices, status_html
 
 log = logging.getLogger("token-by-token")
 ASSETS = Path(__file__).parent / "assets"
@@ -34,6 +35,7 @@ EXAMPLES = [
 ]
 EXPLORER_TEMPERATURES = (0.3, 0.7, 1.0, 1.5)
 SWEEP_TEMPERATURES = [round(0.1 * i, 1) for i in range(1, 21)]
+TEMPERATURE_GRID = [round(0.05 * i, 2) for i in range(41)]  # every value of the temperature slider
 ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens: readable on a projector, fast for long texts
 TABS = ("candidates", "temperature", "attention", "kv")
 MODEL_CONCURRENCY = 16  # requests that may wait for the step batcher together (its batch size)
@@ -98,7 +100,8 @@ class App:
             if tab != view.tab:
                 out.append(gr.skip())
             elif tab == "candidates":
-                out.append(figure_carrier(viz.candidate_figure(dist, view.lang), chart_id(tab)))
+                out.append(figure_carrier(viz.candidate_figure(dist, view.lang), chart_id(tab),
+                                          chart_key(session, cfg, view), cfg.temperature))
             elif tab == "temperature":
                 dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
                 sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
@@ -111,6 +114,16 @@ class App:
                 out.append(figure_carrier(viz.kv_growth_figure(points, session.prompt_len, session.lm.info, view.lang),
                                           chart_id(tab)))
         return out
+
+    def temperature_bundle(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> str:
+        """The candidate chart at every temperature of the slider, the other settings held (no model run)."""
+        with session.reading():
+            key = chart_key(session, cfg, view)
+            if key is None:
+                return ""
+            figs = {x: viz.candidate_figure(session.preview(replace(cfg, temperature=x)), view.lang)
+                    for x in TEMPERATURE_GRID}
+            return figure_bundle(figs, key)
 
     def attention(self, session: DecodeSession, view: View):
         """The attention heatmap of the last ATTENTION_WINDOW tokens, for the view's layer and head."""
@@ -191,6 +204,17 @@ def config(temperature, top_k, top_p, min_p, repetition_penalty, order, seed) ->
         return SamplingConfig(temperature, top_k, top_p, min_p, repetition_penalty, order, seed).validate()
     except ValueError as err:
         raise SessionError(f"Setting out of range: {err}") from None
+
+
+def chart_key(session: DecodeSession, cfg: SamplingConfig, view: View) -> str | None:
+    """What a candidate chart shows besides the temperature: the text so far, the other settings, the language.
+
+    None while a trace plays back (its steps show their recorded settings, not the page's).
+    """
+    if session.replay_left:
+        return None
+    state = repr((session.ids, replace(cfg, temperature=0.0), view.lang))
+    return hashlib.sha1(state.encode()).hexdigest()[:16]
 
 
 def chart_id(tab: str) -> str:
@@ -301,6 +325,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
         goto_step = gr.Number(0, label="go to step", precision=0, elem_id="tbt-goto", elem_classes="tbt-hidden")
         goto_btn = gr.Button("go to step", elem_id="tbt-goto-btn", elem_classes="tbt-hidden")
         tab_state = gr.State("candidates")
+        bundle = gr.HTML("", elem_id="tbt-bundle", elem_classes="tbt-hidden", js_on_load=None)
 
         settings = [temperature, top_k, top_p, min_p, repetition_penalty, order, seed]
         view_in = [lang, tab_state, layer, head]
@@ -368,6 +393,10 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 return [tab_id, *app.tab_figures(session, cfg, replace(view, tab=tab_id))]
 
             return open_tab
+
+        @page_handler()
+        def temperature_charts(request, cfg, view):
+            return app.temperature_bundle(app.store.get(request.session_hash), cfg, view)
 
         @page_handler()
         def show_attention(request, cfg, view):
@@ -495,6 +524,11 @@ def build(app: App, default_model: str) -> gr.Blocks:
             knob.input(rederive, page_in, [*figures, force], api_name=False, trigger_mode="always_last", **view_events)
         rederive_btn = gr.Button("rederive", elem_classes="tbt-hidden", elem_id="tbt-rederive")
         rederive_btn.click(rederive, page_in, [*figures, force], api_name="rederive", **view_events)
+        # The page asks for every temperature's chart when the slider is first touched at a step, then draws
+        # the slider's moves from them at once (assets/app.js); each move is still answered as above.
+        bundle_btn = gr.Button("temperature charts", elem_classes="tbt-hidden", elem_id="tbt-bundle-btn")
+        bundle_btn.click(temperature_charts, page_in, bundle, api_name="temperature_charts", concurrency_id="bundle",
+                         concurrency_limit=1, show_progress="hidden")  # ~0.4 s: not in the way of the views
         for tab, tab_id in zip((tab_cand, tab_temp, tab_attn, tab_kv), TABS):
             tab.select(tab_handler(tab_id), page_in, [tab_state, *figures], api_name=f"tab_{tab_id}", **view_events)
         for knob in (layer, head):

@@ -43,6 +43,14 @@
   // Charts: each figure arrives as plotly JSON in a hidden carrier (viz.page.figure_carrier) and is drawn
   // with Plotly.react into its plot, which stays on the page: a step re-draws the chart in place, once.
   const CONFIG = {responsive: true, displaylogo: false};
+  const draw = (target, fig) => {
+    fig.layout.autosize = true;
+    window.Plotly.react(target, fig.data, fig.layout, CONFIG);
+  };
+  const sliderT = () => {  // the temperature the slider shows now, as charts name it ("0.70")
+    const box = document.querySelector("#tbt-temperature input[type='number']");
+    return box && box.value !== "" ? Number(box.value).toFixed(2) : null;
+  };
   function drawCharts() {
     if (!window.Plotly) return;
     for (const carrier of document.querySelectorAll(".tbt-figdata")) {
@@ -50,11 +58,46 @@
       const rev = carrier.dataset.rev;
       if (!target || target.dataset.rev === rev || !carrier.textContent) continue;
       target.dataset.rev = rev;
-      const fig = JSON.parse(carrier.textContent);
-      fig.layout.autosize = true;
-      window.Plotly.react(target, fig.data, fig.layout, CONFIG);
+      const {key, t} = carrier.dataset;  // a candidate chart: what it shows, and at which temperature
+      if (key && key === target.dataset.key && (t === target.dataset.t || t !== sliderT())) {
+        continue;  // already on screen (drawn from the bundle), or the answer to a move the slider has left
+      }
+      draw(target, JSON.parse(carrier.textContent));
+      target.dataset.key = key || "";
+      target.dataset.t = t || "";
     }
   }
+
+  // The temperature slider: the first touch at a step asks the server for the chart at every temperature
+  // (app.py, temperature_charts); from then on each move is drawn at once from those, while the server's
+  // own answer to the move (the force list, the same chart) follows.
+  let bundle = {key: null, figs: null}, asked = null;
+  function bundleFor(key) {
+    const holder = document.querySelector(".tbt-figbundle");
+    if (!holder || holder.dataset.key !== key) return null;
+    if (bundle.key !== key) bundle = {key, figs: JSON.parse(holder.textContent)};
+    return bundle.figs;
+  }
+  function onTemperature(e) {
+    if (!(e.target.closest && e.target.closest("#tbt-temperature"))) return;
+    const target = el("tbt-fig-candidates");
+    const key = target && target.dataset.key;
+    if (!key || !window.Plotly) return;
+    const figs = bundleFor(key);
+    if (!figs) {
+      if (asked !== key) { asked = key; click("tbt-bundle-btn"); }
+      return;
+    }
+    // A move's own value (the number box follows the range input a moment later)
+    const t = e.type === "input" && e.target.value !== "" ? Number(e.target.value).toFixed(2) : sliderT();
+    const fig = figs[t];
+    if (!fig || t === target.dataset.t) return;
+    draw(target, JSON.parse(JSON.stringify(fig)));  // plotly keeps what it is given: give it a copy
+    target.dataset.t = t;
+  }
+  document.addEventListener("input", onTemperature, true);
+  document.addEventListener("pointerdown", onTemperature, true);
+  document.addEventListener("focusin", onTemperature, true);
   let drawPending = false;
   const scheduleDraw = () => {
     if (drawPending) return;

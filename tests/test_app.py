@@ -206,3 +206,19 @@ def test_session_cap(server, monkeypatch):
     start(clients[2], "Hello")  # a freed place can be taken
     for c in clients:
         page.store.drop(c.session_hash)
+
+
+def test_temperature_charts_are_the_moves_own_charts_for_this_text_and_settings(client):
+    start(client, "Once upon a time")
+    stepped = call(client, "/next_token", temperature=0.7)
+    bundle = call(client, "/temperature_charts", temperature=0.7)
+    figs = carried_figure(bundle)
+    assert list(figs) == [f"{0.05 * i:.2f}" for i in range(41)]  # every value of the slider
+    key = re.search(r'data-key="(\w+)"', bundle).group(1)
+    assert f'data-key="{key}"' in stepped[2] and 'data-t="0.70"' in stepped[2]  # the chart it was asked from
+    for temperature in (0.0, 0.3, 1.5):  # what the page draws from the bundle is exactly the server's answer
+        moved = call(client, "/rederive", temperature=temperature)
+        assert f'data-key="{key}"' in moved[0] and f'data-t="{temperature:.2f}"' in moved[0]
+        assert figs[f"{temperature:.2f}"] == carried_figure(moved[0])
+    assert f'data-key="{key}"' not in call(client, "/rederive", temperature=0.7, top_p=0.5)[0]  # another setting
+    assert f'data-key="{key}"' not in call(client, "/next_token", temperature=0.7)[2]  # another step

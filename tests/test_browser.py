@@ -105,3 +105,26 @@ def test_moving_temperature_redraws_the_candidates_without_a_step(page):
     assert marker(page).get_attribute("data-step") == "0"
     assert page.locator("#tbt-plot-candidates").inner_text() != before
     assert page.problems == []
+
+
+def test_temperature_moves_are_drawn_from_the_bundle_and_the_answers_do_not_draw_again(page):
+    marker(page).wait_for(timeout=60_000)
+    plot_drawn(page, "tbt-plot-candidates")
+    box = page.locator("#tbt-temperature input[type='number']")
+    box.fill("0.5")  # the first touch asks for every temperature's chart
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelector('.tbt-figbundle')?.dataset.key === "
+                           "document.getElementById('tbt-fig-candidates').dataset.key", timeout=30_000)
+    page.wait_for_timeout(500)  # the answer to the first move
+    page.evaluate("""() => { const gd = document.getElementById('tbt-fig-candidates');
+                              window.draws = 0; gd.on('plotly_afterplot', () => window.draws++); }""")
+    box.fill("1.5")
+    box.press("Enter")
+    title = lambda: page.evaluate("() => document.getElementById('tbt-fig-candidates').layout.title.text")  # noqa: E731
+    page.wait_for_function("() => window.draws >= 1", timeout=5_000)
+    drawn_at_once = title()
+    page.wait_for_timeout(1500)  # the server's answer to the move arrives, is the same chart, and is not drawn
+    assert page.evaluate("() => window.draws") == 1
+    assert title() == drawn_at_once
+    assert page.evaluate("() => document.getElementById('tbt-fig-candidates').dataset.t") == "1.50"
+    assert page.problems == []

@@ -47,19 +47,38 @@ def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]
 _carrier_revision = itertools.count(1)
 
 
-def figure_carrier(fig: go.Figure, target: str) -> str:
+def figure_carrier(fig: go.Figure, target: str, key: str | None = None, temperature: float | None = None) -> str:
     """A hidden element holding `fig` as plotly JSON, for app.js to draw into the element with id `target`.
 
     The JSON is the element's text (only & < > escaped: JSON is full of quotes, which an attribute would
     have to spell &quot;). Each carrier has its own data-rev, so the page draws every update exactly once.
+    A candidate chart also names what it shows, `key` (the text and every setting but the temperature) and
+    the temperature, so the page can tell it from a chart of the same step it already drew (figure_bundle).
     """
-    return (f'<div class="tbt-figdata" hidden data-target="{html.escape(target, quote=True)}" '
+    named = (f' data-key="{html.escape(key, quote=True)}" data-t="{temperature_key(temperature)}"'
+             if key is not None and temperature is not None else "")
+    return (f'<div class="tbt-figdata" hidden data-target="{html.escape(target, quote=True)}"{named} '
             f'data-rev="{next(_carrier_revision)}">{html.escape(fig.to_json(), quote=False)}</div>')
 
 
-CARRIER = re.compile(r'<div class="tbt-figdata"[^>]*>(.*)</div>', re.S)
+def temperature_key(temperature: float) -> str:
+    """How a temperature names a chart on the page: two decimals, as the slider's 0.05 steps."""
+    return f"{temperature:.2f}"
+
+
+def figure_bundle(figs: dict[float, go.Figure], key: str) -> str:
+    """A hidden element holding one candidate chart per temperature, for one `key` (text and other settings).
+
+    app.js draws from it while the temperature slider moves, at once, instead of waiting for the server.
+    """
+    entries = ",".join(f'"{temperature_key(t)}":{fig.to_json()}' for t, fig in figs.items())
+    return (f'<div class="tbt-figbundle" hidden data-key="{html.escape(key, quote=True)}">'
+            f'{html.escape("{" + entries + "}", quote=False)}</div>')
+
+
+CARRIER = re.compile(r'<div class="tbt-fig(?:data|bundle)"[^>]*>(.*)</div>', re.S)
 
 
 def carried_figure(carrier: str) -> dict:
-    """The plotly figure (data, layout) in a figure_carrier element: what the page draws."""
+    """The plotly figure (data, layout) in a figure_carrier element, or {temperature: figure} in a bundle."""
     return json.loads(html.unescape(CARRIER.fullmatch(carrier).group(1)))
