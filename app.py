@@ -100,18 +100,18 @@ class App:
             if tab != view.tab:
                 out.append(gr.skip())
             elif tab == "candidates":
-                out.append(figure_carrier(viz.candidate_figure(dist, view.lang), chart_id(tab),
+                out.append(figure_carrier(viz.candidate_chart(dist, view.lang), chart_id(tab),
                                           chart_key(session, cfg, view), cfg.temperature))
             elif tab == "temperature":
                 dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
                 sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
-                out.append(figure_carrier(viz.temperature_figure(dists, sweep, cfg.temperature, view.lang),
+                out.append(figure_carrier(viz.temperature_chart(dists, sweep, cfg.temperature, view.lang),
                                           chart_id(tab)))
             elif tab == "attention":
                 out.append(self._attention(session, view))
             else:
                 points = [session.prefill.kv] + [s.kv for s in session.steps]
-                out.append(figure_carrier(viz.kv_growth_figure(points, session.prompt_len, session.lm.info, view.lang),
+                out.append(figure_carrier(viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang),
                                           chart_id(tab)))
         return out
 
@@ -121,7 +121,7 @@ class App:
             key = chart_key(session, cfg, view)
             if key is None:
                 return ""
-            figs = {x: viz.candidate_figure(session.preview(replace(cfg, temperature=x)), view.lang)
+            figs = {x: viz.candidate_chart(session.preview(replace(cfg, temperature=x)), view.lang)
                     for x in TEMPERATURE_GRID}
             return figure_bundle(figs, key)
 
@@ -137,7 +137,7 @@ class App:
         start = max(0, full.shape[0] - ATTENTION_WINDOW)
         labels = [tok.display for tok in session.prefill.tokens] + [s.token.display for s in session.steps]
         window = info.sliding_window[layer] if info.sliding_window else None
-        return figure_carrier(viz.attention_figure(full[start:, start:], labels[start:], layer, view.head, info, start,
+        return figure_carrier(viz.attention_chart(full[start:, start:], labels[start:], layer, view.head, info, start,
                                                    window, view.lang), chart_id("attention"))
 
 

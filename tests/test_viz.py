@@ -1,6 +1,7 @@
 """viz/: figures and HTML built from hand-made records show exactly the records' numbers."""
 from __future__ import annotations
 
+import base64
 import json
 import string
 import subprocess
@@ -15,7 +16,9 @@ from model.records import (CacheTiming, Distribution, KVBytes, ModelInfo, Sampli
                            Candidate, TemperatureSweep, Timings, TokenInfo)
 from viz import (FATE_COLORS, STRINGS, attention_figure, cache_timing_figure, candidate_figure, format_bytes,
                  gqa_figure, kv_calculator_figure, kv_growth_figure, t, temperature_figure, token_chips_html)
+from viz import attention_chart, candidate_chart, kv_growth_chart, temperature_chart
 from viz.candidates import draw_segments, shown_candidates
+from viz.style import chart_json
 
 ROOT = Path(__file__).resolve().parents[1]
 DISPLAYS = ["␣the", "␣a", "↵", "<E4>", "␣cat", "<b>", "␣dog", "␣and", ",", ".", "␣of", "␣to",
@@ -372,6 +375,18 @@ def test_chips_darker_means_more_probable_and_newlines_break():
 
 # --- every builder, both languages, no forbidden imports ---------------------------------------------
 
+def _decoded(value):
+    """plotly's JSON of a go.Figure with its typed arrays ({"dtype", "bdata", "shape"}) as plain lists, NaN as None."""
+    if isinstance(value, dict) and "bdata" in value:
+        array = np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"])
+        shape = value.get("shape")
+        array = array.reshape([int(n) for n in shape.split(",")] if isinstance(shape, str) else shape or -1)
+        return json.loads(json.dumps(array.tolist()).replace("NaN", "null"))
+    if isinstance(value, dict):
+        return {k: _decoded(v) for k, v in value.items()}
+    return [_decoded(v) for v in value] if isinstance(value, list) else value
+
+
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_builder_runs_in_both_languages(lang):
     dists = [make_dist(SamplingConfig(temperature=x)) for x in (0.0, 1.0)]
@@ -383,6 +398,16 @@ def test_every_builder_runs_in_both_languages(lang):
             cache_timing_figure(CacheTiming([1], [1.0], [1.0]), lang)]
     for f in figs:  # the builders skip plotly's checks for speed: every property must still be a valid one
         go.Figure(json.loads(f.to_json()))  # validates: an unknown or mistyped property raises ValueError
+    # The page draws the plain charts: the same JSON as the figures (an empty template aside)
+    charts = [candidate_chart(make_dist(CUTS), lang), temperature_chart(dists, sweep, 1.0, lang),
+              attention_chart(_causal_weights(4), DISPLAYS[:4], 0, 0, SMOLLM, lang=lang),
+              kv_growth_chart([kv_point(3)], 3, SMOLLM, lang)]
+    for spec, f in zip(charts, [figs[0], figs[2], figs[4], figs[5]]):
+        page, built = json.loads(chart_json(spec)), _decoded(json.loads(f.to_json()))
+        assert page["layout"].pop("template") == {} and built["layout"].pop("template") in ({}, None)
+        assert page == built
+        # plotly.js reads some colour-scale names differently from plotly's Python side ("Blues"): none by name
+        assert all(isinstance(tr.get("colorscale", []), list) for tr in page["data"])
     assert all(f.layout.meta["lang"] == lang for f in figs)
     assert all(f.layout.font.size >= 14 for f in figs)
     for f in figs:  # every axis, each subplot's included, has the light grid (there is no theme to give one)
@@ -432,9 +457,9 @@ def test_figure_carrier_round_trips_the_figure_and_escapes_markup():
 
     dist = make_dist(SamplingConfig())
     dist.candidates[0].token.display = "</div><script>"
-    fig = candidate_figure(dist)
+    fig = candidate_chart(dist)
     carrier = figure_carrier(fig, "tbt-fig-candidates")
     assert "</div><script>" not in carrier and 'data-target="tbt-fig-candidates"' in carrier
-    assert carried_figure(carrier) == json.loads(fig.to_json())
+    assert carried_figure(carrier) == json.loads(candidate_figure(dist).to_json())
     revs = {figure_carrier(fig, "x").split('data-rev="')[1].split('"')[0] for _ in range(3)}
     assert len(revs) == 3  # every carrier is drawn once, even of the same figure

@@ -5,12 +5,16 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
+from plotly.colors import sequential
 
 from model.records import ModelInfo
 from viz.i18n import t
-from viz.style import (figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED, SMALL_SIZE, base_layout, legend_key,
+from viz.style import (as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED, SMALL_SIZE, base_layout, legend_key,
                        token_label)
 
+# ColorBrewer Blues spelled out: plotly.js has its own, different scale under the name "Blues" (dark to light
+# grey-blue), which it would use for the name in a chart that plotly's Python side did not expand.
+WEIGHT_SCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
 MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
 
 
@@ -39,8 +43,8 @@ def _title(layer: int, head: int | None, info: ModelInfo, lang: str) -> str:
     return t("attn_title_head", lang, layer=layer, head=head, kv_head=info.kv_head_of(head), group=info.group_size)
 
 
-def attention_figure(matrix: np.ndarray, labels: list[str], layer: int, head: int | None, info: ModelInfo,
-                     first_position: int = 0, sliding_window: int | None = None, lang: str = "en") -> go.Figure:
+def attention_chart(matrix: np.ndarray, labels: list[str], layer: int, head: int | None, info: ModelInfo,
+                    first_position: int = 0, sliding_window: int | None = None, lang: str = "en") -> dict:
     """Heatmap of one layer's attention: row = query position (top to bottom), column = key position.
 
     `matrix` is the (T, T) block of positions first_position .. first_position + T - 1 of the full
@@ -76,7 +80,7 @@ def attention_figure(matrix: np.ndarray, labels: list[str], layer: int, head: in
         {"type": "heatmap", "z": mask, "zmin": 0, "zmax": 1, "showscale": False, "hoverongaps": False, "name": "mask",
          "colorscale": [[0, MASK_FUTURE], [0.5, MASK_FUTURE], [0.5, MASK_WINDOW], [1, MASK_WINDOW]],
          "text": mask_hover, "hovertemplate": "%{text}<extra></extra>"},
-        {"type": "heatmap", "z": weights, "zmin": 0, "zmax": top, "colorscale": "Blues", "hoverongaps": False,
+        {"type": "heatmap", "z": weights, "zmin": 0, "zmax": top, "colorscale": WEIGHT_SCALE, "hoverongaps": False,
          "name": "weights", "colorbar": {"title": {"text": t("attn_weight", lang)}, "thickness": 16},
          "text": hover, "hovertemplate": "%{text}<extra></extra>"},
         legend_key(t("attn_future", lang), MASK_FUTURE),
@@ -106,7 +110,10 @@ def attention_figure(matrix: np.ndarray, labels: list[str], layer: int, head: in
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 120, "b": 110},
         plot_bgcolor="white",
     )
-    return figure(traces, layout)
+    return chart(traces, layout)
+
+
+attention_figure = as_figure(attention_chart)
 
 
 def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go.Figure:

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from model.records import FATES, Candidate, Distribution
 from viz.i18n import t
-from viz.style import (figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
+from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
                        format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy")
@@ -199,7 +199,7 @@ def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float
     return line, label
 
 
-def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> go.Figure:
+def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12) -> dict:
     """The candidates for one next token under one SamplingConfig.
 
     Left: the `top_n` most probable candidates at T = 1 (plus the chosen one), each with an outline bar at
@@ -234,4 +234,7 @@ def candidate_figure(dist: Distribution, lang: str = "en", top_n: int = 12) -> g
         # The legend sits a fixed 84 px below the plot, clear of the axis titles whatever the height.
         legend={"orientation": "h", "y": -84 / (height - top - bottom), "x": 0, "yanchor": "top"},
     )
-    return figure(bars + draw, layout)
+    return chart(bars + draw, layout)
+
+
+candidate_figure = as_figure(candidate_chart)

@@ -5,13 +5,13 @@ import plotly.graph_objects as go
 
 from model.records import CacheTiming, KVBytes, ModelInfo
 from viz import i18n
-from viz.style import (figure, INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes,
+from viz.style import (as_figure, chart, figure, INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes,
                        line_label, vertical_line)
 
 __all__ = ["kv_growth_figure", "cache_timing_figure", "kv_calculator_figure", "format_bytes"]
 
 
-def kv_growth_figure(points: list[KVBytes], prefill_tokens: int, info: ModelInfo, lang: str = "en") -> go.Figure:
+def kv_growth_chart(points: list[KVBytes], prefill_tokens: int, info: ModelInfo, lang: str = "en") -> dict:
     """Cache bytes against tokens held: measured K and V stacked as bars, the formula as a line over them.
 
     The y axis is in the binary unit that fits the largest value (KiB, MiB, ...); hover shows exact sizes.
@@ -44,7 +44,10 @@ def kv_growth_figure(points: list[KVBytes], prefill_tokens: int, info: ModelInfo
         barmode="stack", bargap=0.1, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         margin={"t": 130},
     )
-    return figure(traces, layout)
+    return chart(traces, layout)
+
+
+kv_growth_figure = as_figure(kv_growth_chart)
 
 
 def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 
 from model.records import Distribution, KVBytes
 from viz.i18n import t
-from viz.style import format_bytes, format_prob
+from viz.style import chart_json, format_bytes, format_prob
 
 
 def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: float, ended: bool,
@@ -47,8 +47,8 @@ def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]
 _carrier_revision = itertools.count(1)
 
 
-def figure_carrier(fig: go.Figure, target: str, key: str | None = None, temperature: float | None = None) -> str:
-    """A hidden element holding `fig` as plotly JSON, for app.js to draw into the element with id `target`.
+def figure_carrier(fig: dict | go.Figure, target: str, key: str | None = None, temperature: float | None = None) -> str:
+    """A hidden element holding `fig` (a chart or a go.Figure) as plotly JSON, for app.js to draw into `target`.
 
     The JSON is the element's text (only & < > escaped: JSON is full of quotes, which an attribute would
     have to spell &quot;). Each carrier has its own data-rev, so the page draws every update exactly once.
@@ -58,7 +58,7 @@ def figure_carrier(fig: go.Figure, target: str, key: str | None = None, temperat
     named = (f' data-key="{html.escape(key, quote=True)}" data-t="{temperature_key(temperature)}"'
              if key is not None and temperature is not None else "")
     return (f'<div class="tbt-figdata" hidden data-target="{html.escape(target, quote=True)}"{named} '
-            f'data-rev="{next(_carrier_revision)}">{html.escape(fig.to_json(), quote=False)}</div>')
+            f'data-rev="{next(_carrier_revision)}">{html.escape(chart_json(fig), quote=False)}</div>')
 
 
 def temperature_key(temperature: float) -> str:
@@ -66,12 +66,12 @@ def temperature_key(temperature: float) -> str:
     return f"{temperature:.2f}"
 
 
-def figure_bundle(figs: dict[float, go.Figure], key: str) -> str:
+def figure_bundle(figs: dict[float, dict], key: str) -> str:
     """A hidden element holding one candidate chart per temperature, for one `key` (text and other settings).
 
     app.js draws from it while the temperature slider moves, at once, instead of waiting for the server.
     """
-    entries = ",".join(f'"{temperature_key(t)}":{fig.to_json()}' for t, fig in figs.items())
+    entries = ",".join(f'"{temperature_key(t)}":{chart_json(fig)}' for t, fig in figs.items())
     return (f'<div class="tbt-figbundle" hidden data-key="{html.escape(key, quote=True)}">'
             f'{html.escape("{" + entries + "}", quote=False)}</div>')
 

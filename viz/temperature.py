@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 
 from model.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
-from viz.style import (figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
+from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
                        fate_legend, format_prob, format_temperature, line_label, panel_title, prob_ticks, token_label,
                        vertical_line)
 
@@ -92,8 +92,8 @@ def _sweep_panels(sweep: TemperatureSweep, current_temperature: float, first: in
     return traces, axes, shapes, titles, labels
 
 
-def temperature_figure(dists: list[Distribution], sweep: TemperatureSweep, current_temperature: float,
-                       lang: str = "en") -> go.Figure:
+def temperature_chart(dists: list[Distribution], sweep: TemperatureSweep, current_temperature: float,
+                      lang: str = "en") -> dict:
     """One step's candidates re-drawn at several temperatures, and how spread out the choice is against T.
 
     Top row: one small horizontal bar chart per distribution in `dists` (its config.temperature in the
@@ -115,4 +115,7 @@ def temperature_figure(dists: list[Distribution], sweep: TemperatureSweep, curre
                          height=680, automargin=True, **bar_axes, **line_axes, shapes=frames + marks,
                          annotations=bar_titles + line_titles + labels,
                          legend={"orientation": "h", "y": -0.1, "yanchor": "top", "x": 0}, margin={"b": 90})
-    return figure(bars + lines + fate_legend([f for f in FATES if f in present], lang), layout)
+    return chart(bars + lines + fate_legend([f for f in FATES if f in present], lang), layout)
+
+
+temperature_figure = as_figure(temperature_chart)
