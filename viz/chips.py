@@ -12,9 +12,17 @@ from viz.style import FONT_FAMILY, format_prob
 
 SCALE = "Blues"  # sequential, single hue: reads the same for colour-blind students and in grey
 SCALE_RANGE = (0.22, 0.95)  # skip the near-white end so a chip of probability 0 still shows as a chip
-PROMPT_STYLE = "background:#FFFFFF;color:#444;border:2px solid #BBBBBB"  # outlined, never filled
-CHIP_STYLE = ("display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
-              "line-height:1.5;white-space:pre;font-family:{font}")
+# The look chips share is stated once per text, in a <style>: a long text is resent every step, so each chip
+# carries only its shade (--c) and whether its text is light (for dark shades).
+SHARED_STYLE = (
+    ".tbt-chip{{display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
+    "line-height:1.5;white-space:pre;font-family:{font}}}"
+    ".tbt-prompt{{background:#FFFFFF;color:#444;border:2px solid #BBBBBB}}"  # outlined, never filled
+    ".tbt-gen{{background:var(--c);border:2px solid var(--c);color:#111111}}"
+    ".tbt-gen.tbt-light{{color:#FFFFFF}}"
+    ".tbt-gen.tbt-forced{{border:2px dashed #000}}"
+    ".tbt-space{{font-style:normal;opacity:0.45}}"
+)
 
 
 def chip_color(prob: float) -> tuple[str, str]:
@@ -31,11 +39,11 @@ def _shade(prob: float) -> tuple[str, str]:
     return background, ("#FFFFFF" if luminance < 0.55 else "#111111")
 
 
-def _chip(display: str, title: str, classes: str, style: str, step: int | None = None) -> str:
+def _chip(display: str, title: str, classes: str, shade: str | None = None, step: int | None = None) -> str:
     """One chip; a newline token is followed by line breaks so the chips keep the text's layout."""
-    data = f' data-step="{step}"' if step is not None else ""
+    data = (f' data-step="{step}"' if step is not None else "") + (f' style="--c:{shade}"' if shade else "")
     text = html.escape(display, quote=False).replace("␣", '<i class="tbt-space">␣</i>')
-    chip = f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}" style="{style}">{text}</span>'
+    chip = f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}">{text}</span>'
     return chip + "<br>" * display.count("↵")
 
 
@@ -47,27 +55,23 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
     step on click, a shade from the T = 1 probability the model gave the token, and a tooltip with rank and
     probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
     """
-    chips = [_chip(tok.display, t("chips_prompt", lang), "tbt-chip tbt-prompt", PROMPT_STYLE)
-             for tok in prompt_tokens]
+    prompt_title = t("chips_prompt", lang)
+    chips = [_chip(tok.display, prompt_title, "tbt-chip tbt-prompt") for tok in prompt_tokens]
     for step in steps:
         dist = step.distribution
         prob = dist.chosen_candidate.prob_t1
         background, ink = chip_color(prob)
         title = t("chips_title", lang, step=step.step, rank=dist.chosen_rank, prob=format_prob(prob))
-        style = f"background:{background};color:{ink};border:2px solid {background}"
-        classes = "tbt-chip tbt-gen"
+        classes = "tbt-chip tbt-gen" + (" tbt-light" if ink == "#FFFFFF" else "")
         if dist.forced:
             title += " · " + t("chips_forced", lang)
-            style += ";border:2px dashed #000"
             classes += " tbt-forced"
-        chips.append(_chip(step.token.display, title, classes, style, step=step.step))
+        chips.append(_chip(step.token.display, title, classes, background, step=step.step))
     swatches = "".join(
         f'<span style="display:inline-block;padding:0 6px;margin-left:3px;border-radius:4px;'
         f'background:{chip_color(p)[0]};color:{chip_color(p)[1]}">{format_prob(p)}</span>'
         for p in (0.01, 0.1, 0.5, 0.9))
     legend = (f'<div class="tbt-chips-legend" style="font-size:15px;color:#444;margin-top:10px">'
               f'{html.escape(t("chips_legend", lang))} {swatches}</div>')
-    # The look every chip shares is stated once here, not on each chip: a long text is resent every step.
-    shared = (f"<style>.tbt-chip{{{CHIP_STYLE.format(font=FONT_FAMILY)}}}"
-              ".tbt-space{font-style:normal;opacity:0.45}</style>")
+    shared = f"<style>{SHARED_STYLE.format(font=FONT_FAMILY)}</style>"
     return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{shared}{"".join(chips)}</div>{legend}'
