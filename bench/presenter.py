@@ -5,7 +5,9 @@ until the chart is redrawn, Play's tokens per second, and the bytes each step se
 
 The app runs as its own server process. Every time is taken inside the page (performance.now() at the
 click, then requestAnimationFrame until the page shows the result), so Python and Playwright overhead do
-not count; a frame is ~16.7 ms, the resolution of these figures. Bytes are counted with the DevTools
+not count; a frame is ~16.7 ms, the resolution of these figures. A temperature move is done when the chart
+is drawn, whether from the page's bundle of every temperature (after the first move at a step) or from the
+server's answer. A Play step counts once the marker shows it and its candidate chart has been drawn. Bytes are counted with the DevTools
 protocol (Network.dataReceived: bytes on the wire, headers excluded; Network.eventSourceMessageReceived:
 the JSON of each server-sent event).
 """

@@ -222,3 +222,21 @@ def test_temperature_charts_are_the_moves_own_charts_for_this_text_and_settings(
         assert figs[f"{temperature:.2f}"] == carried_figure(moved[0])
     assert f'data-key="{key}"' not in call(client, "/rederive", temperature=0.7, top_p=0.5)[0]  # another setting
     assert f'data-key="{key}"' not in call(client, "/next_token", temperature=0.7)[2]  # another step
+
+
+def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):
+    import model.sessions as sessions
+
+    trims = []
+    monkeypatch.setattr(sessions, "return_freed_memory", lambda: trims.append(1))
+    now = [0.0]
+    store = SessionStore(idle_seconds=60, clock=lambda: now[0])
+    store.put("a", object()), store.put("b", object())
+    store.drop("a")
+    assert trims == [1] and len(store) == 1
+    store.drop("a")  # nothing left to free
+    assert trims == [1]
+    now[0] = 61
+    with pytest.raises(sessions.SessionExpired):
+        store.get("b")
+    assert trims == [1, 1] and len(store) == 0
