@@ -1,6 +1,5 @@
 """The stepwise decoder on the real default model: parity with generate() and a full forward, and the session."""
 import json
-import threading
 
 import numpy as np
 import pytest
@@ -227,20 +226,10 @@ def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monk
     assert session.step(SAMPLED).kv.measured == session.steps[-1].kv.formula
 
 
-def test_one_step_at_a_time(session):
+def test_one_step_at_a_time(session, held_elsewhere):
     """A second click while a step is under way (another thread holds the session) is refused, not interleaved."""
     session.start("Double click")
-    holding, release = threading.Event(), threading.Event()
-
-    def slow_step():  # stands for a step in progress on another request thread
-        with session._locked():
-            holding.set()
-            release.wait(10)
-
-    worker = threading.Thread(target=slow_step)
-    worker.start()
-    holding.wait(10)
-    try:
+    with held_elsewhere(session):
         with pytest.raises(SessionBusy):
             session.step(GREEDY)
         with pytest.raises(SessionBusy):
@@ -248,9 +237,6 @@ def test_one_step_at_a_time(session):
         with pytest.raises(SessionBusy):
             with session.reading(timeout=0.05):  # a render waits for the step, then gives up politely
                 pass
-    finally:
-        release.set()
-        worker.join()
     assert len(session.steps) == 0
     session.step(GREEDY)  # free again
 

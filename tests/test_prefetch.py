@@ -242,7 +242,7 @@ def test_a_failed_prefetch_changes_nothing(lm, monkeypatch):
     assert torch.equal(s.next_logits, before[2])
 
 
-def test_prefetch_does_nothing_when_it_cannot_help(lm):
+def test_prefetch_does_nothing_when_it_cannot_help(lm, held_elsewhere):
     assert not started(lm).prefetch(GREEDY)  # no batcher: a session alone has nothing to overlap with
     batcher = StepBatcher(lm.model)
     s = DecodeSession(lm, batcher=batcher)
@@ -250,21 +250,8 @@ def test_prefetch_does_nothing_when_it_cannot_help(lm):
     s.start("Hello")
     assert not s.prefetch(SamplingConfig(temperature=-1)) and not s.prefetch(None)  # invalid settings
 
-    holding, release = threading.Event(), threading.Event()
-
-    def busy():  # a step in progress on another request thread
-        with s._locked():
-            holding.set()
-            release.wait(10)
-
-    worker = threading.Thread(target=busy)
-    worker.start()
-    holding.wait(10)
-    try:
+    with held_elsewhere(s):
         assert not s.prefetch(GREEDY)  # busy: refused at once, no SessionBusy
-    finally:
-        release.set()
-        worker.join()
 
     s.step(GREEDY, force_token=lm.tokenizer.eos_token_id)
     assert s.finished and not s.prefetch(GREEDY)
