@@ -66,7 +66,7 @@ class App:
     def answer(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
         """The page after a change, and the next step's forward pass started while the browser draws it."""
         page = self.views(session, cfg, view)
-        session.prefetch(cfg)  # the next Next token then only has to commit it (a replay computes its own token)
+        session.prefetch(cfg)  # the next Next token then only commits it (in a play-back: the recorded token)
         return page
 
     def views(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
@@ -503,8 +503,6 @@ def build(app: App, default_model: str) -> gr.Blocks:
 
         # ---- wiring --------------------------------------------------------------------------------
         # Many steps may wait at once: the batcher runs them as one forward pass (one pass at a time).
-        # No loading overlay on the outputs: a step answers within a fraction of a second, and animating
-        # the overlay on every output took the browser's time from drawing the answer.
         # No loading overlay on the outputs: a step answers within a fraction of a second, and animating
         # the overlay on every output takes the browser's time from drawing the answer.
         model_events = dict(concurrency_id="model", concurrency_limit=MODEL_CONCURRENCY, show_progress="hidden")

@@ -11,8 +11,6 @@ import itertools
 import json
 import re
 
-import plotly.graph_objects as go
-
 from model.records import Distribution, KVBytes
 from viz.i18n import t
 from viz.style import chart_json, format_bytes, format_prob
@@ -47,8 +45,8 @@ def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]
 _carrier_revision = itertools.count(1)
 
 
-def figure_carrier(fig: dict | go.Figure, target: str, key: str | None = None, temperature: float | None = None) -> str:
-    """A hidden element holding `fig` (a chart or a go.Figure) as plotly JSON, for app.js to draw into `target`.
+def figure_carrier(fig: dict, target: str, key: str | None = None, temperature: float | None = None) -> str:
+    """A hidden element holding the chart `fig` as plotly JSON, for app.js to draw into the element `target`.
 
     The JSON is the element's text (only & < > escaped: JSON is full of quotes, which an attribute would
     have to spell &quot;). Each carrier has its own data-rev, so the page draws every update exactly once.

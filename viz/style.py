@@ -82,10 +82,8 @@ def as_figure(build_chart):
     return build_figure
 
 
-def chart_json(spec: dict | go.Figure) -> str:
-    """JSON for plotly.js of a chart (or a figure): numpy arrays as lists, NaN as null (plotly's encoder)."""
-    if isinstance(spec, go.Figure):
-        return spec.to_json()
+def chart_json(spec: dict) -> str:
+    """JSON for plotly.js of a chart: numpy arrays as lists, NaN as null (plotly's encoder)."""
     return json.dumps(spec, cls=PlotlyJSONEncoder)
 
 
