@@ -23,7 +23,7 @@ from model.sessions import ModelRegistry, SessionStore
 from model.timing import default_lengths, measure_cache_timing
 from model.trace import MAX_TRACE_BYTES, replay, to_trace
 from viz.i18n import t
-from viz.page import figure_bundle, figure_carrier, force_choices, status_html
+from viz.page import figure_bundle, figure_carrier, force_choices, status_html, text_panel
 
 log = logging.getLogger("token-by-token")
 ASSETS = Path(__file__).parent / "assets"
@@ -70,7 +70,11 @@ class App:
         return page
 
     def views(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
-        """Everything a step changes: chips, status, the open tab's chart, the force list."""
+        """Everything a step changes: the text with its status line, the open tab's chart, the force list.
+
+        Three outputs, not one per piece: the page spends time on every output of every answer (its loading
+        status, a copy of its value), and the server builds a component for each.
+        """
         with session.reading():  # one consistent state, even if another request of this user is under way
             return self._views(session, cfg, view)
 
@@ -80,40 +84,33 @@ class App:
         last_kv = session.steps[-1].kv if session.steps else session.prefill.kv
         self.revision += 1
         return [
-            viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
-            status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv, session.logprob_t1(),
-                        session.finished, self.revision, view.lang, replay_left=session.replay_left),
-            *self._tab_figures(session, cfg, view, dist),
+            text_panel(viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
+                       status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv,
+                                   session.logprob_t1(), session.finished, self.revision, view.lang,
+                                   replay_left=session.replay_left)),
+            self._tab_figure(session, cfg, view, dist),
             gr.update(choices=force_choices(dist, view.lang), value=None),
         ]
 
-    def tab_figures(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> list:
-        """The figure of the open tab; the other tabs are skipped (only what the page shows is sent)."""
+    def tab_figure(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> str:
+        """The chart of the open tab, in a carrier naming the tab's plot (only what the page shows is sent)."""
         with session.reading():
-            return self._tab_figures(session, cfg, view, dist)
+            return self._tab_figure(session, cfg, view, dist)
 
-    def _tab_figures(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> list:
+    def _tab_figure(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> str:
         cfg = session.replay_config() or cfg
-        dist = dist or session.preview(cfg)
-        out = []
-        for tab in TABS:
-            if tab != view.tab:
-                out.append(gr.skip())
-            elif tab == "candidates":
-                out.append(figure_carrier(viz.candidate_chart(dist, view.lang), chart_id(tab),
-                                          chart_key(session, cfg, view), cfg.temperature))
-            elif tab == "temperature":
-                dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
-                sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
-                out.append(figure_carrier(viz.temperature_chart(dists, sweep, cfg.temperature, view.lang),
-                                          chart_id(tab)))
-            elif tab == "attention":
-                out.append(self._attention(session, view))
-            else:
-                points = [session.prefill.kv] + [s.kv for s in session.steps]
-                out.append(figure_carrier(viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang),
-                                          chart_id(tab)))
-        return out
+        if view.tab == "candidates":
+            return figure_carrier(viz.candidate_chart(dist or session.preview(cfg), view.lang), chart_id(view.tab),
+                                  chart_key(session, cfg, view), cfg.temperature)
+        if view.tab == "temperature":
+            dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
+            sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
+            return figure_carrier(viz.temperature_chart(dists, sweep, cfg.temperature, view.lang), chart_id(view.tab))
+        if view.tab == "attention":
+            return self._attention(session, view)
+        points = [session.prefill.kv] + [s.kv for s in session.steps]
+        return figure_carrier(viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang),
+                              chart_id(view.tab))
 
     def temperature_bundle(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> str:
         """The candidate chart at every temperature of the slider, the other settings held (no model run)."""
@@ -223,12 +220,11 @@ def chart_id(tab: str) -> str:
 
 
 def chart(tab: str) -> gr.HTML:
-    """A tab's chart: a plot that stays on the page, and the hidden carrier its figures arrive in (the output).
-
-    assets/app.js draws each figure that arrives with Plotly.react, re-drawing the plot in place.
-    """
-    gr.HTML(f'<div id="{chart_id(tab)}" class="tbt-fig"></div>', elem_id=f"tbt-plot-{tab}", js_on_load=None)
-    return gr.HTML("", elem_id=f"tbt-figdata-{tab}", elem_classes="tbt-hidden", js_on_load=None)
+    """A tab's chart: a plot that stays on the page. Its figures arrive in the page's one hidden carrier (an
+    output, which names the plot it is for); assets/app.js draws each with Plotly.react, in place, and its
+    title as HTML in the caption above (plotly.js measures every text it draws: the title cost it 10 ms)."""
+    plot = f'<div id="tbt-cap-{tab}" class="tbt-caption"></div><div id="{chart_id(tab)}" class="tbt-fig"></div>'
+    return gr.HTML(plot, elem_id=f"tbt-plot-{tab}", js_on_load=None)
 
 
 def head_choices(app: App, L) -> list[tuple[str, str]]:
@@ -275,18 +271,17 @@ def build(app: App, default_model: str) -> gr.Blocks:
                     play_steps = gr.Slider(1, 200, 20, step=1, label=L("play_steps"), elem_id="tbt-play-steps")
                 shortcuts = gr.Markdown(L("shortcuts"), elem_classes="tbt-small")
             with gr.Column(scale=3):
-                chips = gr.HTML(label="Text", elem_id="tbt-chips")
-                status = gr.HTML(label="Status", elem_id="tbt-status")
+                text = gr.HTML(label="Text", elem_id="tbt-text")  # the chips, and the status line under them
                 with gr.Tabs():
                     with gr.Tab(L("tab_candidates"), id="candidates") as tab_cand:
-                        cand_plot = chart("candidates")
+                        chart("candidates")
                         with gr.Row(equal_height=True):
                             force = gr.Dropdown([], label=L("force_label"), elem_id="tbt-force", scale=3,
                                                 allow_custom_value=True)
                             force_btn = gr.Button(L("btn_force"), elem_id="tbt-force-btn", scale=1, min_width=120)
                         cand_text = gr.Markdown(L("explain_candidates"), elem_classes="tbt-explain")
                     with gr.Tab(L("tab_temperature"), id="temperature") as tab_temp:
-                        temp_plot = chart("temperature")
+                        chart("temperature")
                         temp_text = gr.Markdown(L("explain_temperature"), elem_classes="tbt-explain")
                     with gr.Tab(L("tab_attention"), id="attention") as tab_attn:
                         with gr.Row():
@@ -294,11 +289,11 @@ def build(app: App, default_model: str) -> gr.Blocks:
                                               elem_id="tbt-layer", scale=3)
                             head = gr.Dropdown(head_choices(app, L), value="mean", label=L("head"), elem_id="tbt-head",
                                                scale=1)
-                        attn_plot = chart("attention")
+                        chart("attention")
                         attn_text = gr.Markdown(L("explain_attention") + "\n\n" + L("explain_gqa"),
                                                 elem_classes="tbt-explain")
                     with gr.Tab(L("tab_kv"), id="kv") as tab_kv:
-                        kv_plot = chart("kv")
+                        chart("kv")
                         kv_text = gr.Markdown(L("explain_kv_cache"), elem_classes="tbt-explain")
                         measure = gr.Button(L("btn_measure"), elem_id="tbt-measure")
                         timing_plot = gr.Plot(label=L("btn_measure"), elem_id="tbt-plot-timing", show_label=False)
@@ -326,11 +321,11 @@ def build(app: App, default_model: str) -> gr.Blocks:
         goto_btn = gr.Button("go to step", elem_id="tbt-goto-btn", elem_classes="tbt-hidden")
         tab_state = gr.State("candidates")
         bundle = gr.HTML("", elem_id="tbt-bundle", elem_classes="tbt-hidden", js_on_load=None)
+        figure = gr.HTML("", elem_id="tbt-figdata", elem_classes="tbt-hidden", js_on_load=None)  # any tab's chart
 
         settings = [temperature, top_k, top_p, min_p, repetition_penalty, order, seed]
         view_in = [lang, tab_state, layer, head]
-        figures = [cand_plot, temp_plot, attn_plot, kv_plot]
-        step_out = [chips, status, *figures, force]
+        step_out = [text, figure, force]
 
         # ---- handlers: each reads like a sentence --------------------------------------------------
         @page_handler("prompt", "mode", "model")
@@ -379,7 +374,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
         def rederive(request, cfg, view):
             session = app.store.get(request.session_hash)
             dist = session.preview(cfg)  # no model run: the stored logits, the new settings
-            page = [*app.tab_figures(session, cfg, view, dist), gr.update(choices=force_choices(dist, view.lang))]
+            page = [app.tab_figure(session, cfg, view, dist), gr.update(choices=force_choices(dist, view.lang))]
             session.prefetch(cfg)  # the token these settings draw may differ from the one computed ahead
             return page
 
@@ -389,8 +384,8 @@ def build(app: App, default_model: str) -> gr.Blocks:
                 try:
                     session = app.store.get(request.session_hash)
                 except SessionError:  # nothing started yet: just remember the tab
-                    return [tab_id, *[gr.skip()] * len(figures)]
-                return [tab_id, *app.tab_figures(session, cfg, replace(view, tab=tab_id))]
+                    return [tab_id, gr.skip()]
+                return [tab_id, app.tab_figure(session, cfg, replace(view, tab=tab_id))]
 
             return open_tab
 
@@ -519,18 +514,18 @@ def build(app: App, default_model: str) -> gr.Blocks:
         goto_btn.click(go_to, [goto_step, *page_in], step_out, api_name="go_to", **model_events,
                        js="(...a) => [window.tbtGotoStep ?? a[0], ...a.slice(1)]")
         for knob in settings:
-            knob.input(rederive, page_in, [*figures, force], api_name=False, trigger_mode="always_last", **view_events)
+            knob.input(rederive, page_in, [figure, force], api_name=False, trigger_mode="always_last", **view_events)
         rederive_btn = gr.Button("rederive", elem_classes="tbt-hidden", elem_id="tbt-rederive")
-        rederive_btn.click(rederive, page_in, [*figures, force], api_name="rederive", **view_events)
+        rederive_btn.click(rederive, page_in, [figure, force], api_name="rederive", **view_events)
         # The page asks for every temperature's chart when the slider is first touched at a step, then draws
         # the slider's moves from them at once (assets/app.js); each move is still answered as above.
         bundle_btn = gr.Button("temperature charts", elem_classes="tbt-hidden", elem_id="tbt-bundle-btn")
         bundle_btn.click(temperature_charts, page_in, bundle, api_name="temperature_charts", concurrency_id="bundle",
                          concurrency_limit=1, show_progress="hidden")  # ~0.4 s: not in the way of the views
         for tab, tab_id in zip((tab_cand, tab_temp, tab_attn, tab_kv), TABS):
-            tab.select(tab_handler(tab_id), page_in, [tab_state, *figures], api_name=f"tab_{tab_id}", **view_events)
+            tab.select(tab_handler(tab_id), page_in, [tab_state, figure], api_name=f"tab_{tab_id}", **view_events)
         for knob in (layer, head):
-            knob.input(show_attention, page_in, attn_plot, api_name=False, trigger_mode="always_last", **view_events)
+            knob.input(show_attention, page_in, figure, api_name=False, trigger_mode="always_last", **view_events)
         measure.click(measure_cache, lang, timing_plot, api_name="measure", concurrency_id="measure",
                       concurrency_limit=1)
         calc_in = [preset, dtype, tokens, batch, layers_in, heads_in, kv_heads_in, head_dim_in, lang]

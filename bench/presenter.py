@@ -119,7 +119,8 @@ JS_TIME_TEMPERATURE = """async ([value, plotId, timeoutMs]) => {""" + JS_HELPERS
 JS_TIME_PLAY = """async ([n, timeoutMs]) => {
   const marker = () => document.querySelector('#tbt-marker');
   const gd = document.querySelector('#tbt-plot-candidates .js-plotly-plot');
-  const position = () => { const m = /position (\\d+)/.exec((gd.layout && gd.layout.title && gd.layout.title.text) || '');
+  const caption = document.getElementById('tbt-cap-candidates');  // the chart's title, drawn with it (app.js)
+  const position = () => { const m = /position (\\d+)/.exec(caption.textContent || '');
                            return m ? Number(m[1]) : null; };
   const step0 = Number(marker().dataset.step), position0 = position();
   const markerAt = new Map(), chartAt = new Map();

@@ -42,7 +42,7 @@ def call(client, api, *leading, **settings):
 
 
 def step_of(result) -> int:
-    return int(re.search(r'data-step="(\d+)"', result[1]).group(1))
+    return int(re.search(r'id="tbt-marker"[^>]*data-step="(\d+)"', result[0]).group(1))
 
 
 def chip_texts(result) -> list[str]:
@@ -50,7 +50,7 @@ def chip_texts(result) -> list[str]:
     return re.findall(r'class="tbt-chip tbt-gen[^"]*"[^>]*>(.*?)</span>', flat)
 
 
-def figure(result, index=2) -> dict:
+def figure(result, index=1) -> dict:
     return carried_figure(result[index])
 
 
@@ -165,9 +165,9 @@ def test_export_then_import_replays(client, server, tmp_path):
     ids = list(page.store.get(client.session_hash).ids)
     other = Client(server[1], verbose=False)
     loaded = call(other, "/import_trace", handle_file(path))
-    assert step_of(loaded) == 0 and "3 recorded steps left" in loaded[1]  # wound back to the prompt
+    assert step_of(loaded) == 0 and "3 recorded steps left" in loaded[0]  # wound back to the prompt
     replayed = [call(other, "/next_token", temperature=0.1, seed=99) for _ in range(3)]  # the page's knobs don't matter
-    assert [step_of(r) for r in replayed] == [1, 2, 3] and "recorded steps left" not in replayed[-1][1]
+    assert [step_of(r) for r in replayed] == [1, 2, 3] and "recorded steps left" not in replayed[-1][0]
     assert page.store.get(other.session_hash).ids == ids
     broken = tmp_path / "broken.json"
     broken.write_text('{"format": "something else"}')
@@ -182,7 +182,7 @@ def test_language_switch_relabels(client):
     out = call(client, "/set_language", lang="zh")
     assert "看语言模型" in out[0]["value"]
     assert out[6]["label"] == "温度（0 = 贪心）"  # a slider relabelled
-    assert "下一个词元" in carried_figure(out[-5])["layout"]["title"]["text"]  # the candidate chart, redrawn in Chinese
+    assert "下一个词元" in carried_figure(out[-2])["layout"]["title"]["text"]  # the candidate chart, redrawn in Chinese
 
 
 def test_kv_calculator_reference_numbers(client):
@@ -215,13 +215,13 @@ def test_temperature_charts_are_the_moves_own_charts_for_this_text_and_settings(
     figs = carried_figure(bundle)
     assert list(figs) == [f"{0.05 * i:.2f}" for i in range(41)]  # every value of the slider
     key = re.search(r'data-key="(\w+)"', bundle).group(1)
-    assert f'data-key="{key}"' in stepped[2] and 'data-t="0.70"' in stepped[2]  # the chart it was asked from
+    assert f'data-key="{key}"' in stepped[1] and 'data-t="0.70"' in stepped[1]  # the chart it was asked from
     for temperature in (0.0, 0.3, 1.5):  # what the page draws from the bundle is exactly the server's answer
         moved = call(client, "/rederive", temperature=temperature)
         assert f'data-key="{key}"' in moved[0] and f'data-t="{temperature:.2f}"' in moved[0]
         assert figs[f"{temperature:.2f}"] == carried_figure(moved[0])
     assert f'data-key="{key}"' not in call(client, "/rederive", temperature=0.7, top_p=0.5)[0]  # another setting
-    assert f'data-key="{key}"' not in call(client, "/next_token", temperature=0.7)[2]  # another step
+    assert f'data-key="{key}"' not in call(client, "/next_token", temperature=0.7)[1]  # another step
 
 
 def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):

@@ -66,6 +66,10 @@ def test_step_three_times_see_every_chart_and_switch_language(page):
     assert page.locator("#tbt-chips .tbt-gen").count() == 3
     plot_drawn(page, "tbt-plot-candidates")
     assert "draw picks" in page.locator("#tbt-plot-candidates").inner_text()
+    # The title is drawn once, as HTML above the plot (app.js), not by plotly.js as well.
+    assert "Next token (position" in page.locator("#tbt-cap-candidates").inner_text()
+    assert page.evaluate("() => document.getElementById('tbt-fig-candidates').layout.title") is None
+    assert page.locator("#tbt-fig-candidates .gtitle").count() == 0
 
     for tab, plot in [("Temperature", "tbt-plot-temperature"), ("Attention", "tbt-plot-attention"),
                       ("KV cache", "tbt-plot-kv")]:
@@ -120,7 +124,7 @@ def test_temperature_moves_are_drawn_from_the_bundle_and_the_answers_do_not_draw
                               window.draws = 0; gd.on('plotly_afterplot', () => window.draws++); }""")
     box.fill("1.5")
     box.press("Enter")
-    title = lambda: page.evaluate("() => document.getElementById('tbt-fig-candidates').layout.title.text")  # noqa: E731
+    title = lambda: page.evaluate("() => document.getElementById('tbt-cap-candidates').textContent")  # noqa: E731
     page.wait_for_function("() => window.draws >= 1", timeout=5_000)
     drawn_at_once = title()
     page.wait_for_timeout(1500)  # the server's answer to the move arrives, is the same chart, and is not drawn

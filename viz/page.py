@@ -34,6 +34,11 @@ def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: f
             f'data-ended="{int(ended)}">{html.escape(line)}</div>')
 
 
+def text_panel(chips: str, status: str) -> str:
+    """The text so far (its chips, in the scrolling box #tbt-chips) and the status line under it: one element."""
+    return f'<div id="tbt-chips">{chips}</div>{status}'
+
+
 def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]:
     """(label, token id) for each candidate, most probable first: what a user may force instead of the draw."""
     return [

@@ -41,6 +41,10 @@ TITLE_SIZE = 20
 SMALL_SIZE = 14  # the smallest text on any figure: still readable on a projector
 
 BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+# The height the title takes at the top of a figure: its pad and line, and each subtitle line. The page draws
+# titles as HTML above the plot instead (assets/app.js) and takes this much off the top margin.
+TITLE_PX = 38
+SUBTITLE_LINE_PX = 22
 
 
 # No plotly theme: applying one deep-copies it into every figure (about 40 ms and 6 KB of JSON each), and
@@ -109,7 +113,7 @@ def base_layout(title: str, lang: str = "en", subtitle: str | None = None, heigh
         "legend": {"font": {"size": SMALL_SIZE}},
         "margin": {"l": 70, "r": 30, "t": 100 if subtitle else 70, "b": 60},
         "height": height,
-        "meta": {"lang": lang},
+        "meta": {"lang": lang, "title_px": TITLE_PX + (SUBTITLE_LINE_PX * (subtitle.count("<br>") + 1) if subtitle else 0)},
         "xaxis": {},
         "yaxis": {},
     }
