@@ -109,9 +109,12 @@
   document.addEventListener("input", onTemperature, true);
   document.addEventListener("pointerdown", onTemperature, true);
   document.addEventListener("focusin", onTemperature, true);
+  // A chart is drawn as soon as its answer is in the page, a frame sooner than at the next frame. While Play
+  // runs it waits for that frame instead, so that Play's next click goes out first (see tbtPlay).
   let drawPending = false;
   const scheduleDraw = () => {
     if (drawPending) return;
+    if (!playing) return drawCharts();
     drawPending = true;
     requestAnimationFrame(() => { drawPending = false; drawCharts(); });
   };

@@ -64,6 +64,9 @@ def test_step_three_times_see_every_chart_and_switch_language(page):
         page.locator("#tbt-next").click()
         wait_for_step(page, step)
     assert page.locator("#tbt-chips .tbt-gen").count() == 3
+    # The chips' look comes from the page's style sheet (viz.chips.CHIP_CSS), not from a <style> in each step
+    assert page.locator("#tbt-chips .tbt-gen").first.evaluate("e => getComputedStyle(e).borderRadius") == "5px"
+    assert page.locator("#tbt-chips style").count() == 0
     plot_drawn(page, "tbt-plot-candidates")
     assert "draw picks" in page.locator("#tbt-plot-candidates").inner_text()
     # The title is drawn once, as HTML above the plot (app.js), not by plotly.js as well.

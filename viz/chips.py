@@ -12,8 +12,9 @@ from viz.style import FONT_FAMILY, format_prob
 
 SCALE = "Blues"  # sequential, single hue: reads the same for colour-blind students and in grey
 SCALE_RANGE = (0.22, 0.95)  # skip the near-white end so a chip of probability 0 still shows as a chip
-# The look chips share is stated once per text, in a <style>: a long text is resent every step, so each chip
-# carries only its shade (--c) and whether its text is light (for dark shades).
+# The look chips share is stated once, in the page's style sheet (app.py passes CHIP_CSS to the page): each
+# chip carries only its shade (--c) and whether its text is light (for dark shades). A <style> sent with the
+# text would be new on every step, and a new style sheet makes the browser restyle the whole page.
 SHARED_STYLE = (
     ".tbt-chip{{display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
     "line-height:1.5;white-space:pre;font-family:{font}}}"
@@ -23,6 +24,7 @@ SHARED_STYLE = (
     ".tbt-gen.tbt-forced{{border:2px dashed #000}}"
     ".tbt-space{{font-style:normal;opacity:0.45}}"
 )
+CHIP_CSS = SHARED_STYLE.format(font=FONT_FAMILY)  # the page's style for every chip (token_chips_html)
 
 
 def chip_color(prob: float) -> tuple[str, str]:
@@ -73,5 +75,4 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         for p in (0.01, 0.1, 0.5, 0.9))
     legend = (f'<div class="tbt-chips-legend" style="font-size:15px;color:#444;margin-top:10px">'
               f'{html.escape(t("chips_legend", lang))} {swatches}</div>')
-    shared = f"<style>{SHARED_STYLE.format(font=FONT_FAMILY)}</style>"
-    return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{shared}{"".join(chips)}</div>{legend}'
+    return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{"".join(chips)}</div>{legend}'
