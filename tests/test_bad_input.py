@@ -26,6 +26,11 @@ DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penal
                 lang="en", layer=0, head="mean")
 NOT_A_BUG_MESSAGE = re.compile(r"Something went wrong|Traceback|Internal Server Error")  # the fallback for bugs
 BOUNDS = r"less than minimum value|greater than maximum value"
+
+
+def bounds(label: str) -> str:
+    """The message of a value outside a slider's range, naming the setting (app.SettingSlider)."""
+    return rf"^'?{re.escape(label)}.*: Value .* is ({BOUNDS})"
 WRONG_TYPE = r"Could not preprocess input component .*Expected a `float"
 
 
@@ -195,11 +200,13 @@ def test_control_characters_are_shown_as_bytes(server, alice):
 
 # ---- 2. settings ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("settings, message", [
-    (dict(temperature=-1), BOUNDS), (dict(temperature=2.5), BOUNDS),
-    (dict(top_k=-1), BOUNDS), (dict(top_k=201), BOUNDS), (dict(top_k=2.5), r"top_k must be a whole number"),
-    (dict(top_p=0), BOUNDS), (dict(top_p=1.01), BOUNDS), (dict(min_p=-0.1), BOUNDS), (dict(min_p=1.5), BOUNDS),
-    (dict(repetition_penalty=0), BOUNDS),
-    (dict(repetition_penalty=100), BOUNDS), (dict(seed=-1), BOUNDS),
+    (dict(temperature=-1), bounds("Temperature (0 = greedy)")), (dict(temperature=2.5), bounds("Temperature")),
+    (dict(top_k=-1), bounds("Top-k (0 = off)")), (dict(top_k=201), bounds("Top-k")),
+    (dict(top_k=2.5), r"top_k must be a whole number"),
+    (dict(top_p=0), bounds("Top-p (1 = off)")), (dict(top_p=1.01), bounds("Top-p")),
+    (dict(min_p=-0.1), bounds("Min-p (0 = off)")), (dict(min_p=1.5), bounds("Min-p")),
+    (dict(repetition_penalty=0), bounds("Repetition penalty (1 = off)")),
+    (dict(repetition_penalty=100), bounds("Repetition penalty")), (dict(seed=-1), bounds("Seed")),
     (dict(seed=2**70), r"seed must be a whole number"), (dict(order="random"), r"'random'.*not in the list of choices"),
     (dict(order=None), r"order must be one of"), (dict(temperature="hot"), WRONG_TYPE),
     (dict(top_k="five"), WRONG_TYPE), (dict(temperature=[1.0]), WRONG_TYPE),
@@ -216,7 +223,7 @@ def test_setting_out_of_range_or_wrong_type(server, alice, bob, settings, messag
     (dict(top_p=math.nan), r"top_p must be a finite number"),
     (dict(min_p=math.nan), r"min_p must be a finite number"),
     (dict(repetition_penalty=math.nan), r"repetition_penalty must be a finite number"),
-    (dict(temperature=math.inf), BOUNDS),
+    (dict(temperature=math.inf), bounds("Temperature (0 = greedy)")),
     (dict(seed=math.nan), r"number. component.*nan.*cannot convert float NaN to integer"),
     (dict(seed=math.inf), r"number. component.*cannot convert float infinity to integer"),
     (dict(layer=math.nan), r"Layer must be a whole number"),
@@ -245,7 +252,7 @@ def test_nan_and_infinity_on_the_engine(session, field, value):
 
 # ---- 3. view options: layer and head ----------------------------------------------------------------------
 @pytest.mark.parametrize("settings, message", [
-    (dict(layer=30), BOUNDS), (dict(layer=-1), BOUNDS), (dict(layer="abc"), WRONG_TYPE),
+    (dict(layer=30), bounds("Layer")), (dict(layer=-1), bounds("Layer")), (dict(layer="abc"), WRONG_TYPE),
     (dict(head="9"), r"not in the list of choices"), (dict(head="-1"), r"not in the list of choices"),
     (dict(head="abc"), r"not in the list of choices"), (dict(head=3.5), r"not in the list of choices"),
 ])
