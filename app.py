@@ -142,29 +142,21 @@ SETTING_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty"
 VIEW_PARAMS = ("lang", "tab", "layer", "head")
 
 
-class SettingSlider(gr.Slider):
-    """A slider whose range check names the setting: Gradio's own says only 'Value 5 is greater than ...'."""
+def named_range(component):
+    """Make a slider's or number box's range check name the setting; Gradio's own says only 'Value 5 is
+    greater than maximum value 2.'. (A subclass would do it too, but Gradio writes a .pyi file beside the
+    module of every component class.)"""
+    check = component.preprocess
 
-    is_template = True  # the page draws it as a plain slider
+    @functools.wraps(check)  # Gradio checks the value's type by this signature
+    def preprocess(payload):
+        try:
+            return check(payload)
+        except gr.Error as err:
+            raise gr.Error(f"{component.label}: {err.message}", print_exception=False) from None
 
-    def preprocess(self, payload: float) -> float:  # typed as Gradio's: it checks the value's type by this
-        return _named_check(self.label, super().preprocess, payload)
-
-
-class SettingNumber(gr.Number):
-    """A number box whose range check names the setting (as SettingSlider)."""
-
-    is_template = True
-
-    def preprocess(self, payload: float | None) -> float | int | None:
-        return _named_check(self.label, super().preprocess, payload)
-
-
-def _named_check(label: str, preprocess, payload):
-    try:
-        return preprocess(payload)
-    except gr.Error as err:
-        raise gr.Error(f"{label}: {err.message}", print_exception=False) from None
+    component.preprocess = preprocess
+    return component
 
 
 def parse_view(lang, tab, layer, head) -> View:
@@ -284,15 +276,15 @@ def build(app: App, default_model: str) -> gr.Blocks:
                     reset = gr.Button(L("btn_reset"), elem_id="tbt-reset", min_width=60)
                     play = gr.Button(L("btn_play"), elem_id="tbt-play", min_width=60)
                 with gr.Accordion(L("sampling"), open=True) as sampling_box:
-                    temperature = SettingSlider(0, 2, 1.0, step=0.05, label=L("temperature"), elem_id="tbt-temperature")
-                    top_k = SettingSlider(0, 200, 0, step=1, label=L("top_k"), elem_id="tbt-top-k")
-                    top_p = SettingSlider(0.01, 1, 1.0, step=0.01, label=L("top_p"), elem_id="tbt-top-p")
-                    min_p = SettingSlider(0, 1, 0.0, step=0.01, label=L("min_p"), elem_id="tbt-min-p")
-                    repetition_penalty = SettingSlider(0.5, 2, 1.0, step=0.05, label=L("repetition_penalty"))
+                    temperature = gr.Slider(0, 2, 1.0, step=0.05, label=L("temperature"), elem_id="tbt-temperature")
+                    top_k = gr.Slider(0, 200, 0, step=1, label=L("top_k"), elem_id="tbt-top-k")
+                    top_p = gr.Slider(0.01, 1, 1.0, step=0.01, label=L("top_p"), elem_id="tbt-top-p")
+                    min_p = gr.Slider(0, 1, 0.0, step=0.01, label=L("min_p"), elem_id="tbt-min-p")
+                    repetition_penalty = gr.Slider(0.5, 2, 1.0, step=0.05, label=L("repetition_penalty"))
                     order = gr.Radio([(L("order_transformers"), "transformers"),
                                       (L("order_temperature_last"), "temperature_last")],
                                      value="transformers", label=L("order"))
-                    seed = SettingNumber(0, label=L("seed"), minimum=0, precision=0)
+                    seed = gr.Number(0, label=L("seed"), minimum=0, precision=0)
                     play_steps = gr.Slider(1, 200, 20, step=1, label=L("play_steps"), elem_id="tbt-play-steps")
                 shortcuts = gr.Markdown(L("shortcuts"), elem_classes="tbt-small")
             with gr.Column(scale=3):
@@ -310,7 +302,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                         temp_text = gr.Markdown(L("explain_temperature"), elem_classes="tbt-explain")
                     with gr.Tab(L("tab_attention"), id="attention") as tab_attn:
                         with gr.Row():
-                            layer = SettingSlider(0, app.models.get().info.layers - 1, 0, step=1, label=L("layer"),
+                            layer = gr.Slider(0, app.models.get().info.layers - 1, 0, step=1, label=L("layer"),
                                               elem_id="tbt-layer", scale=3)
                             head = gr.Dropdown(head_choices(app, L), value="mean", label=L("head"), elem_id="tbt-head",
                                                scale=1)
@@ -349,6 +341,8 @@ def build(app: App, default_model: str) -> gr.Blocks:
         figure = gr.HTML("", elem_id="tbt-figdata", elem_classes="tbt-hidden", js_on_load=None)  # any tab's chart
 
         settings = [temperature, top_k, top_p, min_p, repetition_penalty, order, seed]
+        for knob in (temperature, top_k, top_p, min_p, repetition_penalty, seed, layer):
+            named_range(knob)
         view_in = [lang, tab_state, layer, head]
         step_out = [text, figure, force]
 
