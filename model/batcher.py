@@ -33,7 +33,11 @@ def forward_one(model, cache: DynamicCache, token_id: int):
     t0 = time.perf_counter()
     out = model(input_ids=torch.tensor([[token_id]]), past_key_values=cache, use_cache=True, output_attentions=True)
     ms = (time.perf_counter() - t0) * 1000
-    row = torch.stack([a[0, :, -1, :] for a in out.attentions]).to(torch.float16).numpy()  # (layers, heads, t)
+    t = cache.get_seq_length()
+    # A sliding-window layer past its window attends to its last `window` keys only: the positions before
+    # them are masked, weight 0, so the row is padded with zeros on the left to all t positions.
+    rows = [torch.nn.functional.pad(a[0, :, -1, :], (t - a.shape[-1], 0)) for a in out.attentions]
+    row = torch.stack(rows).to(torch.float16).numpy()  # (layers, heads, t)
     return out.logits[0, -1].clone(), row, ms
 
 
@@ -50,9 +54,11 @@ def forward_batch(model, caches: list[DynamicCache], token_ids: list[int]):
         first = caches[0].layers[layer_idx].keys  # (1, kv_heads, t, head_dim)
         shape = (len(caches), first.shape[1], longest, first.shape[3])
         keys, values = first.new_zeros(shape), first.new_zeros(shape)
-        for i, (c, n) in enumerate(zip(caches, lengths)):  # left padding: every new token sits at the end
-            keys[i, :, longest - n :] = c.layers[layer_idx].keys[0]
-            values[i, :, longest - n :] = c.layers[layer_idx].values[0]
+        for i, c in enumerate(caches):  # left padding: every new token sits at the end
+            # n tokens, or a sliding-window layer's last window - 1; the zeros before those are outside its window
+            held = c.layers[layer_idx].keys.shape[-2]
+            keys[i, :, longest - held :] = c.layers[layer_idx].keys[0]
+            values[i, :, longest - held :] = c.layers[layer_idx].values[0]
         batch.update(keys, values, layer_idx)
     mask = torch.zeros(len(caches), longest + 1, dtype=torch.long)  # the padding mask (1 = a real token)
     for i, n in enumerate(lengths):

@@ -10,12 +10,14 @@ def kv_cache_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, bytes
 
 
 def formula_bytes(info: ModelInfo, tokens: int, batch: int = 1) -> int:
-    """The formula for a model, layer by layer: a sliding-window layer holds at most its window."""
+    """The formula for a model, layer by layer: a sliding-window layer holds at most window - 1 tokens.
+
+    Not the whole window: the token being run brings its own K and V to its pass, which sees the window's
+    last window - 1 cached tokens and itself (transformers' DynamicSlidingWindowLayer; Gemma 3: 511 of 512).
+    """
     windows = info.sliding_window or [None] * info.layers
-    return sum(
-        kv_cache_bytes(1, info.kv_heads, info.head_dim, min(tokens, w) if w else tokens, info.bytes_per_value, batch)
-        for w in windows
-    )
+    held = [min(tokens, w - 1) if w else tokens for w in windows]  # tokens each layer keeps
+    return sum(kv_cache_bytes(1, info.kv_heads, info.head_dim, t, info.bytes_per_value, batch) for t in held)
 
 
 def kv_bytes(cache, info: ModelInfo) -> KVBytes:

@@ -152,12 +152,7 @@ class DecodeSession:
         with self._locked():
             ids = self.encode_prompt(prompt, chat)
             self._settle()  # before taking the model lock, which the prefetch's pass needs; kept if the prefill fails
-            cache = DynamicCache(config=self.lm.model.config)
-            with self.batcher.model_lock if self.batcher else contextlib.nullcontext(), all_cores():
-                t0 = time.perf_counter()  # one pass at a time: the batcher's decode passes wait for the lock
-                out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True,
-                                    output_attentions=True)
-                forward_ms = (time.perf_counter() - t0) * 1000
+            cache, out, forward_ms = self._prefill(ids, output_attentions=True)
             attention = torch.cat(out.attentions, 0).to(torch.float16).numpy()  # (layers, heads, P, P)
             record = PrefillRecord(
                 prompt=prompt,
@@ -171,6 +166,24 @@ class DecodeSession:
             self._replay = []
             self._next_logits = self._prefill_logits = out.logits[0, -1].clone()
             return record
+
+    @torch.no_grad()
+    def _prefill(self, ids: list[int], **kwargs) -> tuple[DynamicCache, object, float]:
+        """ids through the model in one parallel pass into a new cache: (cache, model output, ms)."""
+        cache = DynamicCache(config=self.lm.model.config)
+        with self.batcher.model_lock if self.batcher else contextlib.nullcontext(), all_cores():
+            t0 = time.perf_counter()  # one pass at a time: the batcher's decode passes wait for the lock
+            out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, **kwargs)
+            return cache, out, (time.perf_counter() - t0) * 1000
+
+    def _rebuild(self, length: int) -> torch.Tensor:
+        """Recompute the cache of the first `length` ids by a prefill; returns the logits after them (V,).
+
+        Only for a cache that cannot be cut back (see _crop_to): a sliding-window layer past its window has
+        dropped the tokens a shorter text needs, and nothing but running the model again brings them back.
+        """
+        self._cache, out, _ = self._prefill(self.ids[:length], logits_to_keep=1)
+        return out.logits[0, -1].clone()
 
     # ---- one step ----------------------------------------------------------------------------------
     def _require_started(self):
@@ -250,11 +263,11 @@ class DecodeSession:
             sampling_ms = (time.perf_counter() - t0) * 1000
             result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
             if result is None:
-                cached = self._cache.get_seq_length()
+                before = _layer_states(self._cache)
                 try:
                     result = self._forward_one(dist.chosen.id)
                 except BaseException:
-                    _crop_to(self._cache, cached)  # the forward may have appended to some layers before failing
+                    _restore(self._cache, before)  # the forward may have appended to some layers before failing
                     raise
             logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
             self.ids.append(dist.chosen.id)
@@ -326,16 +339,19 @@ class DecodeSession:
         if ran and ahead.job.error is None and ahead.token == token:
             self.prefetch_hits += 1
             return ahead.job.result
-        _crop_to(self._cache, ahead.cached)  # a failed pass may have appended to some layers only
+        if not _crop_to(self._cache, ahead.cached):  # a failed pass may have appended to some layers only
+            self._rebuild(ahead.cached)  # the pass pushed a sliding-window layer's oldest token out
         self.prefetch_misses += 1
         return None
 
     @torch.no_grad()
     def back(self, n: int = 1) -> None:
-        """Undo the last n steps: crop the cache. Nothing before the kept tokens is recomputed.
+        """Undo the last n steps: crop the cache. Nothing before the kept tokens is recomputed (but see below).
 
         Only the last kept token's logits must be found again: the prompt's are stored; for a generated
         token, that one token is run again on the cropped cache (same inputs, same result).
+        A cache past a sliding window cannot be cropped: its window layers have dropped the oldest tokens, which
+        the shorter text needs again. Then, and only then, the kept ids are prefilled again (_rebuild).
         """
         with self._locked():
             self._require_started()
@@ -345,18 +361,17 @@ class DecodeSession:
                 raise SessionError(f"Cannot go back {n} steps: only {len(self.steps)} generated so far.")
             self._settle()
             keep = len(self.ids) - n
-            saved = [(layer.keys, layer.values) for layer in self._cache.layers]  # cropping makes views; these stay whole
-            if keep == self.prompt_len:
-                _crop_to(self._cache, keep)
+            before = _layer_states(self._cache)
+            if keep == self.prompt_len and _crop_to(self._cache, keep):
                 logits = self._prefill_logits
-            else:
-                _crop_to(self._cache, keep - 1)
+            elif keep > self.prompt_len and _crop_to(self._cache, keep - 1):
                 try:
                     logits, _, _ = self._forward_one(self.ids[keep - 1])
                 except BaseException:
-                    for layer, (k, v) in zip(self._cache.layers, saved):
-                        layer.keys, layer.values = k, v
+                    _restore(self._cache, before)
                     raise
+            else:
+                logits = self._rebuild(keep)  # a new cache, set only if the prefill succeeds
             del self.steps[-n:]
             del self.ids[keep:]
             self._next_logits = logits
@@ -408,11 +423,31 @@ def all_cores():
         torch.set_num_threads(before)
 
 
-def _crop_to(cache: DynamicCache, length: int) -> None:
-    """Cut every layer of the cache back to `length` tokens (layers may differ after a failed forward)."""
-    for layer in cache.layers:
-        if layer.is_initialized and layer.keys.shape[-2] > length:
-            layer.crop(length - layer.keys.shape[-2])  # a negative count: tokens to remove
+def _crop_to(cache: DynamicCache, length: int) -> bool:
+    """Cut every layer of the cache back to `length` tokens (layers may differ after a failed forward).
+
+    False, changing nothing, if a layer to cut has dropped tokens: a sliding-window layer that has seen its
+    window keeps only its last window - 1 tokens, and a shorter text needs some before those (see _rebuild).
+    """
+    longer = [layer for layer in cache.layers if layer.is_initialized and layer.get_seq_length() > length]
+    if any(layer.get_seq_length() > layer.keys.shape[-2] for layer in longer):  # tokens seen > tokens held
+        return False
+    for layer in longer:
+        layer.crop(length - layer.get_seq_length())  # a negative count: tokens to remove
+    return True
+
+
+def _layer_states(cache: DynamicCache) -> list[dict]:
+    """Every layer's attributes (K, V, tokens seen). A DynamicCache's update() and crop() replace a layer's
+    tensors and never write into them, so this is an exact snapshot that copies no tensor."""
+    return [dict(vars(layer)) for layer in cache.layers]
+
+
+def _restore(cache: DynamicCache, states: list[dict]) -> None:
+    """Put back a snapshot from _layer_states (exact also past a sliding window, unlike cropping)."""
+    for layer, state in zip(cache.layers, states):
+        vars(layer).clear()
+        vars(layer).update(state)
 
 
 class _Release:
