@@ -36,7 +36,8 @@ def forward_one(model, cache: DynamicCache, token_id: int):
     t = cache.get_seq_length()
     # A sliding-window layer past its window attends to its last `window` keys only: the positions before
     # them are masked, weight 0, so the row is padded with zeros on the left to all t positions.
-    rows = [torch.nn.functional.pad(a[0, :, -1, :], (t - a.shape[-1], 0)) for a in out.attentions]
+    rows = [a[0, :, -1, :] if a.shape[-1] == t else torch.nn.functional.pad(a[0, :, -1, :], (t - a.shape[-1], 0))
+            for a in out.attentions]
     row = torch.stack(rows).to(torch.float16).numpy()  # (layers, heads, t)
     return out.logits[0, -1].clone(), row, ms
 
