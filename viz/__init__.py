@@ -12,7 +12,8 @@ from viz.style import FATE_COLORS, format_bytes
 from viz.temperature import temperature_chart, temperature_figure
 
 __all__ = [
-    "attention_chart", "attention_figure", "gqa_figure", "candidate_chart", "candidate_figure", "token_chips_html", "CHIP_CSS",
+    "attention_chart", "attention_figure", "gqa_figure", "candidate_chart", "candidate_figure", "token_chips_html",
+    "CHIP_CSS",
     "STRINGS", "t", "cache_timing_figure", "kv_calculator_figure", "kv_growth_chart", "kv_growth_figure",
     "FATE_COLORS", "format_bytes", "temperature_chart", "temperature_figure",
 ]
