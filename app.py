@@ -603,7 +603,7 @@ def launch(demo: gr.Blocks, host: str, port: int | None, **kwargs):
     """Queue sized for a 2-core machine (one model step at a time, a bounded wait list), then serve."""
     demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
     plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
-    return demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], css=viz.CHIP_CSS,
+    return demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], css=viz.PAGE_CSS,
                        head=f'<script src="/gradio_api/file={plotly_js}"></script>', head_paths=[ASSETS / "app.js"],
                        allowed_paths=[str(plotly_js)], show_error=True, theme=gr.themes.Default(),
                        run_history=False, **kwargs)  # run history: the browser rewrote it every step

@@ -71,6 +71,8 @@ def test_step_three_times_see_every_chart_and_switch_language(page):
     assert "draw picks" in page.locator("#tbt-plot-candidates").inner_text()
     # The title is drawn once, as HTML above the plot (app.js), not by plotly.js as well.
     assert "Next token (position" in page.locator("#tbt-cap-candidates").inner_text()
+    title_px = page.locator("#tbt-cap-candidates .tbt-cap-title").evaluate("e => getComputedStyle(e).fontSize")
+    assert title_px == "20px"  # the caption's look (viz.style.CAPTION_CSS) reached the page
     assert page.evaluate("() => document.getElementById('tbt-fig-candidates').layout.title") is None
     assert page.locator("#tbt-fig-candidates .gtitle").count() == 0
 

@@ -8,12 +8,14 @@ from viz.candidates import candidate_chart, candidate_figure
 from viz.chips import CHIP_CSS, token_chips_html
 from viz.i18n import STRINGS, t
 from viz.kv_cache import cache_timing_figure, kv_calculator_figure, kv_growth_chart, kv_growth_figure
-from viz.style import FATE_COLORS, format_bytes
+from viz.style import CAPTION_CSS, FATE_COLORS, format_bytes
 from viz.temperature import temperature_chart, temperature_figure
+
+PAGE_CSS = CHIP_CSS + CAPTION_CSS  # the look of the HTML the page gets from viz: chips and chart captions
 
 __all__ = [
     "attention_chart", "attention_figure", "gqa_figure", "candidate_chart", "candidate_figure", "token_chips_html",
-    "CHIP_CSS",
+    "PAGE_CSS",
     "STRINGS", "t", "cache_timing_figure", "kv_calculator_figure", "kv_growth_chart", "kv_growth_figure",
     "FATE_COLORS", "format_bytes", "temperature_chart", "temperature_figure",
 ]

@@ -12,19 +12,18 @@ from viz.style import FONT_FAMILY, format_prob
 
 SCALE = "Blues"  # sequential, single hue: reads the same for colour-blind students and in grey
 SCALE_RANGE = (0.22, 0.95)  # skip the near-white end so a chip of probability 0 still shows as a chip
-# The look chips share is stated once, in the page's style sheet (app.py passes CHIP_CSS to the page): each
-# chip carries only its shade (--c) and whether its text is light (for dark shades). A <style> sent with the
+# The look chips share is stated once, in the page's style sheet (app.py passes viz.PAGE_CSS to the page):
+# each chip carries only its shade (--c) and whether its text is light (for dark shades). A <style> sent with the
 # text would be new on every step, and a new style sheet makes the browser restyle the whole page.
-SHARED_STYLE = (
-    ".tbt-chip{{display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
-    "line-height:1.5;white-space:pre;font-family:{font}}}"
-    ".tbt-prompt{{background:#FFFFFF;color:#444;border:2px solid #BBBBBB}}"  # outlined, never filled
-    ".tbt-gen{{background:var(--c);border:2px solid var(--c);color:#111111}}"
-    ".tbt-gen.tbt-light{{color:#FFFFFF}}"
-    ".tbt-gen.tbt-forced{{border:2px dashed #000}}"
-    ".tbt-space{{font-style:normal;opacity:0.45}}"
+CHIP_CSS = (
+    ".tbt-chip{display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
+    f"line-height:1.5;white-space:pre;font-family:{FONT_FAMILY}}}"
+    ".tbt-prompt{background:#FFFFFF;color:#444;border:2px solid #BBBBBB}"  # outlined, never filled
+    ".tbt-gen{background:var(--c);border:2px solid var(--c);color:#111111}"
+    ".tbt-gen.tbt-light{color:#FFFFFF}"
+    ".tbt-gen.tbt-forced{border:2px dashed #000}"
+    ".tbt-space{font-style:normal;opacity:0.45}"
 )
-CHIP_CSS = SHARED_STYLE.format(font=FONT_FAMILY)  # the page's style for every chip (token_chips_html)
 
 
 def chip_color(prob: float) -> tuple[str, str]:
