@@ -112,6 +112,18 @@ class App:
         return figure_carrier(viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang),
                               chart_id(view.tab))
 
+    def next_chart(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> str:
+        """The candidate chart the next Next token will show, from the pass computed ahead ('' if there is none):
+        the page draws it while the presenter reads this step, and shows it when the step's answer names it."""
+        if view.tab != "candidates":
+            return ""
+        ahead = session.preview_ahead(cfg)
+        if ahead is None:
+            return ""
+        ids, dist = ahead
+        return figure_carrier(viz.candidate_chart(dist, view.lang), chart_id(view.tab),
+                              state_key(ids, cfg, view.lang), cfg.temperature, kind="tbt-figahead")
+
     def temperature_bundle(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> str:
         """The candidate chart at every temperature of the slider, the other settings held (no model run)."""
         with session.reading():
@@ -225,10 +237,12 @@ def chart_key(session: DecodeSession, cfg: SamplingConfig, view: View) -> str | 
 
     None while a trace plays back (its steps show their recorded settings, not the page's).
     """
-    if session.replay_left:
-        return None
-    state = repr((session.ids, replace(cfg, temperature=0.0), view.lang))
-    return hashlib.sha1(state.encode()).hexdigest()[:16]
+    return None if session.replay_left else state_key(session.ids, cfg, view.lang)
+
+
+def state_key(ids: list[int], cfg: SamplingConfig, lang: str) -> str:
+    """chart_key of a text `ids` (the text a step will write, too)."""
+    return hashlib.sha1(repr((ids, replace(cfg, temperature=0.0), lang)).encode()).hexdigest()[:16]
 
 
 def chart_id(tab: str) -> str:
@@ -240,7 +254,8 @@ def chart(tab: str) -> gr.HTML:
     """A tab's chart: a plot that stays on the page. Its figures arrive in the page's one hidden carrier (an
     output, which names the plot it is for); assets/app.js draws each with Plotly.react, in place, and its
     title as HTML in the caption above (plotly.js measures every text it draws: the title cost it 10 ms)."""
-    plot = f'<div id="tbt-cap-{tab}" class="tbt-caption"></div><div id="{chart_id(tab)}" class="tbt-fig"></div>'
+    plot = (f'<div id="tbt-cap-{tab}" class="tbt-caption"></div>'
+            f'<div class="tbt-stack"><div id="{chart_id(tab)}" class="tbt-fig"></div></div>')
     return gr.HTML(plot, elem_id=f"tbt-plot-{tab}", js_on_load=None)
 
 
@@ -339,6 +354,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
         tab_state = gr.State("candidates")
         bundle = gr.HTML("", elem_id="tbt-bundle", elem_classes="tbt-hidden", js_on_load=None)
         figure = gr.HTML("", elem_id="tbt-figdata", elem_classes="tbt-hidden", js_on_load=None)  # any tab's chart
+        ahead = gr.HTML("", elem_id="tbt-ahead", elem_classes="tbt-hidden", js_on_load=None)  # the next step's chart
 
         settings = [temperature, top_k, top_p, min_p, repetition_penalty, order, seed]
         for knob in (temperature, top_k, top_p, min_p, repetition_penalty, seed, layer):
@@ -411,6 +427,10 @@ def build(app: App, default_model: str) -> gr.Blocks:
         @page_handler()
         def temperature_charts(request, cfg, view):
             return app.temperature_bundle(app.store.get(request.session_hash), cfg, view)
+
+        @page_handler()
+        def next_chart(request, cfg, view):
+            return app.next_chart(app.store.get(request.session_hash), cfg, view)
 
         @page_handler()
         def show_attention(request, cfg, view):
@@ -541,6 +561,11 @@ def build(app: App, default_model: str) -> gr.Blocks:
         bundle_btn = gr.Button("temperature charts", elem_classes="tbt-hidden", elem_id="tbt-bundle-btn")
         bundle_btn.click(temperature_charts, page_in, bundle, api_name="temperature_charts", concurrency_id="bundle",
                          concurrency_limit=1, show_progress="hidden")  # ~0.4 s: not in the way of the views
+        # After a step is drawn, the page asks for the chart the next one will show and draws it ahead, hidden;
+        # the next step's answer then only shows it (assets/app.js). It waits for the pass computed ahead.
+        ahead_btn = gr.Button("next chart", elem_classes="tbt-hidden", elem_id="tbt-ahead-btn")
+        ahead_btn.click(next_chart, page_in, ahead, api_name="next_chart", concurrency_id="ahead",
+                        concurrency_limit=2, show_progress="hidden")
         for tab, tab_id in zip((tab_cand, tab_temp, tab_attn, tab_kv), TABS):
             tab.select(tab_handler(tab_id), page_in, [tab_state, figure], api_name=f"tab_{tab_id}", **view_events)
         for knob in (layer, head):

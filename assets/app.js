@@ -45,27 +45,107 @@
   const CONFIG = {responsive: true, displaylogo: false};
   // The title goes into the HTML caption above the plot, and the room it took off the top margin:
   // plotly.js measures every text it draws (the title and subtitle were 10 of a candidate chart's 57 ms).
-  const draw = (target, fig) => {
-    const layout = fig.layout, caption = el(target.id.replace("tbt-fig-", "tbt-cap-"));
-    if (caption && layout.title) {
+  const captionOf = (target) => el(target.id.replace("tbt-fig-", "tbt-cap-"));
+  const prepare = (fig, captioned) => {  // -> {data, layout, html}: html is the caption's, null to leave it
+    const layout = fig.layout;
+    let html = null;
+    if (captioned && layout.title) {
       const {text, subtitle} = layout.title;  // plotly's text markup (<b>, <br>, <span>) is HTML; tokens are escaped
-      const html = `<div class="tbt-cap-title">${text}</div>` + (subtitle ? `<div class="tbt-cap-sub">${subtitle.text}</div>` : "");
-      if (caption.dataset.html !== html) { caption.innerHTML = html; caption.dataset.html = html; }
+      html = `<div class="tbt-cap-title">${text}</div>` + (subtitle ? `<div class="tbt-cap-sub">${subtitle.text}</div>` : "");
       delete layout.title;
       const room = (layout.meta && layout.meta.title_px) || 0;
       layout.margin = {...layout.margin, t: Math.max(20, ((layout.margin && layout.margin.t) || 0) - room)};
     }
     layout.autosize = true;
-    window.Plotly.react(target, fig.data, layout, CONFIG);
+    return {data: fig.data, layout, html};
   };
+  const setCaption = (target, html) => {
+    const caption = captionOf(target);
+    if (caption && html !== null && caption.dataset.html !== html) { caption.innerHTML = html; caption.dataset.html = html; }
+  };
+  const draw = (target, fig) => {
+    const {data, layout, html} = prepare(fig, !!captionOf(target));
+    flipBack(target);
+    setCaption(target, html);
+    return window.Plotly.react(target, data, layout, CONFIG);
+  };
+  // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event ('tbt-shown';
+  // detail: the plot's data-key and data-t, and how: "drawn" now, or "ready", drawn ahead).
+  const announce = (target, how, drawn) => Promise.resolve(drawn).then(() => target.dispatchEvent(
+    new CustomEvent("tbt-shown", {bubbles: true, detail: {key: target.dataset.key, t: target.dataset.t, how}})));
+
+  // The temperature slider's flipbook. Once the page holds a step's candidate chart at every temperature (the
+  // bundle, below), each is drawn ahead, one per idle moment, into a page of its own, stacked hidden over the
+  // plot. A move to a temperature whose page is ready shows that page: nothing is drawn, it is on screen at
+  // the next frame (a Plotly.react of this chart takes 45-75 ms). A move before its page is ready is drawn into
+  // the plot. A new step, or a new bundle, closes the book and shows the plot again.
+  let flip = {key: null, book: null, figs: null, pages: new Map(), shown: null};
+  const show = (node, on) => { node.style.visibility = on ? "visible" : "hidden"; };
+  function flipBack(target) {  // show the plot itself again
+    if (!flip.book || flip.book.parentElement !== target.parentElement) return;
+    if (flip.shown) show(flip.shown.div, false);
+    flip.shown = null;
+    target.style.visibility = "";
+    target.style.minHeight = "";
+  }
+  function flipClose(target) {
+    flipBack(target);
+    if (flip.book) flip.book.remove();  // the pages are not responsive (no window listeners): dropping them frees them
+    flip = {key: null, book: null, figs: null, pages: new Map(), shown: null};
+  }
+  function flipShow(target, t) {  // show the page for temperature t: "ready" (drawn ahead), "drawn" (now), or null
+    if (!flip.book || !flip.book.isConnected || flip.book.parentElement !== target.parentElement || !flip.figs[t]) return null;
+    const how = flip.pages.has(t) ? "ready" : "drawn";
+    if (how === "drawn") flipPage(t);  // drawn once: the slider will likely come back to it
+    const page = flip.pages.get(t);
+    if (flip.shown && flip.shown !== page) show(flip.shown.div, false);
+    if (page.width !== flip.book.clientWidth) {  // the window was resized since the page was drawn
+      page.width = flip.book.clientWidth;
+      window.Plotly.Plots.resize(page.div);
+    }
+    show(page.div, true);
+    show(target, false);
+    target.style.minHeight = `${page.height}px`;  // the plot keeps the room (a page may have a row more)
+    flip.shown = page;
+    setCaption(target, page.html);
+    return how;
+  }
+  function flipOpen(target, key, figs) {
+    if (flip.key === key && flip.book && flip.book.isConnected) return;
+    flipClose(target);
+    const book = document.createElement("div");
+    book.className = "tbt-flipbook";
+    target.after(book);
+    const from = Number(target.dataset.t);  // nearest temperatures first: where the slider is likely to go
+    const todo = Object.keys(figs).sort((a, b) => Math.abs(a - from) - Math.abs(b - from));
+    flip = {key, book, figs, pages: new Map(), shown: null};
+    const next = () => {
+      if (flip.book !== book) return;  // closed meanwhile
+      const t = todo.find((x) => !flip.pages.has(x));
+      if (t === undefined) return;
+      flipPage(t);
+      requestIdleCallback(next, {timeout: 1000});
+    };
+    requestIdleCallback(next, {timeout: 1000});
+  }
+  function flipPage(t) {  // draw the page of temperature t now
+    const {data, layout, html} = prepare(JSON.parse(JSON.stringify(flip.figs[t])), true);  // plotly keeps what it is given
+    const div = document.createElement("div");
+    div.className = "tbt-flippage";
+    div.dataset.t = t;
+    flip.book.append(div);
+    window.Plotly.newPlot(div, data, layout, {displaylogo: false});
+    flip.pages.set(t, {div, html, height: layout.height, width: flip.book.clientWidth});
+  }
   const sliderT = () => {  // the temperature the slider shows now, as charts name it ("0.70")
     const box = document.querySelector("#tbt-temperature input[type='number']");
     return box && box.value !== "" ? Number(box.value).toFixed(2) : null;
   };
   function drawCharts() {
     if (!window.Plotly) return;
+    let stepped = false;
     for (const carrier of document.querySelectorAll(".tbt-figdata")) {
-      const target = el(carrier.dataset.target);
+      let target = el(carrier.dataset.target);
       const rev = carrier.dataset.rev;
       if (!target || target.dataset.rev === rev || !carrier.textContent) continue;
       target.dataset.rev = rev;
@@ -73,10 +153,71 @@
       if (key && key === target.dataset.key && (t === target.dataset.t || t !== sliderT())) {
         continue;  // already on screen (drawn from the bundle), or the answer to a move the slider has left
       }
-      draw(target, JSON.parse(carrier.textContent));
-      target.dataset.key = key || "";
-      target.dataset.t = t || "";
+      if (key && key !== target.dataset.key) {  // a candidate chart of another step (or other settings)
+        flipClose(target);
+        stepped = true;
+      }
+      const drawnAhead = key ? promote(target, key, t) : null;
+      const drawn = drawnAhead ? null : draw(target, JSON.parse(carrier.textContent));
+      if (drawnAhead) target = drawnAhead;
+      Object.assign(target.dataset, {rev, key: key || "", t: t || "", plotT: t || ""});
+      announce(target, drawnAhead ? "ready" : "drawn", drawn);
     }
+    const target = el("tbt-fig-candidates"), figs = target && bundleFor(target.dataset.key);
+    if (figs) flipOpen(target, target.dataset.key, figs);  // the bundle has arrived: draw its pages ahead
+    const next = document.querySelector(".tbt-figahead");
+    if (next && next.dataset.rev !== aheadRev) {  // the next step's chart has arrived: draw it when idle
+      aheadRev = next.dataset.rev;
+      requestIdleCallback(() => drawAhead(aheadRev), {timeout: 1000});
+    }
+    if (stepped) askAhead();
+  }
+
+  // The next step's chart, drawn ahead. After a step (a new text or settings) the page asks for the chart the
+  // next Next token will show (app.py, next_chart: from the pass the server computes ahead) and draws it,
+  // hidden, into a second plot under the one shown. When the next step's answer names that chart (its key
+  // and temperature), the two plots swap places: the step is on screen without a draw. Not while Play runs
+  // (the page is busy enough), and only for the candidates tab.
+  // The page asks once the step has been on screen for AHEAD_AFTER_MS, not at once: a presenter clicking Next
+  // again at once would find the page and the server busy with it (back to back, it made a step 30 ms slower).
+  const AHEAD_AFTER_MS = 200;
+  let ahead = {key: null, t: null, div: null, html: null}, aheadRev = null, aheadTimer = null;
+  const askAhead = () => {
+    clearTimeout(aheadTimer);
+    if (playing || ended()) return;
+    aheadTimer = setTimeout(() => requestIdleCallback(() => { if (!playing) click("tbt-ahead-btn"); }), AHEAD_AFTER_MS);
+  };
+  document.addEventListener("click", (e) => {  // a change asked for meanwhile: the chart ahead would be for nothing
+    if (e.target.closest && e.target.closest("#tbt-next, #tbt-back, #tbt-reset, #tbt-start, #tbt-force-btn, #tbt-goto-btn, #tbt-play"))
+      clearTimeout(aheadTimer);
+  }, true);
+  function drawAhead(rev) {
+    const holder = document.querySelector(".tbt-figahead"), target = el("tbt-fig-candidates");
+    if (!holder || holder.dataset.rev !== rev || !target || holder.dataset.key === target.dataset.key || playing) return;
+    let div = ahead.div;
+    if (!div || div.parentElement !== target.parentElement) {
+      div = document.createElement("div");
+      div.className = "tbt-ahead";
+      target.parentElement.append(div);
+    }
+    const {data, layout, html} = prepare(JSON.parse(holder.textContent), true);
+    ahead = {key: null, t: null, div, html};  // not ready while it is being drawn
+    window.Plotly.react(div, data, layout, CONFIG);
+    ahead.key = holder.dataset.key;
+    ahead.t = holder.dataset.t;
+  }
+  function promote(target, key, t) {  // -> the plot that now shows the chart drawn ahead, or null
+    const div = ahead.div;
+    if (!div || ahead.key !== key || ahead.t !== t || div.parentElement !== target.parentElement) return null;
+    setCaption(target, ahead.html);
+    target.before(div);
+    div.classList.replace("tbt-ahead", "tbt-fig");  // (plotly's own class, js-plotly-plot, stays on both)
+    target.classList.replace("tbt-fig", "tbt-ahead");  // the old plot is hidden, and takes the next chart drawn ahead
+    div.id = target.id;
+    target.removeAttribute("id");
+    for (const name of Object.keys(target.dataset)) delete target.dataset[name];
+    ahead = {key: null, t: null, div: target, html: null};
+    return div;
   }
 
   // The temperature slider: the first touch at a step asks the server for the chart at every temperature
@@ -103,8 +244,17 @@
     const t = e.type === "input" && e.target.value !== "" ? Number(e.target.value).toFixed(2) : sliderT();
     const fig = figs[t];
     if (!fig || t === target.dataset.t) return;
-    draw(target, JSON.parse(JSON.stringify(fig)));  // plotly keeps what it is given: give it a copy
+    flipOpen(target, key, figs);
+    let drawn = null, how = "ready";
+    if (t === target.dataset.plotT) flipBack(target);  // the plot itself holds this temperature's chart
+    else how = flipShow(target, t);
+    if (!how) {  // no book (the plot is not in the page's stack): draw into the plot
+      drawn = draw(target, JSON.parse(JSON.stringify(fig)));  // plotly keeps what it is given: give it a copy
+      target.dataset.plotT = t;
+      how = "drawn";
+    }
     target.dataset.t = t;
+    announce(target, how, drawn);
   }
   document.addEventListener("input", onTemperature, true);
   document.addEventListener("pointerdown", onTemperature, true);

@@ -1,15 +1,19 @@
 """What the presenter feels, in headless Chromium: Next token until the step is on screen, the temperature box
 until the chart is redrawn, Play's tokens per second, and the bytes each step sends to the browser.
 
-    .venv/bin/python -m bench.presenter [--steps 50] [--moves 30]
+    .venv/bin/python -m bench.presenter [--steps 50] [--moves 30] [--pause 1]
 
 The app runs as its own server process. Every time is taken inside the page (performance.now() at the
 click, then requestAnimationFrame until the page shows the result), so Python and Playwright overhead do
-not count; a frame is ~16.7 ms, the resolution of these figures. A temperature move is done when the chart
-is drawn, whether from the page's bundle of every temperature (after the first move at a step) or from the
-server's answer. A Play step counts once the marker shows it and its candidate chart has been drawn. Bytes are counted with the DevTools
-protocol (Network.dataReceived: bytes on the wire, headers excluded; Network.eventSourceMessageReceived:
-the JSON of each server-sent event).
+not count; a frame is ~16.7 ms, the resolution of these figures. A chart is on screen when the page's script
+says it shows it ('tbt-shown', assets/app.js): drawn by Plotly.react, or drawn ahead and now shown.
+Next token is timed clicked back to back, and with a pause between a step shown and the next click (a
+presenter reading it), in which the page draws the next step's chart ahead. A temperature move is done when
+the chart shows that temperature: its page of the flipbook (drawn ahead from the bundle of every
+temperature, after the first move at a step), or drawn into the plot. A Play step counts once the marker
+shows it and its candidate chart is shown. Bytes are counted with the DevTools protocol
+(Network.dataReceived: bytes on the wire, headers excluded; Network.eventSourceMessageReceived: the JSON of
+each server-sent event).
 """
 from __future__ import annotations
 
@@ -49,32 +53,27 @@ LONG_PROMPT = (
     "cheap paper made from wood pulp brought"
 )  # ~340 tokens: + 50 steps is about 390, near the 448-token prompt cap and the 512-token session cap
 
-# In-page helpers. Gradio replaces the chart's Plotly div with a new one for each new value; `redrawn` is true
-# once the div in the page is not the one that was there at the click and has its bars drawn (or, should the
-# same div be re-used, once it has emitted plotly_afterplot again).
+# In-page helpers. The page's script (assets/app.js) fires 'tbt-shown' on a plot each time it shows a new chart:
+# once Plotly.react has drawn it, or when it shows a chart drawn ahead (the next step's, or a temperature's page
+# of the flipbook). `shownAfter(id, t0, t)` is the first such event since t0 (for temperature t, if given), or
+# undefined; its `how` is "drawn" (at this event) or "ready" (drawn ahead).
 JS_HELPERS = """
-  const plotDiv = (plotId) => document.querySelector(`#${plotId} .js-plotly-plot`);
-  const watch = (gd) => {
-    if (gd && gd.on && !gd.__tbtDraws) { gd.__tbtDraws = {n: 0}; gd.on('plotly_afterplot', () => { gd.__tbtDraws.n++; }); }
-    return {gd, draws: gd && gd.__tbtDraws ? gd.__tbtDraws.n : 0};
-  };
+  if (!window.__tbtShown) {
+    window.__tbtShown = [];
+    document.addEventListener('tbt-shown', (e) => window.__tbtShown.push({id: e.target.id, ...e.detail, at: performance.now()}));
+  }
+  const shownAfter = (id, t0, t) => window.__tbtShown.find((s) => s.id === id && s.at >= t0 && (t === undefined || s.t === t));
   const dataMs = (t0) => {  // click -> last byte of this event's response stream (null if not complete yet)
     const ends = performance.getEntriesByType('resource')
       .filter((e) => e.name.includes('/queue/data') && e.startTime >= t0 && e.responseEnd > 0).map((e) => e.responseEnd);
     return ends.length ? Math.max(...ends) - t0 : null;
   };
-  const redrawn = (plotId, before) => {
-    const gd = plotDiv(plotId);
-    if (!gd) return false;
-    if (gd !== before.gd) return !!(gd._fullLayout && gd.querySelector('g.trace'));
-    return !!(gd.__tbtDraws && gd.__tbtDraws.n > before.draws);
-  };
 """
 
-# Click Next token; resolve at the first frame where the marker shows a new step AND the chart is redrawn.
-JS_TIME_STEP = """async ([buttonId, plotId, timeoutMs]) => {""" + JS_HELPERS + """
+# Click Next token; resolve at the first frame where the marker shows a new step AND the chart shows it.
+JS_TIME_STEP = """async ([buttonId, chartId, timeoutMs]) => {""" + JS_HELPERS + """
   const marker = () => document.querySelector('#tbt-marker');
-  const step0 = marker().dataset.step, before = watch(plotDiv(plotId));
+  const step0 = marker().dataset.step;
   performance.clearResourceTimings();  // the buffer holds 250 entries; each step adds two
   const t0 = performance.now();
   document.getElementById(buttonId).click();
@@ -83,8 +82,9 @@ JS_TIME_STEP = """async ([buttonId, plotId, timeoutMs]) => {""" + JS_HELPERS + "
     const poll = () => {
       const now = performance.now(), m = marker();
       if (markerMs === null && m && m.dataset.step !== step0) markerMs = now - t0;
-      if (markerMs !== null && redrawn(plotId, before))
-        return requestAnimationFrame(() => resolve({ms: now - t0, marker_ms: markerMs, data_ms: dataMs(t0),
+      const shown = markerMs !== null && shownAfter(chartId, t0);
+      if (shown)
+        return requestAnimationFrame(() => resolve({ms: now - t0, marker_ms: markerMs, data_ms: dataMs(t0), how: shown.how,
                                                     step: Number(m.dataset.step), ended: m.dataset.ended === '1'}));
       if (now - t0 > timeoutMs) return resolve({ms: null, marker_ms: markerMs, timeout: true});
       requestAnimationFrame(poll);
@@ -93,10 +93,11 @@ JS_TIME_STEP = """async ([buttonId, plotId, timeoutMs]) => {""" + JS_HELPERS + "
   });
 }"""
 
-# Type a temperature into the slider's number box (an `input` event, as typing does); resolve when redrawn.
-JS_TIME_TEMPERATURE = """async ([value, plotId, timeoutMs]) => {""" + JS_HELPERS + """
+# Type a temperature into the slider's number box (an `input` event, as typing does); resolve when the candidate
+# chart shows it: drawn now, or its page of the flipbook drawn ahead (assets/app.js). `how` says which.
+JS_TIME_TEMPERATURE = """async ([value, timeoutMs]) => {""" + JS_HELPERS + """
   const box = document.querySelector("#tbt-temperature input[type='number']");
-  const before = watch(plotDiv(plotId));
+  const want = Number(value).toFixed(2);
   performance.clearResourceTimings();
   const setValue = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
   const t0 = performance.now();
@@ -105,7 +106,8 @@ JS_TIME_TEMPERATURE = """async ([value, plotId, timeoutMs]) => {""" + JS_HELPERS
   return await new Promise((resolve) => {
     const poll = () => {
       const now = performance.now();
-      if (redrawn(plotId, before)) return requestAnimationFrame(() => resolve({ms: now - t0, data_ms: dataMs(t0)}));
+      const shown = shownAfter('tbt-fig-candidates', t0, want);
+      if (shown) return requestAnimationFrame(() => resolve({ms: now - t0, data_ms: dataMs(t0), how: shown.how}));
       if (now - t0 > timeoutMs) return resolve({ms: null, timeout: true});
       requestAnimationFrame(poll);
     };
@@ -118,14 +120,16 @@ JS_TIME_TEMPERATURE = """async ([value, plotId, timeoutMs]) => {""" + JS_HELPERS
 # drawn, because the next one arrived first, is not counted). Until `n` steps, the end of text, or time out.
 JS_TIME_PLAY = """async ([n, timeoutMs]) => {
   const marker = () => document.querySelector('#tbt-marker');
-  const gd = document.querySelector('#tbt-plot-candidates .js-plotly-plot');
   const caption = document.getElementById('tbt-cap-candidates');  // the chart's title, drawn with it (app.js)
   const position = () => { const m = /position (\\d+)/.exec(caption.textContent || '');
                            return m ? Number(m[1]) : null; };
   const step0 = Number(marker().dataset.step), position0 = position();
   const markerAt = new Map(), chartAt = new Map();
   const t0 = performance.now();
-  gd.on('plotly_afterplot', () => { const p = position(); if (p !== null && !chartAt.has(p)) chartAt.set(p, performance.now() - t0); });
+  document.addEventListener('tbt-shown', (e) => {  // the candidate plot shows a new chart (assets/app.js)
+    const p = position();
+    if (e.target.id === 'tbt-fig-candidates' && p !== null && !chartAt.has(p)) chartAt.set(p, performance.now() - t0);
+  });
   document.getElementById('tbt-play').click();
   const shown = () => [...markerAt].filter(([k]) => chartAt.has(position0 + k))
                                    .map(([k, ms]) => Math.max(ms, chartAt.get(position0 + k))).sort((a, b) => a - b);
@@ -221,18 +225,21 @@ def reset_if_ended(page, result: dict) -> bool:
     return True
 
 
-def time_steps(page, meter: NetworkMeter, server: AppServer, steps: int, warmup: int = 3) -> dict:
-    """Next token `steps` times (after `warmup` uncounted ones): latency to the page showing it, bytes per step."""
-    latencies, marker_ms, data_ms, requests, resets, tokens = [], [], [], [], 0, []
+def time_steps(page, meter: NetworkMeter, server: AppServer, steps: int, pause_s: float, warmup: int = 3) -> dict:
+    """Next token `steps` times (after `warmup` uncounted ones), `pause_s` after each step is shown: latency to
+    the page showing it, bytes per step."""
+    latencies, marker_ms, data_ms, requests, resets, tokens, hows = [], [], [], [], 0, [], []
     for i in range(warmup + steps):
         if i == warmup:
             server.profiling_clear()
+        page.wait_for_timeout(pause_s * 1000)
         meter.mark()
-        r = page.evaluate(JS_TIME_STEP, ["tbt-next", "tbt-plot-candidates", 60_000])
+        r = page.evaluate(JS_TIME_STEP, ["tbt-next", "tbt-fig-candidates", 60_000])
         if r.get("timeout"):
             raise RuntimeError(f"Step {i} did not show within 60 s: {r}")
         if i >= warmup:
             latencies.append(r["ms"])
+            hows.append(r["how"])
             marker_ms.append(r["marker_ms"])
             data_ms.append(r["data_ms"])
             requests.append(meter.mark())
@@ -250,7 +257,13 @@ def time_steps(page, meter: NetworkMeter, server: AppServer, steps: int, warmup:
             "body_bytes_per_step": summary(body), "wire_bytes_per_step": summary(wire),
             "upload_bytes_per_step": summary([meter.uploaded(ids) for ids in requests]),
             "tokens_in_session": {"min": min(tokens), "max": max(tokens)}, "resets_after_end_of_text": resets,
+            "steps_by_how": by_how(latencies, hows),
             "raw_latency_ms": latencies}
+
+
+def by_how(latencies: list[float], hows: list[str]) -> dict:
+    """The latencies of charts drawn at the event and of charts drawn ahead (and only shown), apart."""
+    return {how: summary([ms for ms, h in zip(latencies, hows) if h == how]) for how in sorted(set(hows))}
 
 
 def split(latencies: list[float], data_ms: list[float | None]) -> dict:
@@ -273,27 +286,30 @@ def server_phases(traces: list[dict]) -> dict:
 def time_temperature(page, meter: NetworkMeter, server: AppServer, moves: int, warmup: int = 2) -> dict:
     """Type `moves` temperatures into the box: latency until the candidate chart is redrawn, bytes per move."""
     values = [0.3, 0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 0.2, 0.6, 1.0]
-    latencies, data_ms, requests = [], [], []
+    latencies, data_ms, requests, hows = [], [], [], []
     for i in range(warmup + moves):
         if i == warmup:
             server.profiling_clear()
         meter.mark()
-        r = page.evaluate(JS_TIME_TEMPERATURE, [values[i % len(values)], "tbt-plot-candidates", 60_000])
+        r = page.evaluate(JS_TIME_TEMPERATURE, [values[i % len(values)], 60_000])
         if r.get("timeout"):
             raise RuntimeError(f"Temperature move {i} was not redrawn within 60 s")
         if i >= warmup:
             latencies.append(r["ms"])
             data_ms.append(r["data_ms"])
+            hows.append(r["how"])
             requests.append(meter.mark())
         page.wait_for_timeout(100)  # a teacher's moves are apart; a move during the last one's request would merge
     traces = [t for t in server.profiling_traces() if t["fn_name"] != "next_token"]
-    page.evaluate(JS_TIME_TEMPERATURE, [1.0, "tbt-plot-candidates", 60_000])  # back to the default for the steps
+    page.evaluate(JS_TIME_TEMPERATURE, [1.0, 60_000])  # back to the default for the steps
     page.wait_for_timeout(1000)
     meter.mark()
     body = [meter.received(ids)[0] for ids in requests]
     return {"latency_ms": summary(latencies), **split(latencies, data_ms), **server_phases(traces),
             "body_bytes_per_move": summary(body),
-            "raw_latency_ms": latencies}
+            # 'ready': its chart was drawn ahead (a page of the flipbook, or the plot already held it); 'drawn': at the move
+            "moves_by_how": by_how(latencies, hows),
+            "raw_latency_ms": latencies, "raw_how": hows}
 
 
 def time_play(page, n: int) -> dict:
@@ -325,12 +341,14 @@ def open_page(browser, url: str):
     return page
 
 
-def run(steps: int, moves: int, play_n: int, server_env: dict[str, str]) -> dict:
-    """Each scenario on a fresh page: the page keeps state between steps, so scenarios must not share one."""
+def run(steps: int, moves: int, play_n: int, pause_s: float, server_env: dict[str, str]) -> dict:
+    """Each text on a fresh page: the page keeps state between steps, so texts must not share one. Next token
+    is timed twice per text: clicked back to back, and with `pause_s` between a step shown and the next click
+    (a presenter reading the step; the page draws the next step's chart meanwhile)."""
     from playwright.sync_api import sync_playwright
 
     quiet = wait_for_quiet(max_share=0.15, timeout_s=120)
-    results = {"steps": steps, "temperature_moves": moves, "play_tokens": play_n, "server_env": server_env,
+    results = {"steps": steps, "temperature_moves": moves, "play_tokens": play_n, "pause_s": pause_s, "server_env": server_env,
                "other_cpu_share_before": quiet, "page_errors": []}
     with AppServer(env={"GRADIO_PROFILING": "1", **server_env}) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
@@ -338,11 +356,12 @@ def run(steps: int, moves: int, play_n: int, server_env: dict[str, str]) -> dict
             for name, prompt in (("short", SHORT_PROMPT), ("long", LONG_PROMPT)):
                 page = open_page(browser, server.url)
                 meter = NetworkMeter(page)
-                prompt_tokens = restart(page, prompt)
-                with OthersWatch() as watch:
-                    r = time_steps(page, meter, server, steps)
-                r.update(prompt_tokens=prompt_tokens, other_cpu_share=watch.share)
-                results[f"next_token_{name}"] = r
+                for scenario, pause in ((f"next_token_{name}_rapid", 0.0), (f"next_token_{name}", pause_s)):
+                    prompt_tokens = restart(page, prompt)  # the same text again: a short text stays under 64 tokens
+                    with OthersWatch() as watch:
+                        r = time_steps(page, meter, server, steps, pause)
+                    r.update(prompt_tokens=prompt_tokens, other_cpu_share=watch.share, pause_s=pause)
+                    results[scenario] = r
                 with OthersWatch() as watch:
                     t = time_temperature(page, meter, server, moves)
                 t.update(other_cpu_share=watch.share, tokens_in_session=r["tokens_in_session"]["max"])
@@ -363,8 +382,11 @@ def run(steps: int, moves: int, play_n: int, server_env: dict[str, str]) -> dict
 def report(results: dict) -> str:
     """The table: latency to the page showing the result, split into response (server + network) and browser."""
     rows = []
-    for key, label, target in [("next_token_short", "Next token, short text", TARGETS_MS["short"]),
-                               ("next_token_long", "Next token, long text", TARGETS_MS["long"]),
+    pause = f"{results['pause_s']:g} s apart"
+    for key, label, target in [("next_token_short", f"Next token, short text, {pause}", TARGETS_MS["short"]),
+                               ("next_token_short_rapid", "Next token, short text, back to back", TARGETS_MS["short"]),
+                               ("next_token_long", f"Next token, long text, {pause}", TARGETS_MS["long"]),
+                               ("next_token_long_rapid", "Next token, long text, back to back", TARGETS_MS["long"]),
                                ("temperature_short", "Temperature, short text", TARGETS_MS["temperature"]),
                                ("temperature_long", "Temperature, long text", TARGETS_MS["temperature"])]:
         r = results[key]
@@ -384,7 +406,16 @@ def report(results: dict) -> str:
                   "first10 -> last10", "bytes/step", "target", "", "others CPU"], rows) + (
         "\nmedians; server = Gradio's handler time (GRADIO_PROFILING), response = click to the last byte of the "
         "reply, browser = from there until the chart is drawn; bytes/step = mean response body bytes (all requests "
-        "of the run / steps: a reply stream kept open into the next step would move bytes between steps)")
+        "of the run / steps: a reply stream kept open into the next step would move bytes between steps)"
+        + "".join(f"\n{label}: " + ", ".join(f"{r['n']} {how} (median {r['median']:.0f} ms)" for how, r in results[key][
+            "steps_by_how"].items()) for key, label in (("next_token_short", "steps, short text, paced"),
+                                                       ("next_token_short_rapid", "steps, short text, back to back"),
+                                                       ("next_token_long", "steps, long text, paced"),
+                                                       ("next_token_long_rapid", "steps, long text, back to back")))
+        + "".join(f"\ntemperature moves, {name} text: " + ", ".join(
+            f"{r['n']} {how} (median {r['median']:.0f} ms)" for how, r in results[f"temperature_{name}"]["moves_by_how"].items())
+            for name in ("short", "long"))
+        + "  [ready: drawn ahead, only shown; drawn: drawn at the move]")
 
 
 def main(argv=None) -> None:
@@ -392,12 +423,14 @@ def main(argv=None) -> None:
     ap.add_argument("--steps", type=int, default=50, help="timed Next token clicks per text (default 50)")
     ap.add_argument("--moves", type=int, default=30, help="timed temperature moves per text (default 30)")
     ap.add_argument("--play", type=int, default=30, help="'Tokens to play' for the Play run (default 30)")
+    ap.add_argument("--pause", type=float, default=1.0,
+                    help="seconds between a step shown and the next click, a presenter reading it (default 1)")
     ap.add_argument("--server-env", nargs="*", default=[], metavar="NAME=VALUE",
                     help="environment for the app server, to compare a setting (e.g. GRADIO_RUN_HISTORY=False)")
     ap.add_argument("--name", default="presenter", help="results file name (default presenter)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    results = run(args.steps, args.moves, args.play, dict(kv.split("=", 1) for kv in args.server_env))
+    results = run(args.steps, args.moves, args.play, args.pause, dict(kv.split("=", 1) for kv in args.server_env))
     results["wall_s"] = time.perf_counter() - t0
     print(report(results))
     print(f"wrote {save(args.name, results)}")

@@ -67,7 +67,7 @@ class DecodeSession:
         self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
         self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
         self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
-        self._preview_memo: tuple[tuple, Distribution] | None = None  # the last preview() and what it was asked
+        self._preview_memo: list[tuple[tuple, Distribution]] = []  # preview()'s last answers (this position, ahead)
         self._ahead: _Ahead | None = None  # a prefetched pass; while its job runs, the worker owns the cache
         self.prefetch_hits = 0  # prefetches a step used
         self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
@@ -200,16 +200,40 @@ class DecodeSession:
         """
         with self.reading():
             self._require_started()
-            key = (self._next_logits, len(self.ids), cfg, force_token)
-            memo = self._preview_memo
-            if memo is not None and memo[0][0] is key[0] and memo[0][1:] == key[1:]:
-                return memo[1]
-            try:
-                dist = derive(self._next_logits, torch.tensor([self.ids]), cfg, len(self.ids), self.lm.tokens, force_token)
-            except ValueError as err:
-                raise SessionError(str(err)) from None
-            self._preview_memo = (key, dist)
-            return dist
+            return self._derive(self._next_logits, self.ids, cfg, force_token)
+
+    def _derive(self, logits: torch.Tensor, ids: list[int], cfg: SamplingConfig, force_token: int | None = None):
+        """derive() for the position after `ids`, remembering its last two answers (keyed by the logits tensor)."""
+        key = (logits, len(ids), cfg, force_token)
+        for (k, dist) in self._preview_memo:
+            if k[0] is logits and k[1:] == key[1:]:
+                return dist
+        try:
+            dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)
+        except ValueError as err:
+            raise SessionError(str(err)) from None
+        self._preview_memo = [(key, dist), *self._preview_memo[:1]]
+        return dist
+
+    def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0) -> tuple[list[int], Distribution] | None:
+        """What the next step(cfg) will show: (the ids then, the next distribution), from the prefetched pass.
+
+        Holds the session only to look (a Next token meanwhile must not find it busy): it waits for the pass,
+        and derives from the pass's own logits, without it. None when nothing is computed ahead for these
+        settings (or a trace plays back), the pass failed or was taken back, or the session changed. The
+        answer is remembered, so that the step then derives nothing.
+        """
+        with self.reading():
+            ahead = self._ahead
+            if ahead is None or self._replay or self.preview(cfg).chosen.id != ahead.token:
+                return None
+        if not ahead.job.done.wait(timeout):
+            return None
+        with self.reading():
+            if self._ahead is not ahead or ahead.job.error is not None:
+                return None
+            ids = [*self.ids, ahead.token]
+        return ids, self._derive(ahead.job.result[0], ids, cfg)
 
     def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
         """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""

@@ -240,3 +240,15 @@ def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):
     with pytest.raises(sessions.SessionExpired):
         store.get("b")
     assert trims == [1, 1] and len(store) == 0
+
+
+def test_the_chart_drawn_ahead_is_the_next_steps_own_chart(client):
+    start(client, "Once upon a time")
+    for temperature in (0.0, 0.8):
+        call(client, "/next_token", temperature=temperature)  # its answer computes the next step ahead
+        ahead = call(client, "/next_chart", temperature=temperature)
+        assert 'class="tbt-figahead"' in ahead
+        stepped = call(client, "/next_token", temperature=temperature)
+        key = re.search(r'data-key="(\w+)"', stepped[1]).group(1)  # what the step's chart shows
+        assert f'data-key="{key}"' in ahead and f'data-t="{temperature:.2f}"' in ahead
+        assert carried_figure(ahead) == figure(stepped)

@@ -116,7 +116,7 @@ def test_moving_temperature_redraws_the_candidates_without_a_step(page):
     assert page.problems == []
 
 
-def test_temperature_moves_are_drawn_from_the_bundle_and_the_answers_do_not_draw_again(page):
+def test_temperature_moves_show_pages_drawn_ahead_and_the_answers_do_not_draw_again(page):
     marker(page).wait_for(timeout=60_000)
     plot_drawn(page, "tbt-plot-candidates")
     box = page.locator("#tbt-temperature input[type='number']")
@@ -124,16 +124,67 @@ def test_temperature_moves_are_drawn_from_the_bundle_and_the_answers_do_not_draw
     box.press("Enter")
     page.wait_for_function("() => document.querySelector('.tbt-figbundle')?.dataset.key === "
                            "document.getElementById('tbt-fig-candidates').dataset.key", timeout=30_000)
-    page.wait_for_timeout(500)  # the answer to the first move
+    # Then the flipbook draws a page per temperature, one per idle moment (assets/app.js)
+    page.wait_for_function("() => [...document.querySelectorAll('#tbt-plot-candidates .tbt-flippage')]"
+                           ".filter((d) => d.querySelector('g.trace')).length === 41", timeout=60_000)
     page.evaluate("""() => { const gd = document.getElementById('tbt-fig-candidates');
                               window.draws = 0; gd.on('plotly_afterplot', () => window.draws++); }""")
     box.fill("1.5")
     box.press("Enter")
-    title = lambda: page.evaluate("() => document.getElementById('tbt-cap-candidates').textContent")  # noqa: E731
-    page.wait_for_function("() => window.draws >= 1", timeout=5_000)
-    drawn_at_once = title()
+    shown = "[...document.querySelectorAll('.tbt-flippage')].filter((d) => d.style.visibility === 'visible')"
+    page.wait_for_function(f"() => {shown}.length === 1 && {shown}[0].dataset.t === '1.50'", timeout=5_000)
+    # The page is the bundle's chart for 1.50, its title is in the caption, and the plot is hidden under it.
+    same = page.evaluate(f"""() => {{
+        const fig = JSON.parse(document.querySelector('.tbt-figbundle').textContent)['1.50'], div = {shown}[0];
+        const caption = document.getElementById('tbt-cap-candidates').dataset.html;
+        return [JSON.stringify(div.data.map((d) => d.x)) === JSON.stringify(fig.data.map((d) => d.x)),
+                caption.includes(fig.layout.title.subtitle.text),
+                getComputedStyle(document.getElementById('tbt-fig-candidates')).visibility]; }}""")
+    assert same == [True, True, "hidden"]
     page.wait_for_timeout(1500)  # the server's answer to the move arrives, is the same chart, and is not drawn
-    assert page.evaluate("() => window.draws") == 1
-    assert title() == drawn_at_once
+    assert page.evaluate("() => window.draws") == 0
+    assert page.evaluate(f"() => {shown}.map((d) => d.dataset.t)") == ["1.50"]
     assert page.evaluate("() => document.getElementById('tbt-fig-candidates').dataset.t") == "1.50"
+    # The page shown is a live chart: hovering a bar shows its candidate
+    bars = page.locator(".tbt-flippage[style*='visible'] g.trace.bars path").evaluate_all(
+        "ps => ps.map((p) => { const r = p.getBoundingClientRect(); return [r.width, r.x + r.width / 2, r.y + r.height / 2]; })")
+    _, x, y = max(bars)  # the widest bar; plotly's drag layer above it takes the hover
+    page.mouse.move(x, y)
+    page.wait_for_function("() => document.querySelector('.tbt-flippage[style*=\"visible\"] .hoverlayer')"
+                           "?.textContent.includes('rank')", timeout=5_000)
+    # A step closes the book: the plot is shown again, with the new step's chart
+    page.locator("#tbt-next").click()
+    wait_for_step(page, 1)
+    page.wait_for_function("() => window.draws >= 1 && !document.querySelector('.tbt-flippage')", timeout=30_000)
+    assert page.evaluate("() => getComputedStyle(document.getElementById('tbt-fig-candidates')).visibility") == "visible"
+    assert page.problems == []
+
+
+def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
+    marker(page).wait_for(timeout=60_000)
+    plot_drawn(page, "tbt-plot-candidates")
+    # After the step on load, the page asks for the next step's chart and draws it, hidden (assets/app.js)
+    page.wait_for_function("() => document.querySelector('#tbt-plot-candidates .tbt-ahead g.trace')", timeout=30_000)
+    page.evaluate("""() => {
+        window.draws = 0;
+        for (const gd of document.querySelectorAll('#tbt-plot-candidates .js-plotly-plot'))
+            gd.on('plotly_afterplot', () => window.draws++);
+        window.drawnAhead = document.querySelector('#tbt-plot-candidates .tbt-ahead');
+        window.plotBefore = document.getElementById('tbt-fig-candidates');
+        document.addEventListener('tbt-shown', () => { window.drawsWhenShown = window.draws; }, {once: true});
+    }""")
+    page.locator("#tbt-next").click()
+    wait_for_step(page, 1)
+    page.wait_for_function("() => window.drawsWhenShown !== undefined", timeout=10_000)
+    shown = page.evaluate("""() => {
+        const gd = document.getElementById('tbt-fig-candidates');
+        const fig = JSON.parse(document.querySelector('.tbt-figdata').textContent);  // the step's own chart
+        return {same_plot: gd === window.drawnAhead, draws: window.drawsWhenShown,
+                same_bars: JSON.stringify(gd.data.map((d) => d.x)) === JSON.stringify(fig.data.map((d) => d.x)),
+                same_caption: document.getElementById('tbt-cap-candidates').dataset.html.includes(fig.layout.title.text),
+                visible: getComputedStyle(gd).visibility, old: getComputedStyle(window.plotBefore).visibility};
+    }""")
+    assert shown == {"same_plot": True, "draws": 0, "same_bars": True, "same_caption": True,
+                     "visible": "visible", "old": "hidden"}
+    assert "Next token (position 6)" in page.locator("#tbt-cap-candidates").inner_text()
     assert page.problems == []

@@ -352,3 +352,49 @@ def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, mon
     assert s.preview(GREEDY) and len(derives) == 3  # other settings: derived anew
     s.back(1)  # back to the prompt: the same logits as before, so the first answer again, equal to a fresh derive
     assert s.preview(SAMPLED) == page == real(s.next_logits, torch.tensor([s.ids]), SAMPLED, len(s.ids), lm.tokens)
+
+
+@pytest.mark.parametrize("cfg", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
+def test_the_next_distribution_seen_ahead_is_what_the_next_step_shows(lm, cfg, monkeypatch):
+    import model.session as session_module
+
+    s, plain = started(lm, batcher=StepBatcher(lm.model)), started(lm)
+    derives = []
+    real = session_module.derive
+    monkeypatch.setattr(session_module, "derive", lambda *a, **k: derives.append(a[3]) or real(*a, **k))
+    assert s.preview_ahead(cfg) is None  # nothing computed ahead yet
+    for _ in range(4):
+        assert s.prefetch(cfg)
+        ids, dist = s.preview_ahead(cfg)
+        plain.step(cfg)
+        assert ids == plain.ids and dist == plain.preview(cfg)  # a session that computed nothing ahead agrees
+        n = len(derives)
+        s.step(cfg)
+        assert s.ids == ids and s.preview(cfg) is dist  # the step and its page derive nothing new ...
+        assert len(derives) == n  # ... and neither did the step itself (the previous position was remembered)
+    # Other settings, whose draw is another token than the one computed ahead: nothing to show ahead
+    assert s.prefetch(cfg)
+    assert s.preview_ahead(another_token_config(s, s.prefetched)) is None
+    # A step taken meanwhile: the pass is the step's now, there is nothing ahead of it
+    ahead = s._ahead
+    s.step(cfg)
+    assert s._ahead is None and ahead.job.done.is_set() and s.preview_ahead(cfg) is None
+
+
+def test_waiting_for_the_pass_ahead_does_not_hold_the_session(lm, monkeypatch):
+    s = started(lm, batcher=StepBatcher(lm.model))
+    gate = threading.Event()
+    real_forward = batcher_module.forward_one
+    monkeypatch.setattr(batcher_module, "forward_one", lambda m, c, t: gate.wait(30) and real_forward(m, c, t))
+    assert s.prefetch(SAMPLED)  # its pass waits at the gate
+    seen = []
+    waiter = threading.Thread(target=lambda: seen.append(s.preview_ahead(SAMPLED, timeout=30)))
+    waiter.start()
+    time.sleep(0.2)  # the waiter is waiting for the pass now
+    assert s.preview(GREEDY) is not None  # a render is not held up
+    threading.Timer(0.2, gate.set).start()
+    record = s.step(SAMPLED)  # nor is a Next token (not refused as busy): it waits for the pass and takes it
+    waiter.join(30)
+    assert (s.prefetch_hits, s.prefetch_misses) == (1, 0) and record.step == 1
+    # The waiter saw the pass before the step took it, or found it taken: never anything else
+    assert seen == [None] or (seen[0][0] == s.ids and seen[0][1] == s.preview(SAMPLED))

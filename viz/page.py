@@ -50,17 +50,19 @@ def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]
 _carrier_revision = itertools.count(1)
 
 
-def figure_carrier(fig: dict, target: str, key: str | None = None, temperature: float | None = None) -> str:
+def figure_carrier(fig: dict, target: str, key: str | None = None, temperature: float | None = None,
+                   kind: str = "tbt-figdata") -> str:
     """A hidden element holding the chart `fig` as plotly JSON, for app.js to draw into the element `target`.
 
     The JSON is the element's text (only & < > escaped: JSON is full of quotes, which an attribute would
     have to spell &quot;). Each carrier has its own data-rev, so the page draws every update exactly once.
     A candidate chart also names what it shows, `key` (the text and every setting but the temperature) and
     the temperature, so the page can tell it from a chart of the same step it already drew (figure_bundle).
+    `kind` "tbt-figahead": the chart the next step will show, for the page to draw ahead (app.py, next_chart).
     """
     named = (f' data-key="{html.escape(key, quote=True)}" data-t="{temperature_key(temperature)}"'
              if key is not None and temperature is not None else "")
-    return (f'<div class="tbt-figdata" hidden data-target="{html.escape(target, quote=True)}"{named} '
+    return (f'<div class="{kind}" hidden data-target="{html.escape(target, quote=True)}"{named} '
             f'data-rev="{next(_carrier_revision)}">{html.escape(chart_json(fig), quote=False)}</div>')
 
 
@@ -79,7 +81,7 @@ def figure_bundle(figs: dict[float, dict], key: str) -> str:
             f'{html.escape("{" + entries + "}", quote=False)}</div>')
 
 
-CARRIER = re.compile(r'<div class="tbt-fig(?:data|bundle)"[^>]*>(.*)</div>', re.S)
+CARRIER = re.compile(r'<div class="tbt-fig(?:data|bundle|ahead)"[^>]*>(.*)</div>', re.S)
 
 
 def carried_figure(carrier: str) -> dict:
