@@ -178,7 +178,7 @@
   // hidden, into a second plot under the one shown. When the next step's answer names that chart (its key
   // and temperature), the two plots swap places: the step is on screen without a draw. Not while Play runs
   // (the page is busy enough), and only for the candidates tab.
-  // The page asks once the step has been on screen for AHEAD_AFTER_MS, not at once: a presenter clicking Next
+  // The page asks once the step (or a temperature move) has been on screen for AHEAD_AFTER_MS, not at once: a presenter clicking Next
   // again at once would find the page and the server busy with it (back to back, it made a step 30 ms slower).
   const AHEAD_AFTER_MS = 200;
   let ahead = {key: null, t: null, div: null, html: null}, aheadRev = null, aheadTimer = null;
@@ -255,6 +255,7 @@
     }
     target.dataset.t = t;
     announce(target, how, drawn);
+    askAhead();  // the next step's chart at this temperature, once the slider rests
   }
   document.addEventListener("input", onTemperature, true);
   document.addEventListener("pointerdown", onTemperature, true);
