@@ -203,25 +203,29 @@ def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monk
     session.start("Fault injection test:")
     session.step(SAMPLED)
     before = snapshot(session)
-    real_forward = type(lm.model.model.layers[-1]).forward
+    last = lm.model.model.layers[-1]
+    seen = []  # each layer's cached length at the fault: the earlier layers have appended the new token already
 
-    def broken(self, *a, **k):  # the last layer fails after the earlier ones appended to the cache
+    def broken(*a, **k):  # this one layer (not its class, which every layer shares) fails
+        seen.append([layer.keys.shape[-2] for layer in session._cache.layers])
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", broken)
+    monkeypatch.setattr(last, "forward", broken)
     with pytest.raises(RuntimeError, match="injected"):
         session.step(SAMPLED)
-    monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", real_forward)
+    monkeypatch.delattr(last, "forward")
+    n = len(session.ids)
+    assert seen == [[n + 1] * (len(seen[0]) - 1) + [n]]  # the fault came midway, with the cache half written
     assert snapshot(session) == before
     assert all(layer.keys.shape[-2] == len(session.ids) for layer in session._cache.layers)
     r = session.step(SAMPLED)
     assert r.kv.measured == r.kv.formula
     session.step(SAMPLED)
     before = snapshot(session)
-    monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", broken)
+    monkeypatch.setattr(last, "forward", broken)
     with pytest.raises(RuntimeError, match="injected"):
         session.back(1)  # going back re-runs the last kept token, which now fails
-    monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", real_forward)
+    monkeypatch.delattr(last, "forward")
     assert snapshot(session) == before
     assert session.step(SAMPLED).kv.measured == session.steps[-1].kv.formula
 
