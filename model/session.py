@@ -366,7 +366,11 @@ class DecodeSession:
             self.prefetch_hits += 1
             return ahead.job.result
         if not _crop_to(self._cache, ahead.cached):  # a failed pass may have appended to some layers only
-            self._rebuild(ahead.cached)  # the pass pushed a sliding-window layer's oldest token out
+            try:
+                self._rebuild(ahead.cached)  # the pass pushed a sliding-window layer's oldest token out
+            except BaseException:
+                self._ahead = ahead  # the cache still holds the pass: it stays held, for the next change to settle
+                raise
         self.prefetch_misses += 1
         return None
 

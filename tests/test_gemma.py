@@ -121,6 +121,30 @@ def test_a_prefetch_thrown_away_past_the_window_leaves_the_cache_right(windowed)
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
+def test_a_prefetch_that_cannot_be_thrown_away_stays_held(windowed, monkeypatch):
+    """Past the window, throwing a prefetch away needs a prefill (_rebuild); if that fails, nothing changes."""
+    lm, window = windowed.lm, windowed.window
+    s = started(windowed, StepBatcher(lm.model))
+    while len(s.ids) < window:
+        s.step(GREEDY)
+    assert s.prefetch(GREEDY)
+    ahead, ids, steps = s.prefetched, list(s.ids), len(s.steps)
+    other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != ahead)
+
+    def broken(*a, **k):
+        raise RuntimeError("injected fault")
+
+    monkeypatch.setattr(s, "_prefill", broken)
+    with pytest.raises(RuntimeError, match="injected"):
+        s.step(GREEDY, force_token=other)  # the prefetch must go, and cannot
+    monkeypatch.undo()
+    assert s.ids == ids and len(s.steps) == steps and s.prefetched == ahead  # held: the cache still holds its pass
+    assert s._cache.get_seq_length() == len(ids) + 1
+    r = s.step(GREEDY, force_token=other)  # the next change throws it away
+    assert r.token.id == other and s.prefetch_misses == 1 and r.kv.measured == r.kv.formula
+    assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
+
+
 def test_a_step_failing_midway_past_the_window_changes_nothing(windowed, monkeypatch):
     lm, window = windowed.lm, windowed.window
     s = started(windowed)
