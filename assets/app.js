@@ -77,8 +77,9 @@
   // The temperature slider's flipbook. Once the page holds a step's candidate chart at every temperature (the
   // bundle, below), each is drawn ahead, one per idle moment, into a page of its own, stacked hidden over the
   // plot. A move to a temperature whose page is ready shows that page: nothing is drawn, it is on screen at
-  // the next frame (a Plotly.react of this chart takes 45-75 ms). A move before its page is ready is drawn into
-  // the plot. A new step, or a new bundle, closes the book and shows the plot again.
+  // the next frame (a Plotly.react of this chart takes 45-75 ms). A move before its page is ready draws that
+  // page then (once: the slider is likely to come back). A new step, or new settings, close the book and show
+  // the plot again.
   let flip = {key: null, book: null, figs: null, pages: new Map(), shown: null};
   const show = (node, on) => { node.style.visibility = on ? "visible" : "hidden"; };
   function flipBack(target) {  // show the plot itself again
@@ -178,8 +179,9 @@
   // hidden, into a second plot under the one shown. When the next step's answer names that chart (its key
   // and temperature), the two plots swap places: the step is on screen without a draw. Not while Play runs
   // (the page is busy enough), and only for the candidates tab.
-  // The page asks once the step (or a temperature move) has been on screen for AHEAD_AFTER_MS, not at once: a presenter clicking Next
-  // again at once would find the page and the server busy with it (back to back, it made a step 30 ms slower).
+  // The page asks once the step (or a temperature move) has been on screen for AHEAD_AFTER_MS, not at once: a
+  // presenter clicking Next again at once would find the page and the server busy with it (back to back, it
+  // made a step 30 ms slower).
   const AHEAD_AFTER_MS = 200;
   let ahead = {key: null, t: null, div: null, html: null}, aheadRev = null, aheadTimer = null;
   const askAhead = () => {
