@@ -8,12 +8,16 @@ import inspect
 import json
 import logging
 import math
+import secrets
 import tempfile
-from dataclasses import dataclass, replace
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gradio as gr
 import plotly
+from fastapi import HTTPException
 
 import viz
 from model.kv import kv_cache_bytes
@@ -39,6 +43,8 @@ TEMPERATURE_GRID = [round(0.05 * i, 2) for i in range(41)]  # every value of the
 ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens: readable on a projector, fast for long texts
 TABS = ("candidates", "temperature", "attention", "kv")
 MODEL_CONCURRENCY = 16  # requests that may wait for the step batcher together (its batch size)
+MAX_PLAY_STEPS = 200  # the 'Tokens to play' slider's maximum
+PLAY_WAIT_S = 10.0  # a Play whose page has not taken its last step after this ends (the page closed or hung)
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}
 # name: (layers, query heads, KV heads, head size)
 PRESETS = {"Llama-2-7B": (32, 32, 32, 128), "Llama-3-8B": (32, 32, 8, 128), "Llama-2-70B": (80, 64, 8, 128)}
@@ -52,6 +58,60 @@ class View:
     tab: str = "candidates"
     layer: int = 0
     head: int | None = None
+
+
+@dataclass
+class _Play:
+    taken: threading.Event = field(default_factory=threading.Event)
+    stopped: bool = False
+
+
+class PlayPacer:
+    """Paces each Play by its page. A Play is one streaming request (build: play_tokens); the server sends a step,
+    then the next only once the page says it has taken that one (POST /tbt/play/<token>/shown; see launch),
+    and computes it meanwhile. So Play runs as fast as the page draws, never ahead of it, and a page that
+    stops answering ends it. The token is random, one per Play: it can only pace or stop that Play."""
+
+    def __init__(self):
+        self._plays: dict[str, _Play] = {}
+        self._lock = threading.Lock()
+
+    def open(self) -> str:
+        token = secrets.token_urlsafe(16)
+        with self._lock:
+            self._plays[token] = _Play()
+        return token
+
+    def expect(self, token: str) -> None:
+        """A step is about to be sent: wait() waits for the page to take it."""
+        self._plays[token].taken.clear()
+
+    def wait(self, token: str) -> bool:
+        """True once the page took the step; False if it stopped the Play or did not answer in PLAY_WAIT_S."""
+        play = self._plays[token]
+        return play.taken.wait(PLAY_WAIT_S) and not play.stopped
+
+    def signal(self, token: str, what: str) -> bool:
+        """The page's word on its Play ('shown' or 'stop'); False if there is no such Play (any more)."""
+        with self._lock:
+            play = self._plays.get(token)
+        if play is None:
+            return False
+        play.stopped |= what == "stop"
+        play.taken.set()
+        return True
+
+    def close(self, token: str) -> None:
+        with self._lock:
+            self._plays.pop(token, None)
+
+
+PLAYS = PlayPacer()  # one per server process: tokens are random, so several pages (and test servers) share it
+
+
+def play_marker(token: str, step: int, of: int) -> str:
+    """The hidden element that tells the page its Play is running, and under which token it answers."""
+    return f'<div id="tbt-playing" data-token="{token}" data-step="{step}" data-of="{of}"></div>'
 
 
 class App:
@@ -190,10 +250,17 @@ def page_handler(*leading: str):
     def decorate(fn):
         n = len(leading)
 
-        def handler(request: gr.Request, *values):
+        def arguments(request, values):
             cfg = config(*values[n : n + len(SETTING_PARAMS)])
             view = parse_view(*values[n + len(SETTING_PARAMS) :])
-            return fn(request, *values[:n], cfg, view)
+            return (request, *values[:n], cfg, view)
+
+        if inspect.isgeneratorfunction(fn):  # a streaming handler (Gradio tells them apart by this)
+            def handler(request: gr.Request, *values):
+                yield from fn(*arguments(request, values))
+        else:
+            def handler(request: gr.Request, *values):
+                return fn(*arguments(request, values))
 
         names = ("request", *leading, *SETTING_PARAMS, *VIEW_PARAMS)
         handler.__signature__ = inspect.Signature(
@@ -208,20 +275,33 @@ def page_handler(*leading: str):
 
 def friendly(fn):
     """Turn a refused request into a message on the page (gr.Error); anything else is logged, not leaked."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args, **kwargs):
+            with _plainly(fn.__name__):
+                yield from fn(*args, **kwargs)
+
+        return stream
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        try:
+        with _plainly(fn.__name__):
             return fn(*args, **kwargs)
-        except SessionError as err:
-            raise gr.Error(str(err), print_exception=False) from None
-        except gr.Error:
-            raise
-        except Exception as err:  # a bug: the session is unchanged (steps are atomic), say so plainly
-            log.exception("handler %s failed", fn.__name__)
-            raise gr.Error(f"Something went wrong ({type(err).__name__}); your session is unchanged.") from None
 
     return wrapper
+
+
+@contextmanager
+def _plainly(name: str):
+    try:
+        yield
+    except SessionError as err:
+        raise gr.Error(str(err), print_exception=False) from None
+    except gr.Error:
+        raise
+    except Exception as err:  # a bug: the session is unchanged (steps are atomic), say so plainly
+        log.exception("handler %s failed", name)
+        raise gr.Error(f"Something went wrong ({type(err).__name__}); your session is unchanged.") from None
 
 
 def config(temperature, top_k, top_p, min_p, repetition_penalty, order, seed) -> SamplingConfig:
@@ -355,9 +435,10 @@ def build(app: App, default_model: str) -> gr.Blocks:
         bundle = gr.HTML("", elem_id="tbt-bundle", elem_classes="tbt-hidden", js_on_load=None)
         figure = gr.HTML("", elem_id="tbt-figdata", elem_classes="tbt-hidden", js_on_load=None)  # any tab's chart
         ahead = gr.HTML("", elem_id="tbt-ahead", elem_classes="tbt-hidden", js_on_load=None)  # the next step's chart
+        play_box = gr.HTML("", elem_id="tbt-playbox", elem_classes="tbt-hidden", js_on_load=None)  # a Play's token
 
         settings = [temperature, top_k, top_p, min_p, repetition_penalty, order, seed]
-        for knob in (temperature, top_k, top_p, min_p, repetition_penalty, seed, layer):
+        for knob in (temperature, top_k, top_p, min_p, repetition_penalty, seed, layer, play_steps):
             named_range(knob)
         view_in = [lang, tab_state, layer, head]
         step_out = [text, figure, force]
@@ -370,14 +451,47 @@ def build(app: App, default_model: str) -> gr.Blocks:
             app.store.put(request.session_hash, session)
             return app.answer(session, cfg, view)
 
-        @page_handler()
-        def next_token(request, cfg, view):
-            session = app.store.get(request.session_hash)
+        def advance(session, cfg):
             if session.replay_left:  # a loaded trace: the next recorded step
                 session.replay_next()
             else:
                 session.step(cfg)
+
+        @page_handler()
+        def next_token(request, cfg, view):
+            session = app.store.get(request.session_hash)
+            advance(session, cfg)
             return app.answer(session, cfg, view)
+
+        @page_handler("steps")
+        def play_tokens(request, steps, cfg, view):
+            """Up to `steps` Next tokens, each sent once the page took the one before (PlayPacer). The force
+            list is left alone while playing and sent once, where Play stops."""
+            n = _whole(steps, "Tokens to play")
+            if not 1 <= n <= MAX_PLAY_STEPS:
+                raise SessionError(f"Tokens to play must be from 1 to {MAX_PLAY_STEPS}, got {n}.")
+            session = app.store.get(request.session_hash)
+
+            def still_shown():  # the page's session is still this one (not a new text, nor an expired one)
+                try:
+                    return app.store.get(request.session_hash) is session
+                except SessionError:
+                    return False
+
+            token = PLAYS.open()
+            try:
+                for done in range(1, n + 1):
+                    if done > 1 and not still_shown():
+                        break
+                    advance(session, cfg)
+                    text_and_status, tab_chart, _ = app.answer(session, cfg, view)
+                    PLAYS.expect(token)
+                    yield text_and_status, tab_chart, gr.skip(), play_marker(token, done, n)
+                    if not PLAYS.wait(token) or session.finished or len(session.ids) >= session.max_tokens:
+                        break  # stopped, or the page is gone; the text ended, or is full
+            finally:
+                PLAYS.close(token)
+            yield gr.skip(), gr.skip(), app.views(session, cfg, view)[2] if still_shown() else gr.skip(), ""
 
         @page_handler("token_id")
         def force_token(request, token_id, cfg, view):
@@ -587,7 +701,12 @@ def build(app: App, default_model: str) -> gr.Blocks:
                       attn_text, kv_text, measure, timing_text, calc_text, layer, head, export_btn, import_btn]
         lang.change(set_language, page_in, relabelled + step_out, api_name="set_language", **view_events)
         demo.load(None, None, lang, js="() => (navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en'")
-        play.click(None, [play_steps], None, js="(n) => window.tbtPlay(n)")
+        # Play: the page's button toggles it (assets/app.js), a hidden one starts the streaming request.
+        play.click(None, None, None, js="() => window.tbtPlay()")
+        play_run = gr.Button("play", elem_classes="tbt-hidden", elem_id="tbt-play-run")
+        play_run.click(play_tokens, [play_steps, *page_in], [*step_out, play_box], api_name="play",
+                       concurrency_id="play", concurrency_limit=MODEL_CONCURRENCY, show_progress="hidden").then(
+            None, None, None, js="() => window.tbtPlayEnded()")
         def on_unload(request: gr.Request):
             app.store.drop(request.session_hash)
 
@@ -624,14 +743,29 @@ def main(argv=None) -> None:
     launch(demo, args.host, args.port)
 
 
-def launch(demo: gr.Blocks, host: str, port: int | None, **kwargs):
+def launch(demo: gr.Blocks, host: str, port: int | None, prevent_thread_lock: bool = False, **kwargs):
     """Queue sized for a 2-core machine (one model step at a time, a bounded wait list), then serve."""
     demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
     plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
-    return demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], css=viz.PAGE_CSS,
-                       head=f'<script src="/gradio_api/file={plotly_js}"></script>', head_paths=[ASSETS / "app.js"],
-                       allowed_paths=[str(plotly_js)], show_error=True, theme=gr.themes.Default(),
-                       run_history=False, **kwargs)  # run history: the browser rewrote it every step
+    served = demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], css=viz.PAGE_CSS,
+                         head=f'<script src="/gradio_api/file={plotly_js}"></script>', head_paths=[ASSETS / "app.js"],
+                         allowed_paths=[str(plotly_js)], show_error=True, theme=gr.themes.Default(),
+                         run_history=False, prevent_thread_lock=True, **kwargs)  # run history: rewritten every step
+    # The page's word on its Play: not a queued event (an event costs the page about 45 ms of work, a step's
+    # budget), and it runs nothing: it only lets the Play's streaming request, which is queued, go on or stop.
+    demo.app.add_api_route("/tbt/play/{token}/{what}", pace_play, methods=["POST"])
+    if not prevent_thread_lock:
+        demo.block_thread()
+    return served
+
+
+async def pace_play(token: str, what: str):
+    """POST /tbt/play/<token>/shown (the page took the last step) or /stop."""
+    if what not in ("shown", "stop"):
+        raise HTTPException(404, "Say 'shown' or 'stop'.")
+    if not PLAYS.signal(token, what):
+        raise HTTPException(404, "No such Play: it has ended.")
+    return {"ok": True}
 
 
 if __name__ == "__main__":

@@ -6,39 +6,52 @@
   const ended = () => { const m = el("tbt-marker"); return m && m.dataset.ended === "1"; };
   const click = (id) => { const b = el(id); if (b) b.click(); };
 
-  // Resolves true as soon as the page shows a step other than `rev` (false after timeoutMs).
-  function waitForNewStep(rev, timeoutMs) {
-    return new Promise((resolve) => {
-      if (marker() !== rev) return resolve(true);
-      const observer = new MutationObserver(() => { if (marker() !== rev) done(true); });
-      const timer = setTimeout(() => done(false), timeoutMs);
-      const done = (shown) => { observer.disconnect(); clearTimeout(timer); resolve(shown); };
-      observer.observe(document.documentElement, {childList: true, subtree: true, attributes: true,
-                                                  attributeFilter: ["data-rev"]});
-    });
-  }
-
-  // Play: press Next token, wait until the page shows the new step, repeat (n at most). Each step is its own
-  // request, so a playing presenter never holds the server for others.
-  let playing = false;
-  window.tbtPlay = async (n) => {
-    if (playing) { playing = false; return; }
-    playing = true;
+  // Play: one streaming request (app.py, play_tokens) sends the steps one by one. The page says when it has
+  // taken each (POST /tbt/play/<token>/shown, before drawing it); only then does the server send the next,
+  // computed meanwhile. Play so goes as fast as this page draws, never ahead of it, and Gradio's work per
+  // step is one message, not a whole event (about 45 ms of this page's work each).
+  let playing = false, stopAsked = false, stopSent = false, takenRev = null, staleToken = null;
+  const playToken = () => { const p = el("tbt-playing"); return p && p.dataset.token !== staleToken ? p.dataset.token : null; };
+  const playButton = (on) => {
     const button = el("tbt-play");
-    const label = button ? button.textContent : "";
-    if (button) button.textContent = "⏸ " + label;
-    for (let i = 0; i < (Number(n) || 20) && playing && !ended(); i++) {
-      const rev = marker();
-      click("tbt-next");
-      // The next click goes out as soon as the page has taken this answer (a click while Gradio still holds
-      // the event is dropped), before its charts are drawn at the next frame (below): the server computes
-      // the next step while the browser draws this one.
-      if (!(await waitForNewStep(rev, 20000))) break;
-      await new Promise((r) => setTimeout(r, 0));
-    }
-    playing = false;
-    if (button) button.textContent = label;
+    if (!button) return;
+    if (on) { button.dataset.label = button.textContent; button.textContent = "⏸ " + button.textContent; }
+    else if (button.dataset.label) { button.textContent = button.dataset.label; delete button.dataset.label; }
   };
+  const tellPlay = (what) => {  // -> false if this Play's token has not arrived yet
+    const token = playToken();
+    if (!token) return false;
+    const root = (window.gradio_config && window.gradio_config.root) || "";
+    fetch(`${root}/tbt/play/${token}/${what}`, {method: "POST"}).catch(() => {});
+    return true;
+  };
+  window.tbtPlay = () => {
+    if (playing) {  // stop after the step under way (before the first one arrives: when it does)
+      if (!stopSent) stopSent = tellPlay("stop");
+      stopAsked = !stopSent;
+      return;
+    }
+    if (ended()) return;
+    playing = true;
+    stopAsked = stopSent = false;
+    takenRev = marker();
+    staleToken = (el("tbt-playing") && el("tbt-playing").dataset.token) || null;  // left by a Play that failed
+    clearTimeout(aheadTimer);
+    playButton(true);
+    click("tbt-play-run");
+  };
+  window.tbtPlayEnded = () => {  // the request is over: stopped, done, the text ended, or an error
+    if (!playing) return;
+    playing = false;
+    playButton(false);
+    askAhead();
+  };
+  function taken() {  // a new step is in the page: say so, so the server sends the next one while it is drawn
+    const rev = marker();
+    if (!playing || stopSent || rev === takenRev || !playToken()) return;  // (stopped: the Play has ended)
+    takenRev = rev;
+    stopSent = tellPlay(stopAsked ? "stop" : "shown") && stopAsked;
+  }
 
   // Charts: each figure arrives as plotly JSON in a hidden carrier (viz.page.figure_carrier) and is drawn
   // with Plotly.react into its plot, which stays on the page: a step re-draws the chart in place, once.
@@ -190,8 +203,9 @@
     aheadTimer = setTimeout(() => requestIdleCallback(() => { if (!playing) click("tbt-ahead-btn"); }), AHEAD_AFTER_MS);
   };
   document.addEventListener("click", (e) => {  // a change asked for meanwhile: the chart ahead would be for nothing
-    if (e.target.closest && e.target.closest("#tbt-next, #tbt-back, #tbt-reset, #tbt-start, #tbt-force-btn, #tbt-goto-btn, #tbt-play"))
-      clearTimeout(aheadTimer);
+    if (!(e.target.closest && e.target.closest("#tbt-next, #tbt-back, #tbt-reset, #tbt-start, #tbt-force-btn, #tbt-goto-btn, #tbt-play"))) return;
+    clearTimeout(aheadTimer);
+    if (playing && !e.target.closest("#tbt-play")) window.tbtPlay();  // another step asked for: Play stops
   }, true);
   function drawAhead(rev) {
     const holder = document.querySelector(".tbt-figahead"), target = el("tbt-fig-candidates");
@@ -262,15 +276,9 @@
   document.addEventListener("input", onTemperature, true);
   document.addEventListener("pointerdown", onTemperature, true);
   document.addEventListener("focusin", onTemperature, true);
-  // A chart is drawn as soon as its answer is in the page, a frame sooner than at the next frame. While Play
-  // runs it waits for that frame instead, so that Play's next click goes out first (see tbtPlay).
-  let drawPending = false;
-  const scheduleDraw = () => {
-    if (drawPending) return;
-    if (!playing) return drawCharts();
-    drawPending = true;
-    requestAnimationFrame(() => { drawPending = false; drawCharts(); });
-  };
+  // A chart is drawn as soon as its answer is in the page, a frame sooner than at the next frame. A Play step
+  // is said taken first (its carrier is read in this same task, so the next step cannot overwrite it).
+  const scheduleDraw = () => { taken(); drawCharts(); };
   new MutationObserver(scheduleDraw).observe(document.documentElement, {childList: true, subtree: true, characterData: true,
                                                                        attributes: true, attributeFilter: ["data-rev"]});
 

@@ -4,7 +4,9 @@
 
 Each student is a gradio_client.Client (its own session) in its own thread: /start, then /next_token every
 1-3 s (a seeded random.Random per student). In the second scenario a third of the students press Play:
-up to 30 /next_token back-to-back, then a pause of a few seconds. Each scenario gets a fresh server process
+/play for 15-30 tokens, saying each step taken as the page does (POST /tbt/play/<token>/shown) as soon as it
+arrives, then a pause of a few seconds. A player's step latency is the time from saying the last step taken
+(or from pressing Play) to the next step's arrival. Each scenario gets a fresh server process
 (so one scenario's sessions do not fill the next one's store) started with Gradio's profiling on, which
 splits each request's time into queue wait, handler (fn_call) and postprocess on the server.
 
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 import ssl
 import statistics
 import threading
@@ -106,15 +109,13 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
                     student.start_latency_s.append(seconds)
                     started = True
                     continue
-                burst = rng.randint(PLAY_BURST // 2, PLAY_BURST) if student.plays else 1
-                for _ in range(burst):
-                    if time.monotonic() >= deadline or stop.is_set():
-                        break
+                if student.plays:
+                    result = play(client, url, rng.randint(PLAY_BURST // 2, PLAY_BURST), student, deadline, stop)
+                else:
                     result, seconds = call(client, "/next_token", **DEFAULTS)
                     student.step_latency_s.append(seconds)
-                    if ended(result) or "512 of 512" in str(result[0]):
-                        call(client, "/reset", **DEFAULTS)  # what a student does at the end of the text
-                        break
+                if ended(result) or "512 of 512" in str(result[0]):
+                    call(client, "/reset", **DEFAULTS)  # what a student does at the end of the text
             except Exception as err:  # noqa: BLE001
                 student.errors.append(error_text(err))
                 if "No text yet" in str(err) or "idle" in str(err):
@@ -123,6 +124,32 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
             stop.wait(min(pause, max(0.0, deadline - time.monotonic())))
     finally:
         client.close()
+
+
+def play(client, url: str, n: int, student: Student, deadline: float, stop: threading.Event):
+    """Press Play for n tokens and take each step as the page does; returns the last step's outputs."""
+    import httpx
+
+    job = client.submit(n, **DEFAULTS, api_name="/play")
+    asked, seen, last = time.perf_counter(), 0, None
+    while not job.done() or len(job.outputs()) > seen:
+        outputs = job.outputs()
+        if len(outputs) == seen:
+            if time.perf_counter() - asked > REQUEST_TIMEOUT_S:
+                job.cancel()
+                raise TimeoutError(f"/play sent no step for {REQUEST_TIMEOUT_S:.0f} s")
+            time.sleep(0.005)
+            continue
+        seen, out = len(outputs), outputs[-1]
+        token = re.search(r'data-token="([^"]+)"', str(out[3]))
+        if token:  # a step (the last output only sends the force list and ends the Play)
+            student.step_latency_s.append(time.perf_counter() - asked)
+            last = out
+            what = "stop" if time.monotonic() >= deadline or stop.is_set() else "shown"
+            asked = time.perf_counter()
+            httpx.post(f"{url.rstrip('/')}/tbt/play/{token.group(1)}/{what}", timeout=REQUEST_TIMEOUT_S)
+    job.result(timeout=REQUEST_TIMEOUT_S)  # raises the server's error, if there was one
+    return last or [""]
 
 
 class RssMonitor(threading.Thread):

@@ -4,6 +4,7 @@ import re
 import threading
 import time
 
+import httpx
 import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
@@ -252,3 +253,86 @@ def test_the_chart_drawn_ahead_is_the_next_steps_own_chart(client):
         key = re.search(r'data-key="(\w+)"', stepped[1]).group(1)  # what the step's chart shows
         assert f'data-key="{key}"' in ahead and f'data-t="{temperature:.2f}"' in ahead
         assert carried_figure(ahead) == figure(stepped)
+
+
+# ---- Play: one streaming request, paced by the page ----------------------------------------------------------
+def play_token(result) -> str:
+    return re.search(r'id="tbt-playing" data-token="([^"]+)"', result[3]).group(1)
+
+
+def tell_play(url, token, what):
+    return httpx.post(f"{url.rstrip('/')}/tbt/play/{token}/{what}", timeout=10)
+
+
+def wait_outputs(job, n, timeout=60):
+    """The job's outputs once there are n of them (or it ended)."""
+    deadline = time.monotonic() + timeout
+    while len(job.outputs()) < n and not job.done() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return job.outputs()
+
+
+def test_play_sends_each_step_once_the_page_took_the_one_before(client, server):
+    page, url = server
+    start(client)
+    job = client.submit(4, **{**DEFAULTS, "temperature": 0}, api_name="/play")
+    steps = []
+    for k in range(1, 5):
+        outputs = wait_outputs(job, k)
+        assert len(outputs) == k, "a step did not arrive after the page took the one before"
+        steps.append(outputs[-1])
+        assert step_of(steps[-1]) == k
+        if k == 1:  # not taken yet: no second step is sent, but its forward pass is computed meanwhile
+            time.sleep(1.0)
+            session = page.store.get(client.session_hash)
+            assert len(job.outputs()) == 1 and len(session.steps) == 1 and session.prefetched is not None
+        assert tell_play(url, play_token(steps[-1]), "shown").status_code == 200
+    job.result(timeout=60)
+    final = job.outputs()[-1]
+    assert final[3] == ""  # the page's Play marker is cleared
+    assert tell_play(url, play_token(steps[-1]), "shown").status_code == 404  # that Play is over
+
+    other = Client(url, verbose=False)  # the same four steps, one Next token at a time
+    try:
+        start(other)
+        by_next = [call(other, "/next_token", temperature=0) for _ in range(4)]
+        assert [chip_texts(r) for r in by_next] == [chip_texts(r) for r in steps]
+        assert [figure(r)["layout"]["title"]["text"] for r in by_next] == [figure(r)["layout"]["title"]["text"]
+                                                                           for r in steps]
+        assert final[2] == by_next[-1][2] and final[2]  # the force list, sent once where Play stopped
+    finally:
+        server[0].store.drop(other.session_hash)
+
+
+def test_play_stops_when_asked_or_when_the_page_is_gone(client, server, monkeypatch):
+    page, url = server
+    start(client)
+    job = client.submit(50, **DEFAULTS, api_name="/play")
+    first = wait_outputs(job, 1)[0]
+    assert tell_play(url, play_token(first), "stop").status_code == 200
+    job.result(timeout=60)
+    assert len(page.store.get(client.session_hash).steps) == 1 and job.outputs()[-1][3] == ""
+
+    monkeypatch.setattr(app_module, "PLAY_WAIT_S", 0.5)  # the page never says it took a step: its tab closed
+    job = client.submit(50, **DEFAULTS, api_name="/play")
+    job.result(timeout=60)
+    assert len(page.store.get(client.session_hash).steps) == 2
+
+
+def test_the_play_route_knows_only_plays_that_run(server):
+    _, url = server
+    assert tell_play(url, "no-such-play", "shown").status_code == 404
+    assert tell_play(url, "no-such-play", "pause").status_code == 404
+    assert httpx.get(f"{url.rstrip('/')}/tbt/play/x/shown", timeout=10).status_code in (404, 405)
+
+
+def test_play_ends_when_its_page_starts_another_text(client, server):
+    page, url = server
+    start(client)
+    job = client.submit(50, **DEFAULTS, api_name="/play")
+    first = wait_outputs(job, 1)[0]
+    start(client, "Another text")  # Start pressed meanwhile (the page also stops Play; this one did not)
+    assert tell_play(url, play_token(first), "shown").status_code == 200
+    job.result(timeout=60)
+    session = page.store.get(client.session_hash)
+    assert session.prefill.prompt == "Another text" and len(session.steps) == 0  # Play stepped the old text only

@@ -293,6 +293,15 @@ def test_back_too_far_or_not_a_count(server, alice, bob, steps, message):
     refused(server, alice, bob, lambda: call(alice, "/back", steps), message)
 
 
+@pytest.mark.parametrize("steps, message", [
+    (0, r"Tokens to play: Value 0 is less than minimum value 1"),
+    (201, r"Tokens to play: Value 201 is greater than maximum value 200"),
+    (2.5, r"Tokens to play must be a whole number, got 2.5"), ("five", WRONG_TYPE),
+])
+def test_play_a_bad_number_of_tokens(server, alice, bob, steps, message):
+    refused(server, alice, bob, lambda: call(alice, "/play", steps), message)
+
+
 def test_back_nan_and_infinity(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: call(alice, "/back", math.nan), r"steps must be a whole number, got nan")
     refused(server, alice, bob, lambda: call(alice, "/back", math.inf), r"steps must be a whole number, got inf")
@@ -312,7 +321,7 @@ def test_go_to_nan(server, alice, bob, raw_json):
 # ---- 6. no session, an expired session ---------------------------------------------------------------------
 @pytest.mark.parametrize("api, leading, message", [
     ("/next_token", (), r"No text yet"), ("/back", (1,), r"No text yet"), ("/force", (5,), r"No text yet"),
-    ("/rederive", (), r"No text yet"),
+    ("/rederive", (), r"No text yet"), ("/play", (3,), r"No text yet"),
 ])
 def test_a_session_that_was_never_started(server, bob, api, leading, message):
     page, url = server

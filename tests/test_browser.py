@@ -35,6 +35,7 @@ def page(url):
         tab.problems = []
         tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
         tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+        tab.on("response", lambda r: r.status >= 400 and tab.problems.append(f"{r.status} {r.request.method} {r.url}"))
         tab.goto(url)
         yield tab
         browser.close()
@@ -188,3 +189,42 @@ def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
                      "visible": "visible", "old": "hidden"}
     assert "Next token (position 6)" in page.locator("#tbt-cap-candidates").inner_text()
     assert page.problems == []
+
+
+def test_play_shows_every_step_drawn_then_stops_when_pressed_again(page):
+    marker(page).wait_for(timeout=60_000)
+    page.locator("#tbt-prompt textarea").fill("Once upon a time")
+    rev = marker(page).get_attribute("data-rev")
+    page.locator("#tbt-start").click()
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+    plot_drawn(page, "tbt-plot-candidates")
+    page.evaluate("""() => { window.shownPositions = [];  // the position of each candidate chart shown
+        document.addEventListener('tbt-shown', (e) => window.shownPositions.push(
+            /position (\\d+)/.exec(document.getElementById('tbt-cap-candidates').textContent)[1])); }""")
+    box = page.locator("#tbt-play-steps input[type='number']")
+    box.fill("4")
+    box.press("Tab")
+    first = int(page.evaluate("() => /position (\\d+)/.exec(document.getElementById('tbt-cap-candidates').textContent)[1]"))
+    label = page.locator("#tbt-play").inner_text()
+    page.locator("#tbt-play").click()
+    wait_for_step(page, 4)
+    page.wait_for_function(f"() => document.getElementById('tbt-play').textContent.trim() === '{label.strip()}'",
+                           timeout=30_000)  # the button says Play again: the request is over
+    shown = [int(p) for p in page.evaluate("() => window.shownPositions")]
+    assert shown == [first + k for k in range(1, 5)]  # each step's chart was shown, none skipped, none twice
+    assert page.locator("#tbt-chips .tbt-gen").count() == 4
+    assert page.locator("#tbt-playing").count() == 0
+    assert page.locator("#tbt-force input").count() == 1  # the force list is back (sent where Play stopped)
+
+    box.fill("100")
+    box.press("Tab")
+    page.locator("#tbt-play").click()
+    wait_for_step(page, 5)
+    assert page.locator("#tbt-play").inner_text().startswith("⏸")
+    page.evaluate("() => document.getElementById('tbt-play').click()")  # pressed again: stops after the step under way
+    page.wait_for_function(f"() => document.getElementById('tbt-play').textContent.trim() === '{label.strip()}'",
+                           timeout=30_000)
+    stopped = int(marker(page).get_attribute("data-step"))
+    page.wait_for_timeout(1000)
+    assert int(marker(page).get_attribute("data-step")) == stopped < 30  # of 100
+    assert not page.problems
