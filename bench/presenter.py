@@ -330,6 +330,38 @@ def time_play(page, n: int) -> dict:
     return out
 
 
+class PlayCpu:
+    """CPU time during Play, split: the server (and its busiest thread, the batcher's decode worker) and the
+    rest of this benchmark's processes (the browser, mostly). Two cores give 2 x the wall time to share."""
+
+    def __init__(self, server: AppServer):
+        import psutil
+
+        self.server = psutil.Process(server.pid)
+
+    def _now(self):
+        from bench.appserver import _tree_cpu_s
+
+        t = self.server.cpu_times()
+        threads = {th.id: th.user_time + th.system_time for th in self.server.threads()}
+        return time.perf_counter(), _tree_cpu_s(), t.user + t.system, threads
+
+    def __enter__(self):
+        self._start = self._now()
+        return self
+
+    def __exit__(self, *exc):
+        self._end = self._now()
+        return False
+
+    def per_step(self, steps: int) -> dict:
+        (w0, tree0, srv0, th0), (w1, tree1, srv1, th1) = self._start, self._end
+        busiest = max((th1[k] - th0.get(k, 0.0) for k in th1), default=0.0)
+        ms = lambda seconds: round(seconds * 1000 / max(steps, 1), 1)  # noqa: E731
+        return {"wall": ms(w1 - w0), "server": ms(srv1 - srv0), "server_decode_thread": ms(busiest),
+                "browser_and_bench": ms((tree1 - tree0) - (srv1 - srv0))}
+
+
 def open_page(browser, url: str):
     """A fresh page (its own session, nothing stored by earlier runs), with the app started on load."""
     context = browser.new_context(viewport={"width": 1280, "height": 800}, locale="en-US")
@@ -370,9 +402,9 @@ def run(steps: int, moves: int, play_n: int, pause_s: float, server_env: dict[st
                 page.context.close()
             page = open_page(browser, server.url)
             restart(page, SHORT_PROMPT)
-            with OthersWatch() as watch:
+            with OthersWatch() as watch, PlayCpu(server) as cpu:
                 results["play"] = time_play(page, play_n)
-            results["play"]["other_cpu_share"] = watch.share
+            results["play"].update(other_cpu_share=watch.share, cpu_ms_per_step=cpu.per_step(results["play"]["steps_shown"]))
             results["page_errors"] += page.problems
         finally:
             browser.close()
@@ -399,6 +431,7 @@ def report(results: dict) -> str:
                      r["response_ms"]["median"], r["browser_render_ms"]["median"], drift, f"{size['mean']:,.0f}",
                      f"<= {target}", "met" if lat["median"] <= target else "MISSED", f"{r['other_cpu_share']:.0%}"])
     play = results["play"]
+    cpu = play.get("cpu_ms_per_step")
     rows.append(["Play: tokens/s (from click; steady)", "", play["steps_shown"], play["tokens_per_s"],
                  play["tokens_per_s_steady"], "", "", "", "", "", f">= {TARGET_PLAY_TOKENS_PER_S}",
                  "met" if play["tokens_per_s"] >= TARGET_PLAY_TOKENS_PER_S else "MISSED", f"{play['other_cpu_share']:.0%}"])
@@ -415,7 +448,10 @@ def report(results: dict) -> str:
         + "".join(f"\ntemperature moves, {name} text: " + ", ".join(
             f"{r['n']} {how} (median {r['median']:.0f} ms)" for how, r in results[f"temperature_{name}"]["moves_by_how"].items())
             for name in ("short", "long"))
-        + "  [ready: drawn ahead, only shown; drawn: drawn at the move]")
+        + "  [ready: drawn ahead, only shown; drawn: drawn at the move]"
+        + (f"\nPlay, CPU per step shown: server {cpu['server']:.0f} ms (of it the decode pass's thread "
+           f"{cpu['server_decode_thread']:.0f} ms), browser and benchmark {cpu['browser_and_bench']:.0f} ms; "
+           f"the two cores give {2 * cpu['wall']:.0f} ms (2 x {cpu['wall']:.0f} ms of wall time)" if cpu else ""))
 
 
 def main(argv=None) -> None:
