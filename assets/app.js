@@ -12,11 +12,12 @@
   // step is one message, not a whole event (about 45 ms of this page's work each).
   let playing = false, stopAsked = false, stopSent = false, takenRev = null, staleToken = null;
   const playToken = () => { const p = el("tbt-playing"); return p && p.dataset.token !== staleToken ? p.dataset.token : null; };
-  const playButton = (on) => {
+  const PAUSE = "▮▮ ";  // (⏸ has no glyph in common fonts: Debian's Chromium drew an empty box)
+  const playButton = (on) => {  // the button's own label stays (the language switch may change it meanwhile)
     const button = el("tbt-play");
     if (!button) return;
-    if (on) { button.dataset.label = button.textContent; button.textContent = "⏸ " + button.textContent; }
-    else if (button.dataset.label) { button.textContent = button.dataset.label; delete button.dataset.label; }
+    const label = button.textContent.startsWith(PAUSE) ? button.textContent.slice(PAUSE.length) : button.textContent;
+    button.textContent = on ? PAUSE + label : label;
   };
   const tellPlay = (what) => {  // -> false if this Play's token has not arrived yet
     const token = playToken();

@@ -220,7 +220,7 @@ def test_play_shows_every_step_drawn_then_stops_when_pressed_again(page):
     box.press("Tab")
     page.locator("#tbt-play").click()
     wait_for_step(page, 5)
-    assert page.locator("#tbt-play").inner_text().startswith("⏸")
+    assert page.locator("#tbt-play").inner_text().startswith("▮▮")
     page.evaluate("() => document.getElementById('tbt-play').click()")  # pressed again: stops after the step under way
     page.wait_for_function(f"() => document.getElementById('tbt-play').textContent.trim() === '{label.strip()}'",
                            timeout=30_000)
