@@ -11,7 +11,8 @@ Next token is timed clicked back to back, and with a pause between a step shown 
 presenter reading it), in which the page draws the next step's chart ahead. A temperature move is done when
 the chart shows that temperature: its page of the flipbook (drawn ahead from the bundle of every
 temperature, after the first move at a step), or drawn into the plot. A Play step counts once the marker
-shows it and its candidate chart is shown. Bytes are counted with the DevTools protocol
+shows it and its candidate chart is shown; the Play run also splits the CPU of a step between the server
+(and its decode thread) and the browser. Bytes are counted with the DevTools protocol
 (Network.dataReceived: bytes on the wire, headers excluded; Network.eventSourceMessageReceived: the JSON of
 each server-sent event).
 """
