@@ -132,32 +132,35 @@ def test_temperature_moves_show_pages_drawn_ahead_and_the_answers_do_not_draw_ag
                               window.draws = 0; gd.on('plotly_afterplot', () => window.draws++); }""")
     box.fill("1.5")
     box.press("Enter")
-    shown = "[...document.querySelectorAll('.tbt-flippage')].filter((d) => d.style.visibility === 'visible')"
+    shown = "[...document.querySelectorAll('.tbt-flippage')].filter((d) => !d.hasAttribute('data-tbt-off'))"
     page.wait_for_function(f"() => {shown}.length === 1 && {shown}[0].dataset.t === '1.50'", timeout=5_000)
-    # The page is the bundle's chart for 1.50, its title is in the caption, and the plot is hidden under it.
+    # The page is the bundle's chart for 1.50, its title is in the caption, and the plot is out of sight under it
+    # (moved off the page: app.css), the page where it was.
     same = page.evaluate(f"""() => {{
         const fig = JSON.parse(document.querySelector('.tbt-figbundle').textContent)['1.50'], div = {shown}[0];
         const caption = document.getElementById('tbt-cap-candidates').dataset.html;
         return [JSON.stringify(div.data.map((d) => d.x)) === JSON.stringify(fig.data.map((d) => d.x)),
                 caption.includes(fig.layout.title.subtitle.text),
-                getComputedStyle(document.getElementById('tbt-fig-candidates')).visibility]; }}""")
-    assert same == [True, True, "hidden"]
+                document.getElementById('tbt-fig-candidates').getBoundingClientRect().right > 0,
+                Math.abs(div.getBoundingClientRect().top - document.querySelector('.tbt-stack').getBoundingClientRect().top) < 1,
+                div.getBoundingClientRect().right > 0]; }}""")
+    assert same == [True, True, False, True, True]
     page.wait_for_timeout(1500)  # the server's answer to the move arrives, is the same chart, and is not drawn
     assert page.evaluate("() => window.draws") == 0
     assert page.evaluate(f"() => {shown}.map((d) => d.dataset.t)") == ["1.50"]
     assert page.evaluate("() => document.getElementById('tbt-fig-candidates').dataset.t") == "1.50"
     # The page shown is a live chart: hovering a bar shows its candidate
-    bars = page.locator(".tbt-flippage[style*='visible'] g.trace.bars path").evaluate_all(
+    bars = page.locator("#tbt-plot-candidates .tbt-flippage:not([data-tbt-off]) g.trace.bars path").evaluate_all(
         "ps => ps.map((p) => { const r = p.getBoundingClientRect(); return [r.width, r.x + r.width / 2, r.y + r.height / 2]; })")
     _, x, y = max(bars)  # the widest bar; plotly's drag layer above it takes the hover
     page.mouse.move(x, y)
-    page.wait_for_function("() => document.querySelector('.tbt-flippage[style*=\"visible\"] .hoverlayer')"
+    page.wait_for_function("() => document.querySelector('.tbt-flippage:not([data-tbt-off]) .hoverlayer')"
                            "?.textContent.includes('rank')", timeout=5_000)
     # A step closes the book: the plot is shown again, with the new step's chart
     page.locator("#tbt-next").click()
     wait_for_step(page, 1)
     page.wait_for_function("() => window.draws >= 1 && !document.querySelector('.tbt-flippage')", timeout=30_000)
-    assert page.evaluate("() => getComputedStyle(document.getElementById('tbt-fig-candidates')).visibility") == "visible"
+    assert page.evaluate("() => document.getElementById('tbt-fig-candidates').getBoundingClientRect().right > 0")
     assert page.problems == []
 
 
@@ -165,13 +168,14 @@ def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
     marker(page).wait_for(timeout=60_000)
     plot_drawn(page, "tbt-plot-candidates")
     # After the step on load, the page asks for the next step's chart and draws it, hidden (assets/app.js)
-    page.wait_for_function("() => document.querySelector('#tbt-plot-candidates .tbt-ahead g.trace')", timeout=30_000)
+    page.wait_for_function("() => document.querySelector('#tbt-plot-candidates [data-tbt-ahead] g.trace')", timeout=30_000)
     page.evaluate("""() => {
         window.draws = 0;
         for (const gd of document.querySelectorAll('#tbt-plot-candidates .js-plotly-plot'))
             gd.on('plotly_afterplot', () => window.draws++);
-        window.drawnAhead = document.querySelector('#tbt-plot-candidates .tbt-ahead');
+        window.drawnAhead = document.querySelector('#tbt-plot-candidates [data-tbt-ahead]');
         window.plotBefore = document.getElementById('tbt-fig-candidates');
+        window.topBefore = window.plotBefore.getBoundingClientRect().top;
         document.addEventListener('tbt-shown', () => { window.drawsWhenShown = window.draws; }, {once: true});
     }""")
     page.locator("#tbt-next").click()
@@ -183,10 +187,13 @@ def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
         return {same_plot: gd === window.drawnAhead, draws: window.drawsWhenShown,
                 same_bars: JSON.stringify(gd.data.map((d) => d.x)) === JSON.stringify(fig.data.map((d) => d.x)),
                 same_caption: document.getElementById('tbt-cap-candidates').dataset.html.includes(fig.layout.title.text),
-                visible: getComputedStyle(gd).visibility, old: getComputedStyle(window.plotBefore).visibility};
+                on_page: gd.getBoundingClientRect().right > 0,  // the old plot is moved off the page (app.css)
+                old_on_page: window.plotBefore.getBoundingClientRect().right > 0,
+                at_the_old_place: Math.abs(gd.getBoundingClientRect().top - window.topBefore) < 1,
+                hidden_for_readers: window.plotBefore.getAttribute('aria-hidden') === 'true' && !gd.hasAttribute('aria-hidden')};
     }""")
-    assert shown == {"same_plot": True, "draws": 0, "same_bars": True, "same_caption": True,
-                     "visible": "visible", "old": "hidden"}
+    assert shown == {"same_plot": True, "draws": 0, "same_bars": True, "same_caption": True, "on_page": True,
+                     "old_on_page": False, "at_the_old_place": True, "hidden_for_readers": True}
     assert "Next token (position 6)" in page.locator("#tbt-cap-candidates").inner_text()
     assert page.problems == []
 
