@@ -335,4 +335,5 @@ def test_play_ends_when_its_page_starts_another_text(client, server):
     assert tell_play(url, play_token(first), "shown").status_code == 200
     job.result(timeout=60)
     session = page.store.get(client.session_hash)
-    assert session.prefill.prompt == "Another text" and len(session.steps) == 0  # Play stepped the old text only
+    assert session.prefill.prompt == "Another text" and len(session.steps) == 0
+    assert [step_of(o) for o in job.outputs() if o[3]] == [1]  # no step of the old text was sent after Start
