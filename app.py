@@ -380,7 +380,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
                                       (L("order_temperature_last"), "temperature_last")],
                                      value="transformers", label=L("order"))
                     seed = gr.Number(0, label=L("seed"), minimum=0, precision=0)
-                    play_steps = gr.Slider(1, 200, 20, step=1, label=L("play_steps"), elem_id="tbt-play-steps")
+                    play_steps = gr.Slider(1, MAX_PLAY_STEPS, 20, step=1, label=L("play_steps"), elem_id="tbt-play-steps")
                 shortcuts = gr.Markdown(L("shortcuts"), elem_classes="tbt-small")
             with gr.Column(scale=3):
                 text = gr.HTML(label="Text", elem_id="tbt-text")  # the chips, and the status line under them
@@ -467,9 +467,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
         def play_tokens(request, steps, cfg, view):
             """Up to `steps` Next tokens, each sent once the page took the one before (PlayPacer). The force
             list is left alone while playing and sent once, where Play stops."""
-            n = _whole(steps, "Tokens to play")
-            if not 1 <= n <= MAX_PLAY_STEPS:
-                raise SessionError(f"Tokens to play must be from 1 to {MAX_PLAY_STEPS}, got {n}.")
+            n = _whole(steps, "Tokens to play")  # (its slider has already refused one out of range)
             session = app.store.get(request.session_hash)
 
             def still_shown():  # the page's session is still this one (not a new text, nor an expired one)
