@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import gradio as gr
-import plotly
 from fastapi import HTTPException
 
 import viz
@@ -26,6 +25,7 @@ from model.session import DecodeSession, SessionError, all_cores
 from model.sessions import ModelRegistry, SessionStore
 from model.timing import default_lengths, measure_cache_timing
 from model.trace import MAX_TRACE_BYTES, replay, to_trace
+from ui.protocol import page_assets
 from viz.i18n import t
 from viz.page import figure_bundle, figure_carrier, force_choices, status_html, text_panel
 
@@ -744,10 +744,7 @@ def main(argv=None) -> None:
 def launch(demo: gr.Blocks, host: str, port: int | None, prevent_thread_lock: bool = False, **kwargs):
     """Queue sized for a 2-core machine (one model step at a time, a bounded wait list), then serve."""
     demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
-    plotly_js = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
-    served = demo.launch(server_name=host, server_port=port, css_paths=[ASSETS / "app.css"], css=viz.PAGE_CSS,
-                         head=f'<script src="/gradio_api/file={plotly_js}"></script>', head_paths=[ASSETS / "app.js"],
-                         allowed_paths=[str(plotly_js)], show_error=True, theme=gr.themes.Default(),
+    served = demo.launch(server_name=host, server_port=port, **page_assets(), show_error=True, theme=gr.themes.Default(),
                          run_history=False, prevent_thread_lock=True, **kwargs)  # run history: rewritten every step
     # The page's word on its Play: not a queued event (an event costs the page about 45 ms of work, a step's
     # budget), and it runs nothing: it only lets the Play's streaming request, which is queued, go on or stop.

@@ -7,6 +7,7 @@ import pytest
 
 import app as app_module
 from model.sessions import ModelRegistry, SessionStore
+from viz.style import SMALL_SIZE, TITLE_SIZE
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -65,15 +66,20 @@ def test_step_three_times_see_every_chart_and_switch_language(page):
         page.locator("#tbt-next").click()
         wait_for_step(page, step)
     assert page.locator("#tbt-chips .tbt-gen").count() == 3
-    # The chips' look comes from the page's style sheet (viz.chips.CHIP_CSS), not from a <style> in each step
-    assert page.locator("#tbt-chips .tbt-gen").first.evaluate("e => getComputedStyle(e).borderRadius") == "5px"
+    # The chips' look comes from the page's style sheet (assets/app.css), not from a <style> in each step: a chip
+    # carries only its shade, which the sheet paints
+    chip = page.locator("#tbt-chips .tbt-gen").first.evaluate("""e => { const s = getComputedStyle(e);
+        return [s.borderRadius, s.fontSize, s.backgroundColor, s.getPropertyValue('--shade').trim(), e.getAttribute('style')]; }""")
+    assert chip[:2] == ["5px", "20px"] and chip[2].replace(" ", "") == chip[3].replace(" ", "") and chip[4] == f"--shade:{chip[3]}"
     assert page.locator("#tbt-chips style").count() == 0
     plot_drawn(page, "tbt-plot-candidates")
     assert "draw picks" in page.locator("#tbt-plot-candidates").inner_text()
-    # The title is drawn once, as HTML above the plot (app.js), not by plotly.js as well.
+    # The title is drawn once, as HTML above the plot (assets/js/charts.js), not by plotly.js as well.
     assert "Next token (position" in page.locator("#tbt-cap-candidates").inner_text()
-    title_px = page.locator("#tbt-cap-candidates .tbt-cap-title").evaluate("e => getComputedStyle(e).fontSize")
-    assert title_px == "20px"  # the caption's look (viz.style.CAPTION_CSS) reached the page
+    # the caption's look (assets/app.css, in viz.style's sizes: ui.protocol.css_variables) reached the page
+    caption_px = page.locator("#tbt-cap-candidates").evaluate(
+        "e => ['.tbt-cap-title', '.tbt-cap-sub'].map((c) => getComputedStyle(e.querySelector(c)).fontSize)")
+    assert caption_px == [f"{TITLE_SIZE}px", f"{SMALL_SIZE}px"] == ["20px", "14px"]
     assert page.evaluate("() => document.getElementById('tbt-fig-candidates').layout.title") is None
     assert page.locator("#tbt-fig-candidates .gtitle").count() == 0
 
@@ -125,7 +131,7 @@ def test_temperature_moves_show_pages_drawn_ahead_and_the_answers_do_not_draw_ag
     box.press("Enter")
     page.wait_for_function("() => document.querySelector('.tbt-figbundle')?.dataset.key === "
                            "document.getElementById('tbt-fig-candidates').dataset.key", timeout=30_000)
-    # Then the flipbook draws a page per temperature, one per idle moment (assets/app.js)
+    # Then the flipbook draws a page per temperature, one per idle moment (assets/js/flipbook.js)
     page.wait_for_function("() => [...document.querySelectorAll('#tbt-plot-candidates .tbt-flippage')]"
                            ".filter((d) => d.querySelector('g.trace')).length === 41", timeout=60_000)
     page.evaluate("""() => { const gd = document.getElementById('tbt-fig-candidates');
@@ -167,7 +173,7 @@ def test_temperature_moves_show_pages_drawn_ahead_and_the_answers_do_not_draw_ag
 def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
     marker(page).wait_for(timeout=60_000)
     plot_drawn(page, "tbt-plot-candidates")
-    # After the step on load, the page asks for the next step's chart and draws it, hidden (assets/app.js)
+    # After the step on load, the page asks for the next step's chart and draws it, hidden (assets/js/ahead.js)
     page.wait_for_function("() => document.querySelector('#tbt-plot-candidates [data-tbt-ahead] g.trace')", timeout=30_000)
     page.evaluate("""() => {
         window.draws = 0;

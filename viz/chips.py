@@ -8,22 +8,14 @@ from plotly.colors import sample_colorscale, unlabel_rgb
 
 from model.records import StepRecord, TokenInfo
 from viz.i18n import t
-from viz.style import FONT_FAMILY, format_prob
+from viz.style import format_prob
 
 SCALE = "Blues"  # sequential, single hue: reads the same for colour-blind students and in grey
 SCALE_RANGE = (0.22, 0.95)  # skip the near-white end so a chip of probability 0 still shows as a chip
-# The look chips share is stated once, in the page's style sheet (app.py passes viz.PAGE_CSS to the page):
-# each chip carries only its shade (--c) and whether its text is light (for dark shades). A <style> sent with the
-# text would be new on every step, and a new style sheet makes the browser restyle the whole page.
-CHIP_CSS = (
-    ".tbt-chip{display:inline-block;margin:2px 1px;padding:2px 5px;border-radius:5px;font-size:20px;"
-    f"line-height:1.5;white-space:pre;font-family:{FONT_FAMILY}}}"
-    ".tbt-prompt{background:#FFFFFF;color:#444;border:2px solid #BBBBBB}"  # outlined, never filled
-    ".tbt-gen{background:var(--c);border:2px solid var(--c);color:#111111}"
-    ".tbt-gen.tbt-light{color:#FFFFFF}"
-    ".tbt-gen.tbt-forced{border:2px dashed #000}"
-    ".tbt-space{font-style:normal;opacity:0.45}"
-)
+# The look chips share is stated once, in the page's style sheet (assets/app.css): each chip carries only its
+# own data, its shade (--shade) and whether its text is light (class tbt-light, for dark shades). A <style> sent
+# with the text would be new on every step, and a new style sheet makes the browser restyle the whole page.
+LIGHT_INK, DARK_INK = "#FFFFFF", "#111111"  # a chip's text on a dark shade, on a light one
 
 
 def chip_color(prob: float) -> tuple[str, str]:
@@ -37,15 +29,22 @@ def _shade(prob: float) -> tuple[str, str]:
     background = sample_colorscale(SCALE, [lo + (hi - lo) * prob])[0]
     r, g, b = unlabel_rgb(background)
     luminance = (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
-    return background, ("#FFFFFF" if luminance < 0.55 else "#111111")
+    return background, (LIGHT_INK if luminance < 0.55 else DARK_INK)
 
 
 def _chip(display: str, title: str, classes: str, shade: str | None = None, step: int | None = None) -> str:
     """One chip; a newline token is followed by line breaks so the chips keep the text's layout."""
-    data = (f' data-step="{step}"' if step is not None else "") + (f' style="--c:{shade}"' if shade else "")
+    data = (f' data-step="{step}"' if step is not None else "") + (f' style="--shade:{shade}"' if shade else "")
     text = html.escape(display, quote=False).replace("␣", '<i class="tbt-space">␣</i>')
     chip = f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}">{text}</span>'
     return chip + "<br>" * display.count("↵")
+
+
+def _swatch(prob: float) -> str:
+    """The legend's sample of the shade of probability `prob`."""
+    background, ink = chip_color(prob)
+    light = " tbt-light" if ink == LIGHT_INK else ""
+    return f'<span class="tbt-swatch{light}" style="--shade:{background}">{format_prob(prob)}</span>'
 
 
 def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], lang: str = "en") -> str:
@@ -53,8 +52,8 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
 
     Prompt chips have class "tbt-chip tbt-prompt". Generated chips have class "tbt-chip tbt-gen" (plus
     "tbt-forced" when the user forced the token), data-step="<step number>" so the page can go back to that
-    step on click, a shade from the T = 1 probability the model gave the token, and a tooltip with rank and
-    probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
+    step on click, a shade from the T = 1 probability the model gave the token (style="--shade:<colour>", and
+    class "tbt-light" when its text must be light), and a tooltip with rank and probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
     """
     prompt_title = t("chips_prompt", lang)
     chips = [_chip(tok.display, prompt_title, "tbt-chip tbt-prompt") for tok in prompt_tokens]
@@ -63,15 +62,11 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         prob = dist.chosen_candidate.prob_t1
         background, ink = chip_color(prob)
         title = t("chips_title", lang, step=step.step, rank=dist.chosen_rank, prob=format_prob(prob))
-        classes = "tbt-chip tbt-gen" + (" tbt-light" if ink == "#FFFFFF" else "")
+        classes = "tbt-chip tbt-gen" + (" tbt-light" if ink == LIGHT_INK else "")
         if dist.forced:
             title += " · " + t("chips_forced", lang)
             classes += " tbt-forced"
         chips.append(_chip(step.token.display, title, classes, background, step=step.step))
-    swatches = "".join(
-        f'<span style="display:inline-block;padding:0 6px;margin-left:3px;border-radius:4px;'
-        f'background:{chip_color(p)[0]};color:{chip_color(p)[1]}">{format_prob(p)}</span>'
-        for p in (0.01, 0.1, 0.5, 0.9))
-    legend = (f'<div class="tbt-chips-legend" style="font-size:15px;color:#444;margin-top:10px">'
-              f'{html.escape(t("chips_legend", lang))} {swatches}</div>')
-    return f'<div class="tbt-chips" lang="{lang}" style="line-height:2">{"".join(chips)}</div>{legend}'
+    swatches = "".join(_swatch(p) for p in (0.01, 0.1, 0.5, 0.9))
+    legend = f'<div class="tbt-chips-legend">{html.escape(t("chips_legend", lang))} {swatches}</div>'
+    return f'<div class="tbt-chips" lang="{lang}">{"".join(chips)}</div>{legend}'

@@ -42,17 +42,10 @@ SMALL_SIZE = 14  # the smallest text on any figure: still readable on a projecto
 
 BINARY_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
 # The height the title takes at the top of a figure: its pad and line, and each subtitle line. The page draws
-# titles as HTML above the plot instead (assets/app.js, in the look of CAPTION_CSS) and takes this much off
-# the top margin.
+# titles as HTML above the plot instead (assets/js/charts.js, in the look of assets/app.css, whose caption
+# sizes are TITLE_SIZE and SMALL_SIZE: ui.protocol.css_variables) and takes this much off the top margin.
 TITLE_PX = 38
 SUBTITLE_LINE_PX = 22
-
-
-CAPTION_CSS = (  # a chart's title and subtitle as the page draws them: as plotly would (base_layout)
-    f".tbt-caption{{padding:8px 10px 0 10px;font-family:{FONT_FAMILY}}}"
-    f".tbt-cap-title{{font-size:{TITLE_SIZE}px;color:{INK};line-height:1.35}}"
-    f".tbt-cap-sub{{font-size:{SMALL_SIZE}px;color:{MUTED};line-height:1.5;margin-top:2px}}"
-)
 
 
 # No plotly theme: applying one deep-copies it into every figure (about 40 ms and 6 KB of JSON each), and

@@ -1,0 +1,161 @@
+"""The page protocol, written down once: the ids and attributes the Python side writes and assets/js reads.
+
+Charts travel to the page as plotly JSON inside a hidden carrier element (figure_carrier): its class is the
+carrier's kind, its data attributes the envelope (target plot, key, temperature, revision), its text the
+payload. The JavaScript never retypes an id or an attribute: page_assets() hands it this table as window.TBT,
+before the scripts of assets/js, and puts the one style sheet (assets/app.css) on the page.
+"""
+from __future__ import annotations
+
+import html
+import itertools
+import json
+import re
+from pathlib import Path
+
+import plotly
+
+from viz.style import FONT_FAMILY, INK, MUTED, SMALL_SIZE, TITLE_SIZE, chart_json
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
+
+PROTOCOL = {
+    # elements the page's script finds by id
+    "ids": {
+        "marker": "tbt-marker",  # the status line (ui.render.status_html): see "marker"
+        "chips": "tbt-chips",  # the token chips (viz.chips): see "chips"
+        "playing": "tbt-playing",  # a running Play's marker: see "playing"
+        "temperature": "tbt-temperature",  # the temperature slider
+        "next": "tbt-next", "back": "tbt-back", "reset": "tbt-reset", "start": "tbt-start", "play": "tbt-play",
+        "force": "tbt-force-btn",
+        "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
+    },
+    # data attributes (dataset names) of the status line, and of a running Play's marker
+    "marker": {"step": "step", "revision": "rev", "ended": "ended"},  # ended: "1" once the text has ended
+    "playing": {"token": "token", "step": "step", "of": "of"},  # token: the Play's name in play_route
+    # a generated chip: its class, and the data attribute with the step that wrote it (a click goes back there)
+    "chips": {"generated": "tbt-gen", "step": "step"},
+    # hidden buttons the page clicks to ask the server for something
+    "triggers": {
+        "goto": "tbt-goto-btn",  # go to the step in window[globals.goto_step]
+        "bundle": "tbt-bundle-btn",  # the candidate chart at every temperature (temperature_charts)
+        "ahead": "tbt-ahead-btn",  # the chart the next step will show (next_chart)
+        "play_run": "tbt-play-run",  # start the streaming Play
+    },
+    # names the page's script puts on window, for the listeners' js= snippets
+    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded"},
+    # the hidden outputs the carriers arrive in, and the text panel with the status line: the only elements
+    # the script observes
+    "carriers": {"figure": "tbt-figdata", "ahead": "tbt-ahead", "bundle": "tbt-bundle", "play": "tbt-playbox",
+                 "text": "tbt-text"},
+    # a carrier's kind is its class
+    "kinds": {"figure": "tbt-figdata", "ahead": "tbt-figahead", "bundle": "tbt-figbundle"},
+    # a carrier's envelope: data attributes (dataset names); the payload is the element's text. A plot carries
+    # the same names for the chart it shows.
+    "envelope": {"target": "target", "key": "key", "temperature": "t", "revision": "rev"},
+    # a view's chart: id prefixes of the plot, the HTML caption above it, and the component holding both
+    "chart": {"plot": "tbt-fig-", "caption": "tbt-cap-", "box": "tbt-plot-"},
+    # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
+    "parts": {
+        "plot": "tbt-fig", "stack": "tbt-stack", "caption": "tbt-caption",
+        "caption_title": "tbt-cap-title", "caption_subtitle": "tbt-cap-sub",
+        "flipbook": "tbt-flipbook", "flippage": "tbt-flippage",  # the temperature slider's pages drawn ahead
+        "off": "data-tbt-off",  # a plot out of sight, moved off the page (app.css)
+        "drawn_ahead": "data-tbt-ahead",  # the plot under the one shown that holds the next step's chart
+        "plot_temperature": "plotT",  # dataset: the temperature of the chart the plot itself holds
+        "caption_html": "html",  # dataset: the caption's HTML as last set
+    },
+    "stepping_tab": "candidates",  # the tab whose chart is drawn ahead and has the temperature flipbook
+    "shown_event": "tbt-shown",  # fired on a plot each time it shows a new chart (detail: key, t, how)
+    "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart
+    "temperature_decimals": 2,  # how a temperature names a chart: as the slider's 0.05 steps
+    "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
+}
+IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
+
+
+def chart_id(tab: str) -> str:
+    """The id of the element a tab's chart is drawn into."""
+    return PROTOCOL["chart"]["plot"] + tab
+
+
+def caption_id(tab: str) -> str:
+    """The id of the HTML caption above a tab's chart (the chart's title and subtitle)."""
+    return PROTOCOL["chart"]["caption"] + tab
+
+
+def box_id(tab: str) -> str:
+    """The id of the component that holds a tab's caption and chart."""
+    return PROTOCOL["chart"]["box"] + tab
+
+
+def temperature_key(temperature: float) -> str:
+    """How a temperature names a chart on the page: two decimals, as the slider's 0.05 steps."""
+    return f"{temperature:.{PROTOCOL['temperature_decimals']}f}"
+
+
+_carrier_revision = itertools.count(1)
+
+
+def figure_carrier(fig: dict, target: str, key: str | None = None, temperature: float | None = None,
+                   kind: str = "figure") -> str:
+    """A hidden element holding the chart `fig` as plotly JSON, for the page to draw into the element `target`.
+
+    The JSON is the element's text (only & < > escaped: JSON is full of quotes, which an attribute would
+    have to spell &quot;). Each carrier has its own revision, so the page draws every update exactly once.
+    A candidate chart also names what it shows, `key` (the text and every setting but the temperature) and
+    the temperature, so the page can tell it from a chart of the same step it already drew (figure_bundle).
+    `kind` "ahead": the chart the next step will show, for the page to draw ahead.
+    """
+    env = PROTOCOL["envelope"]
+    named = (f' data-{env["key"]}="{html.escape(key, quote=True)}" data-{env["temperature"]}="{temperature_key(temperature)}"'
+             if key is not None and temperature is not None else "")
+    return (f'<div class="{KINDS[kind]}" hidden data-{env["target"]}="{html.escape(target, quote=True)}"{named} '
+            f'data-{env["revision"]}="{next(_carrier_revision)}">{html.escape(chart_json(fig), quote=False)}</div>')
+
+
+def figure_bundle(figs: dict[float, dict], key: str) -> str:
+    """A hidden element holding one candidate chart per temperature, for one `key` (text and other settings).
+
+    The page draws from it while the temperature slider moves, at once, instead of waiting for the server.
+    """
+    entries = ",".join(f'"{temperature_key(t)}":{chart_json(fig)}' for t, fig in figs.items())
+    return (f'<div class="{KINDS["bundle"]}" hidden data-{PROTOCOL["envelope"]["key"]}="{html.escape(key, quote=True)}">'
+            f'{html.escape("{" + entries + "}", quote=False)}</div>')
+
+
+CARRIER = re.compile(r'<div class="(?:%s)"[^>]*>(.*)</div>' % "|".join(KINDS.values()), re.S)
+
+
+def carried_figure(carrier: str) -> dict:
+    """The plotly figure (data, layout) in a figure_carrier element, or {temperature: figure} in a bundle."""
+    return json.loads(html.unescape(CARRIER.fullmatch(carrier).group(1)))
+
+
+def page_script() -> str:
+    """The protocol for the page's script: <script>window.TBT = {...}</script>, before assets/js."""
+    return f"<script>window.TBT = {json.dumps(PROTOCOL)};</script>"
+
+
+def css_variables() -> str:
+    """The style sheet's variables that the charts share (viz.style), so a caption looks like a plotly title."""
+    return (f":root{{--tbt-font:{FONT_FAMILY};--tbt-title-px:{TITLE_SIZE}px;--tbt-small-px:{SMALL_SIZE}px;"
+            f"--tbt-ink:{INK};--tbt-muted:{MUTED}}}")
+
+
+def page_assets() -> dict:
+    """The keyword arguments of gr.Blocks.launch that put the page's script and style on the page.
+
+    head: plotly.js, the protocol (page_script), then each assets/js/*.js in its own <script> (each keeps to its
+    own closure, so their order does not matter); css: the shared variables (css_variables), which Gradio puts
+    before css_paths, the one style sheet; allowed_paths: plotly.js, served from the installed plotly.
+    """
+    scripts = []
+    for path in sorted((ASSETS / "js").glob("*.js")):
+        source = path.read_text(encoding="utf-8")
+        if "</script" in source.lower():
+            raise ValueError(f"{path} contains '</script': the page would end the script there; split the string.")
+        scripts.append(f"<script>\n{source}</script>")
+    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="/gradio_api/file={PLOTLY_JS}"></script>', page_script(), *scripts])
+    return {"head": head, "css": css_variables(), "css_paths": [ASSETS / "app.css"], "allowed_paths": [str(PLOTLY_JS)]}
