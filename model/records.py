@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from .errors import SessionError
+
 # Stage names, in the order Hugging Face generate() applies them.
 STAGES_TRANSFORMERS = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
 # The other common order: temperature last, as llama.cpp's default chain does.
@@ -30,26 +32,26 @@ class SamplingConfig:
     seed: int = 0  # the draw u at each position comes from (seed, position)
 
     def validate(self) -> "SamplingConfig":
-        """Return self, or raise ValueError naming the setting that is out of range."""
+        """Return self, or raise SessionError (a ValueError) naming the setting that is out of range."""
         def finite(name: str, value) -> float:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
+                raise SessionError("setting_not_a_number", name=name, value=value)
             return float(value)
 
         if not 0 <= finite("temperature", self.temperature) <= 100:
-            raise ValueError(f"temperature must be between 0 and 100 (0 = greedy), got {self.temperature}")
+            raise SessionError("temperature_range", value=self.temperature)
         if finite("top_k", self.top_k) != int(self.top_k) or self.top_k < 0:
-            raise ValueError(f"top_k must be a whole number >= 0 (0 = off), got {self.top_k}")
+            raise SessionError("top_k_range", value=self.top_k)
         if not 0 < finite("top_p", self.top_p) <= 1:
-            raise ValueError(f"top_p must be in (0, 1] (1 = off), got {self.top_p}")
+            raise SessionError("top_p_range", value=self.top_p)
         if not 0 <= finite("min_p", self.min_p) <= 1:
-            raise ValueError(f"min_p must be in [0, 1] (0 = off), got {self.min_p}")
+            raise SessionError("min_p_range", value=self.min_p)
         if not 0 < finite("repetition_penalty", self.repetition_penalty) <= 10:
-            raise ValueError(f"repetition_penalty must be in (0, 10] (1 = off), got {self.repetition_penalty}")
+            raise SessionError("repetition_penalty_range", value=self.repetition_penalty)
         if self.order not in ORDERS:
-            raise ValueError(f"order must be one of {sorted(ORDERS)}, got {self.order!r}")
+            raise SessionError("order_unknown", orders=sorted(ORDERS), value=self.order)
         if finite("seed", self.seed) != int(self.seed) or not 0 <= self.seed < 2**63:
-            raise ValueError(f"seed must be a whole number >= 0, got {self.seed}")
+            raise SessionError("seed_range", value=self.seed)
         return self
 
     @property

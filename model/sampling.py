@@ -17,6 +17,7 @@ from transformers.generation.logits_process import (
     TopPLogitsWarper,
 )
 
+from .errors import SessionError
 from .records import Candidate, Distribution, SamplingConfig, StageSummary, TemperatureSweep
 from .tokens import TokenDisplay
 
@@ -115,7 +116,7 @@ def derive(
     cfg.validate()
     vocab = logits.shape[-1]
     if force_token is not None and not (isinstance(force_token, int) and 0 <= force_token < vocab):
-        raise ValueError(f"forced token must be a token id in [0, {vocab}), got {force_token!r}")
+        raise SessionError("forced_token_invalid", vocab=vocab, token=force_token)
     raw = logits.float().reshape(-1)
     p_t1 = torch.softmax(raw, -1)  # normalised over the full vocabulary
     entropy_t1 = entropy_bits(p_t1)

