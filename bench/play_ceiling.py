@@ -1,6 +1,6 @@
 """How fast the server alone could play: Play's steps with no page and no web server in the way.
 
-Each step is what a Play step does on the server (app.py, play_tokens): commit the pass computed ahead (or
+Each step is what a Play step does on the server (ui/play.py, play_tokens): commit the pass computed ahead (or
 compute it), build the page's views, start the next pass in the batcher's worker. Back to back, so the
 figure is an upper bound for Play on this machine: a page that drew in no time would still wait for this.
 
@@ -18,12 +18,14 @@ TARGET_PLAY_TOKENS_PER_S = 8
 
 
 def run(tokens: int) -> dict:
-    from app import App, View
+    from app import App, build
+    from ui.handlers import View
     from model.records import SamplingConfig
     from model.sessions import ModelRegistry, SessionStore
 
     models = ModelRegistry("smollm2")
     app = App(models, SessionStore())
+    build(app, "smollm2")  # the page's views, which draw each step (no server is started)
     session = models.new_session()
     session.start(PROMPT)
     cfg, view = SamplingConfig(), View()

@@ -8,12 +8,14 @@ import time
 from collections import OrderedDict
 
 from .batcher import StepBatcher
+from .admission import OpeningLimit
 from .errors import SessionError, SessionExpired
 from .loading import LoadedModel, ModelLoadError, available_models, load_model
 from .session import DecodeSession
 
 MAX_SESSIONS = 120
 IDLE_SECONDS = 30 * 60
+UNCONNECTED_SECONDS = 2 * 60  # a session whose page never connected (no heartbeat) is freed after this idle
 log = logging.getLogger(__name__)
 
 
@@ -27,26 +29,45 @@ def return_freed_memory() -> None:
 
 
 class SessionStore:
-    """Sessions keyed by the web session id. Each user sees only their own; idle ones are freed."""
+    """Sessions keyed by the web session id. Each user sees only their own; idle ones are freed.
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS, idle_seconds: float = IDLE_SECONDS, clock=time.monotonic):
+    A page keeps a heartbeat connection open (connected()); a session whose page never connected, which only a
+    script makes, is freed after UNCONNECTED_SECONDS idle instead of the full idle time-out. New sessions are
+    admitted by `opening`, per client address (model/admission.py).
+    """
+
+    def __init__(self, max_sessions: int = MAX_SESSIONS, idle_seconds: float = IDLE_SECONDS, clock=time.monotonic,
+                 unconnected_seconds: float = UNCONNECTED_SECONDS, opening: OpeningLimit | None = None):
         self.max_sessions = max_sessions
         self.idle_seconds = idle_seconds
+        self.unconnected_seconds = unconnected_seconds
         self.clock = clock
+        self.opening = opening if opening is not None else OpeningLimit(clock=clock)
         self._lock = threading.Lock()
         self._live: OrderedDict[str, tuple[DecodeSession, float]] = OrderedDict()  # least recently used first
         self._expired: OrderedDict[str, None] = OrderedDict()  # ids freed for idleness, to say so
+        self._connected: set[str] = set()  # ids whose page has a heartbeat connection (or had one)
 
     def __len__(self) -> int:
         return len(self._live)
 
+    def connected(self, key: str) -> None:
+        """The page of session id `key` opened its heartbeat connection: it is a real page."""
+        with self._lock:
+            if len(self._connected) > 10 * self.max_sessions:  # ids of pages long gone
+                self._connected &= set(self._live)
+            self._connected.add(key)
+
     def _expire_idle(self) -> None:
         now, freed = self.clock(), False
-        while self._live:
-            key, (_, used) = next(iter(self._live.items()))
-            if now - used < self.idle_seconds:
+        shortest = min(self.idle_seconds, self.unconnected_seconds)
+        for key, (_, used) in list(self._live.items()):  # least recently used first
+            if now - used < shortest:
                 break
+            if key in self._connected and now - used < self.idle_seconds:
+                continue
             del self._live[key]
+            self._connected.discard(key)
             self._expired[key] = None
             if len(self._expired) > 10_000:
                 self._expired.popitem(last=False)
@@ -66,12 +87,15 @@ class SessionStore:
             self._live[key] = (session, self.clock())
             return session
 
-    def put(self, key: str, session: DecodeSession) -> None:
-        """Store (or replace) the user's session; refused when the server holds max_sessions others."""
+    def put(self, key: str, session: DecodeSession, client: str | None = None) -> None:
+        """Store (or replace) the user's session; a new one is refused when the server holds max_sessions others,
+        or when `client` (its address) opens them faster than `opening` admits."""
         with self._lock:
             self._expire_idle()
-            if key not in self._live and len(self._live) >= self.max_sessions:
-                raise SessionError("server_full", limit=self.max_sessions)
+            if key not in self._live:
+                if len(self._live) >= self.max_sessions:
+                    raise SessionError("server_full", limit=self.max_sessions)
+                self.opening.admit(client)
             self._live.pop(key, None)
             self._expired.pop(key, None)
             self._live[key] = (session, self.clock())
@@ -80,6 +104,7 @@ class SessionStore:
         """Free the user's session (their tab closed), and give the memory back to the system."""
         with self._lock:
             dropped = self._live.pop(key, None)
+            self._connected.discard(key)
         if dropped is not None:
             del dropped
             return_freed_memory()

@@ -10,8 +10,9 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 import app as app_module
+from ui import play as ui_play
 from model.sessions import ModelRegistry, SessionStore
-from viz.page import carried_figure
+from ui.protocol import carried_figure
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -313,7 +314,7 @@ def test_play_stops_when_asked_or_when_the_page_is_gone(client, server, monkeypa
     job.result(timeout=60)
     assert len(page.store.get(client.session_hash).steps) == 1 and job.outputs()[-1][3] == ""
 
-    monkeypatch.setattr(app_module, "PLAY_WAIT_S", 0.5)  # the page never says it took a step: its tab closed
+    monkeypatch.setattr(ui_play, "PLAY_WAIT_S", 0.5)  # the page never says it took a step: its tab closed
     job = client.submit(50, **DEFAULTS, api_name="/play")
     job.result(timeout=60)
     assert len(page.store.get(client.session_hash).steps) == 2

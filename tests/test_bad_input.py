@@ -286,8 +286,8 @@ def test_force_a_fraction(server, alice, bob):
 @pytest.mark.parametrize("steps, message", [
     (2, r"Cannot go back 2 steps: only 1 generated"),
     (0, r"whole number >= 1, got 0"), (-1, r"whole number >= 1, got -1"),
-    (1.5, r"steps must be a whole number, got 1.5"), ("two", r"steps must be a whole number, got 'two'"),
-    (None, r"steps must be a whole number, got None"),
+    (1.5, r"Steps to go back must be a whole number, got 1.5"), ("two", r"Steps to go back must be a whole number, got 'two'"),
+    (None, r"Steps to go back must be a whole number, got None"),
 ])
 def test_back_too_far_or_not_a_count(server, alice, bob, steps, message):
     refused(server, alice, bob, lambda: call(alice, "/back", steps), message)
@@ -303,8 +303,8 @@ def test_play_a_bad_number_of_tokens(server, alice, bob, steps, message):
 
 
 def test_back_nan_and_infinity(server, alice, bob, raw_json):
-    refused(server, alice, bob, lambda: call(alice, "/back", math.nan), r"steps must be a whole number, got nan")
-    refused(server, alice, bob, lambda: call(alice, "/back", math.inf), r"steps must be a whole number, got inf")
+    refused(server, alice, bob, lambda: call(alice, "/back", math.nan), r"Steps to go back must be a whole number, got nan")
+    refused(server, alice, bob, lambda: call(alice, "/back", math.inf), r"Steps to go back must be a whole number, got inf")
 
 
 @pytest.mark.parametrize("step, message", [
@@ -390,7 +390,7 @@ def damaged(trace, change):
 
 TRACE_CASES = {
     "not-json": (b"this is not JSON {", r"not JSON"),
-    "not-utf8": (b"\xff\xfe\x00garbage", r"not JSON|not a Token by Token trace"),
+    "not-utf8": (b"\xff\xfe\x00garbage", r"not JSON|not a Token by Token trace|not UTF-8 text"),
     "empty-file": (b"", r"not JSON"),
     "a-list": (b"[1, 2, 3]", r"not a Token by Token trace"),
     "wrong-format": (lambda t: t.update(format="someone-else/trace"), r"not a Token by Token trace"),
@@ -423,16 +423,26 @@ def test_replaying_more_steps_than_a_session_holds(lm, good_trace):
     session = DecodeSession(lm, max_tokens=len(good_trace["prompt_tokens"]) + 2)
     session.start("Already here")
     before = (list(session.ids), len(session.steps))
-    with pytest.raises(SessionError, match=r"reached its limit of \d+ tokens"):
-        replay(session, good_trace)  # 3 steps, room for 2
+    with pytest.raises(SessionError, match=r"too long to replay: 3 steps .*room for 2 steps"):
+        replay(session, good_trace)  # 3 steps, room for 2: refused before any pass
     assert (list(session.ids), len(session.steps), session.prefill.prompt) == (*before, "Already here")
 
 
 def test_import_a_huge_file(server, alice, bob, good_trace, tmp_path):
+    """The server refuses an upload larger than a trace can be as it arrives (its max_file_size), before any
+    handler reads it; gradio_client, which reads that limit from the page's config, does not even send it."""
+    page, url = server
     path = tmp_path / "huge.json"
     path.write_text(json.dumps({**good_trace, "padding": "x" * 5_100_000}))
-    refused(server, alice, bob, lambda: call(alice, "/import_trace", handle_file(str(path))),
-            r"at most 5,000,000 bytes")
+    mine = snapshot(page, alice)
+    with pytest.raises(ValueError, match="exceeds the maximum file size of 5000000 bytes"):
+        call(alice, "/import_trace", handle_file(str(path)))
+    with path.open("rb") as f:
+        answer = httpx.post(f"{url}gradio_api/upload", files={"files": ("huge.json", f, "application/json")},
+                            timeout=60)
+    assert answer.status_code == 413 and "5" in answer.text, (answer.status_code, answer.text[:200])
+    assert snapshot(page, alice) == mine
+    call(bob, "/next_token", temperature=0)  # the server still serves the class
 
 
 def test_the_good_trace_still_imports(server, alice, good_trace, tmp_path):

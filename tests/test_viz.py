@@ -454,7 +454,7 @@ def test_margins_hold_the_widest_tick_label_without_automargin():
 
 
 def test_figure_carrier_round_trips_the_figure_and_escapes_markup():
-    from viz.page import carried_figure, figure_carrier
+    from ui.protocol import carried_figure, figure_carrier
 
     dist = make_dist(SamplingConfig())
     dist.candidates[0].token.display = "</div><script>"

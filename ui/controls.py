@@ -1,0 +1,219 @@
+"""The shared part of the page: the header, the prompt and step buttons, the sampling settings, the text panel,
+the hidden carriers and triggers, and the handlers every view's step shares (start, next, back, force, ...)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import gradio as gr
+
+from model.errors import SessionError
+from model.parse import parse_token_id
+from ui.events import Event
+from ui.handlers import SETTING_PARAMS, named_range, page_handler, whole
+from ui.labels import Labels, choices
+from ui.protocol import CARRIERS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
+from ui.state import App
+from ui.strings import Refusal, t
+
+EXAMPLES = [
+    "The capital of France is",
+    "Once upon a time, in a small village,",
+    "def fibonacci(n):",
+    "从前有一座山，山上有一座庙。",
+]
+GLOBALS = PROTOCOL["globals"]  # what the page's script puts on window, for the listeners' js snippets
+MAX_PLAY_STEPS = 200  # the 'Tokens to play' slider's maximum
+
+
+def plot(tab: str) -> gr.HTML:
+    """A view's chart: a plot that stays on the page. Its figures arrive in the page's one hidden carrier (an
+    output, which names the plot it is for); the page's script draws each with Plotly.react, in place, and its
+    title as HTML in the caption above (plotly.js measures every text it draws: the title cost it 10 ms)."""
+    parts = PROTOCOL["parts"]
+    html = (f'<div id="{caption_id(tab)}" class="{parts["caption"]}"></div>'
+            f'<div class="{parts["stack"]}"><div id="{chart_id(tab)}" class="{parts["plot"]}"></div></div>')
+    return gr.HTML(html, elem_id=box_id(tab), js_on_load=None)
+
+
+def hidden_html(carrier: str) -> gr.HTML:
+    return gr.HTML("", elem_id=CARRIERS[carrier], elem_classes="tbt-hidden", js_on_load=None)
+
+
+def hidden_button(trigger: str, label: str) -> gr.Button:
+    return gr.Button(label, elem_classes="tbt-hidden", elem_id=TRIGGERS[trigger])
+
+
+class Page:
+    """The shared controls and the handlers of a step; each view (ui/views) adds its tab to it."""
+
+    def __init__(self, app: App, default_model: str, tabs: tuple[str, ...]):
+        self.app, self.default_model, self.tabs = app, default_model, tabs
+        self.labels = Labels()
+
+    # ---- components ----------------------------------------------------------------------------------
+    def build_header(self):
+        L, add = (lambda key: t(key, "en")), self.labels.add  # labels start in English; the switch relabels
+        with gr.Row(elem_classes="tbt-header", equal_height=True):
+            add(gr.Markdown(f"## Token by Token\n{L('subtitle')}", elem_id="tbt-title"),
+                words=lambda lang: {"value": f"## Token by Token\n{t('subtitle', lang)}"})
+            self.lang = add(gr.Radio([("English", "en"), ("中文", "zh")], value="en", label=L("language"),
+                                     elem_id="tbt-lang", scale=0, min_width=220, container=False), "language")
+
+    def build_controls(self):
+        L, add = (lambda key: t(key, "en")), self.labels.add
+        with gr.Column(scale=1, min_width=320, elem_classes="tbt-controls"):
+            self.prompt = add(gr.Textbox(EXAMPLES[0], label=L("prompt"), lines=2, max_lines=6, elem_id="tbt-prompt"),
+                              "prompt")
+            self.example = add(gr.Dropdown(EXAMPLES, value=None, label=L("examples"), elem_id="tbt-examples"),
+                               "examples")
+            with gr.Row():
+                modes = [("mode_raw", "raw"), ("mode_chat", "chat")]
+                self.mode = add(gr.Radio([(L(k), v) for k, v in modes], value="raw", label=L("mode"),
+                                         elem_id="tbt-mode", scale=3),
+                                words=lambda lang: {"label": t("mode", lang), **choices(modes)(lang)})
+                self.model = add(gr.Dropdown(self.app.models.names(), value=self.default_model, label=L("model"),
+                                             scale=2, min_width=140), "model")
+            self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
+            with gr.Row():
+                self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
+                                          min_width=100), "btn_next", "value")
+                self.back = add(gr.Button(L("btn_back"), elem_id=IDS["back"], min_width=60), "btn_back", "value")
+                self.reset = add(gr.Button(L("btn_reset"), elem_id=IDS["reset"], min_width=60), "btn_reset", "value")
+                self.play = add(gr.Button(L("btn_play"), elem_id=IDS["play"], min_width=60), "btn_play", "value")
+            with gr.Accordion(L("sampling"), open=True) as box:
+                add(box, "sampling")
+                self.temperature = add(gr.Slider(0, 2, 1.0, step=0.05, label=L("temperature"),
+                                                 elem_id=IDS["temperature"]), "temperature")
+                self.top_k = add(gr.Slider(0, 200, 0, step=1, label=L("top_k"), elem_id="tbt-top-k"), "top_k")
+                self.top_p = add(gr.Slider(0.01, 1, 1.0, step=0.01, label=L("top_p"), elem_id="tbt-top-p"), "top_p")
+                self.min_p = add(gr.Slider(0, 1, 0.0, step=0.01, label=L("min_p"), elem_id="tbt-min-p"), "min_p")
+                self.repetition_penalty = add(gr.Slider(0.5, 2, 1.0, step=0.05, label=L("repetition_penalty")),
+                                              "repetition_penalty")
+                orders = [("order_transformers", "transformers"), ("order_temperature_last", "temperature_last")]
+                self.order = add(gr.Radio([(L(k), v) for k, v in orders], value="transformers", label=L("order")),
+                                 words=lambda lang: {"label": t("order", lang), **choices(orders)(lang)})
+                self.seed = add(gr.Number(0, label=L("seed"), minimum=0, precision=0), "seed")
+                self.play_steps = add(gr.Slider(1, MAX_PLAY_STEPS, 20, step=1, label=L("play_steps"),
+                                                elem_id="tbt-play-steps"), "play_steps")
+            add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small"), "shortcuts", "value")
+        self.settings = [self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty, self.order,
+                         self.seed]
+        assert len(self.settings) == len(SETTING_PARAMS)
+        for knob in (*self.settings, self.play_steps):
+            if knob is not self.order:
+                named_range(knob)
+
+    def build_text(self):
+        self.text = gr.HTML(label="Text", elem_id=CARRIERS["text"])  # the chips, and the status line under them
+
+    def build_hidden(self):
+        """The carriers and triggers of the page protocol (ui/protocol.py), and the state of the open tab."""
+        self.goto_step = gr.Number(0, label="go to step", precision=0, elem_id="tbt-goto", elem_classes="tbt-hidden")
+        self.goto = hidden_button("goto", "go to step")
+        self.tab_state = gr.State(self.tabs[0])
+        self.figure = hidden_html("figure")  # any tab's chart
+        self.view_in = [self.lang, self.tab_state, self.layer, self.head]
+        self.page_in = [*self.settings, *self.view_in]
+        self.step_out = [self.text, self.figure, self.force]
+
+    # ---- handlers ------------------------------------------------------------------------------------
+    def handler(self, fn, *leading: str):
+        return page_handler(fn, *leading, tabs=self.tabs)
+
+    def start_session(self, request, prompt_text, mode_value, model_name, cfg, view):
+        session = self.app.models.new_session(model_name)
+        session.start(prompt_text, chat=mode_value == "chat")
+        self.app.store.put(request.session_hash, session, client=client_of(request))
+        return self.app.answer(session, cfg, view)
+
+    def next_token(self, request, cfg, view):
+        session = self.app.session(request)
+        advance(session, cfg)
+        return self.app.answer(session, cfg, view)
+
+    def force_token(self, request, token_id, cfg, view):
+        if token_id in (None, ""):
+            raise Refusal("force_pick_first")
+        session = self.app.session(request)
+        session.step(cfg, force_token=parse_token_id(token_id))
+        return self.app.answer(session, cfg, view)
+
+    def go_back(self, request, steps, cfg, view):
+        session = self.app.session(request)
+        session.back(whole(steps, "steps"))
+        return self.app.answer(session, cfg, view)
+
+    def go_to(self, request, step, cfg, view):
+        session = self.app.session(request)
+        session.go_to(whole(step, "step"))
+        return self.app.answer(session, cfg, view)
+
+    def reset_session(self, request, cfg, view):
+        session = self.app.session(request)
+        session.reset()
+        return self.app.answer(session, cfg, view)
+
+    def open_tab(self, tab: str):
+        def open_tab(request, cfg, view):
+            try:
+                session = self.app.session(request)
+            except SessionError:  # nothing started yet: just remember the tab
+                return [tab, gr.skip()]
+            return [tab, self.app.chart(session, cfg, replace(view, tab=tab))]
+
+        open_tab.__name__ = f"open_{tab}"
+        return open_tab
+
+    def set_language(self, request, cfg, view):
+        """Every registered component relabelled, and the step drawn again in the new language."""
+        updates = self.labels.relabel(view.lang)
+        try:
+            text, figure, force = self.app.answer(self.app.session(request), cfg, view)
+        except SessionError:  # no text yet
+            return updates
+        return {**updates, self.text: text, self.figure: figure, self.force: force}
+
+    def unload(self, request: gr.Request):
+        self.app.store.drop(request.session_hash)
+
+    # ---- wiring --------------------------------------------------------------------------------------
+    def events(self) -> list[Event]:
+        h, page_in, out = self.handler, self.page_in, self.step_out
+        start_in = [self.prompt, self.mode, self.model, *page_in]
+        start = h(self.start_session, "prompt", "mode", "model")
+        relabelled = [c for c in self.labels.components if c not in out]
+        return [
+            Event(self.start.click, start, start_in, out, "model", "start"),
+            Event(self.prompt.submit, start, start_in, out, "model"),
+            Event(self.example.input, lambda e: e or gr.skip(), [self.example], [self.prompt], "page"),
+            Event(self.next.click, h(self.next_token), page_in, out, "model", "next_token"),
+            Event(self.back.click, h(self.go_back, "steps"), [gr.Number(1, visible=False), *page_in], out, "model",
+                  "back"),
+            Event(self.reset.click, h(self.reset_session), page_in, out, "model", "reset"),
+            Event(self.force_btn.click, h(self.force_token, "token_id"), [self.force, *page_in], out, "model", "force"),
+            Event(self.goto.click, h(self.go_to, "step"), [self.goto_step, *page_in], out, "model", "go_to",
+                  {"js": f"(...a) => [window.{GLOBALS['goto_step']} ?? a[0], ...a.slice(1)]"}),
+            Event(self.lang.change, h(self.set_language), page_in, [*relabelled, *out], "views", "set_language"),
+        ]
+
+    def on_load(self, demo: gr.Blocks, start_in_default: bool = True):
+        """On a page load: start a session on the prompt shown, in the browser's language."""
+        start = self.handler(self.start_session, "prompt", "mode", "model")
+        Event(demo.load, start, [self.prompt, self.mode, self.model, *self.page_in], self.step_out, "model").bind()
+        demo.load(None, None, self.lang,
+                  js="() => (navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en'")
+        demo.unload(self.unload)
+
+
+def client_of(request: gr.Request) -> str | None:
+    """The address a request came from (a school's NAT: the whole class), for the opening limit."""
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None)
+
+
+def advance(session, cfg):
+    """The next step: a loaded trace's next recorded step, or a new one under cfg."""
+    if session.replay_left:
+        session.replay_next()
+    else:
+        session.step(cfg)

@@ -1,0 +1,50 @@
+"""Wiring as a table: one row per event (trigger, handler, inputs, outputs, lane), bound in one place."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+# Concurrency lanes. Many steps may wait at once: the batcher runs them as one forward pass, one pass at a time.
+MODEL_CONCURRENCY = 16  # requests that may wait for the step batcher together (its batch size)
+LANES = {
+    "model": dict(concurrency_id="model", concurrency_limit=MODEL_CONCURRENCY),
+    "views": dict(concurrency_id="views", concurrency_limit=1),  # re-drawing a chart: fast, one at a time
+    "bundle": dict(concurrency_id="bundle", concurrency_limit=1),  # ~0.4 s: not in the way of the views
+    "ahead": dict(concurrency_id="ahead", concurrency_limit=2),  # waits for the pass computed ahead
+    "play": dict(concurrency_id="play", concurrency_limit=MODEL_CONCURRENCY),
+    "measure": dict(concurrency_id="measure", concurrency_limit=1),
+    "import": dict(concurrency_id="import", concurrency_limit=2),  # a replay runs a forward pass per step
+    "page": {},  # no server work worth queueing apart
+}
+
+
+@dataclass
+class Event:
+    """One listener. `trigger` is a bound event method (button.click); api_name False hides it from the API.
+
+    No loading overlay on the outputs by default: a step answers within a fraction of a second, and animating
+    the overlay on every output takes the browser's time from drawing the answer.
+    """
+
+    trigger: Callable
+    handler: Callable | None
+    inputs: list = field(default_factory=list)
+    outputs: list = field(default_factory=list)
+    lane: str = "views"
+    api_name: str | bool = False
+    options: dict = field(default_factory=dict)  # anything else for the listener: js, trigger_mode, ...
+    then: Callable | None = None  # runs once the event's answer has been sent (no inputs, no outputs)
+    then_js: str | None = None  # the page's script to run then
+
+    def bind(self):
+        options = {"show_progress": "hidden", **LANES[self.lane], **self.options}
+        listener = self.trigger(self.handler, self.inputs, self.outputs, api_name=self.api_name, **options)
+        if self.then is not None or self.then_js is not None:
+            listener.then(self.then, None, None, api_name=False, show_progress="hidden", js=self.then_js)
+        return listener
+
+
+def wire(rows: list[Event]) -> None:
+    """Bind every row of the table."""
+    for row in rows:
+        row.bind()

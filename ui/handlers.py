@@ -1,0 +1,129 @@
+"""How a page event becomes a call: the settings and view read from its inputs, refusals said in the page's
+language, and nothing else leaked (a bug is logged and named only by its kind)."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import math
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import gradio as gr
+
+from model.errors import SessionError
+from model.records import SamplingConfig
+from ui.strings import Refusal, lang_of
+
+log = logging.getLogger("token-by-token")
+SETTING_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
+VIEW_PARAMS = ("lang", "tab", "layer", "head")
+
+
+@dataclass
+class View:
+    """What the user is looking at: language, open tab, attention layer and head (None = mean)."""
+
+    lang: str = "en"
+    tab: str = "candidates"
+    layer: int = 0
+    head: int | None = None
+
+
+def config(temperature, top_k, top_p, min_p, repetition_penalty, order, seed) -> SamplingConfig:
+    """The sampling settings from the page, validated (the refusal names the setting that is out of range)."""
+    return SamplingConfig(temperature, top_k, top_p, min_p, repetition_penalty, order, seed).validate()
+
+
+def parse_view(lang, tab, layer, head, tabs: tuple[str, ...]) -> View:
+    """The view options from the page; a refusal if one is not understood."""
+    try:
+        head = None if head in (None, "", "mean") else int(head)
+        layer = int(layer or 0)
+    except (TypeError, ValueError, OverflowError):
+        raise Refusal("bad_view", layer=repr(layer), head=repr(head)) from None
+    return View(lang_of(lang), tab if tab in tabs else tabs[0], layer, head)
+
+
+def whole(value, name_key: str) -> int:
+    """A whole number from the page or the API, or a refusal naming it (`name_key`: its label's key)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
+        raise Refusal("not_whole", name_key=name_key, value=repr(value))
+    return int(value)
+
+
+def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
+    """fn(request, *leading, cfg, view) as an event handler taking the leading inputs, the settings, the view.
+
+    The handler's signature names every input (so the API documents them) and gets the gr.Request.
+    """
+    n = len(leading)
+
+    def arguments(request, values):
+        cfg = config(*values[n : n + len(SETTING_PARAMS)])
+        view = parse_view(*values[n + len(SETTING_PARAMS) :], tabs=tabs)
+        return (request, *values[:n], cfg, view)
+
+    def lang(values):
+        return lang_of(values[n + len(SETTING_PARAMS)] if len(values) > n + len(SETTING_PARAMS) else "en")
+
+    if inspect.isgeneratorfunction(fn):  # a streaming handler (Gradio tells them apart by this)
+        def handler(request: gr.Request, *values):
+            with plainly(fn.__name__, lang(values)):
+                yield from fn(*arguments(request, values))
+    else:
+        def handler(request: gr.Request, *values):
+            with plainly(fn.__name__, lang(values)):
+                return fn(*arguments(request, values))
+
+    names = ("request", *leading, *SETTING_PARAMS, *VIEW_PARAMS)
+    handler.__signature__ = inspect.Signature(
+        [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
+    )
+    handler.__annotations__ = {"request": gr.Request}
+    handler.__name__ = fn.__name__
+    return handler
+
+
+def friendly(fn, lang_arg: str | None = "lang"):
+    """A handler whose refusals become a message on the page (gr.Error) in the language of its `lang_arg`."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind_partial(*args, **kwargs)
+        with plainly(fn.__name__, lang_of(bound.arguments.get(lang_arg, "en"))):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@contextmanager
+def plainly(name: str, lang: str):
+    """Refusals in the page's language; anything else is logged, and the page is told only its kind."""
+    try:
+        yield
+    except SessionError as err:
+        raise gr.Error(err.text(lang), print_exception=False) from None
+    except gr.Error:
+        raise
+    except Exception as err:  # a bug: the session is unchanged (steps are atomic), say so plainly
+        log.exception("handler %s failed", name)
+        raise gr.Error(Refusal("bug", kind=type(err).__name__).text(lang), print_exception=False) from None
+
+
+def named_range(component):
+    """Make a slider's or number box's range check name the setting; Gradio's own says only 'Value 5 is
+    greater than maximum value 2.'. (A subclass would do it too, but Gradio writes a .pyi file beside the
+    module of every component class.)"""
+    check = component.preprocess
+
+    @functools.wraps(check)  # Gradio checks the value's type by this signature
+    def preprocess(payload):
+        try:
+            return check(payload)
+        except gr.Error as err:
+            raise gr.Error(f"{component.label}: {err.message}", print_exception=False) from None
+
+    component.preprocess = preprocess
+    return component

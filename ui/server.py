@@ -1,0 +1,31 @@
+"""Serving the page: the queue sized for a 2-core machine, the page's assets, the routes that are not events."""
+from __future__ import annotations
+
+import gradio as gr
+
+from ui import play
+from model.trace import MAX_TRACE_BYTES
+from ui.guard import fair_queue, gate, plain_input_check
+from ui.protocol import page_assets
+
+
+def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_lock: bool = False, store=None,
+           **kwargs):
+    """Queue sized for a 2-core machine (one model step at a time, a bounded wait list), then serve.
+
+    host / port None: Gradio's own choice, which honours GRADIO_SERVER_NAME and GRADIO_SERVER_PORT.
+    `store`: the session store, told which sessions have a page connected (their heartbeat).
+    """
+    demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
+    served = demo.launch(server_name=host, server_port=port, **page_assets(), show_error=True,
+                         theme=gr.themes.Default(), run_history=False,  # run history: rewritten every step
+                         max_file_size=MAX_TRACE_BYTES,  # an upload larger than a trace is refused as it arrives
+                         prevent_thread_lock=True, **kwargs)
+    play.add_route(demo.app)
+    fair_queue(demo)
+    plain_input_check(demo)
+    store = store or getattr(demo, "tbt_store", None)  # (app.build leaves it there)
+    gate(demo, store.connected if store is not None else (lambda key: None))
+    if not prevent_thread_lock:
+        demo.block_thread()
+    return served

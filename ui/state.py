@@ -1,0 +1,84 @@
+"""The page's state over the engine: the model registry, every user's session, and how a step is drawn."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+
+import gradio as gr
+
+import viz
+from model.records import SamplingConfig
+from model.session import DecodeSession
+from model.sessions import ModelRegistry, SessionStore
+from ui.handlers import View
+from ui.protocol import figure_carrier, chart_id
+from ui.render import force_choices, status_html, text_panel
+
+
+class App:
+    """What every handler shares: the models, the per-user sessions, and the views that draw a step.
+
+    `views` maps a tab id to its view (ui/views): the one whose tab is open draws the step's chart.
+    """
+
+    def __init__(self, models: ModelRegistry, store: SessionStore):
+        self.models = models
+        self.store = store
+        self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
+        self.views: dict = {}
+
+    def session(self, request: gr.Request) -> DecodeSession:
+        """The user's session, or a refusal saying to start (or that it expired)."""
+        return self.store.get(request.session_hash)
+
+    def answer(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
+        """The page after a change, and the next step's forward pass started while the browser draws it."""
+        page = self.render(session, cfg, view)
+        session.prefetch(cfg)  # the next Next token then only commits it (in a play-back: the recorded token)
+        return page
+
+    def render(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
+        """Everything a step changes: the text with its status line, the open tab's chart, the force list.
+
+        Three outputs, not one per piece: the page spends time on every output of every answer (its loading
+        status, a copy of its value), and the server builds a component for each.
+        """
+        with session.reading():  # one consistent state, even if another request of this user is under way
+            cfg = session.replay_config() or cfg  # playing back a trace: show the step as it was recorded
+            dist = session.preview(cfg)
+            last_kv = session.steps[-1].kv if session.steps else session.prefill.kv
+            self.revision += 1
+            return [
+                text_panel(viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
+                           status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv,
+                                       session.logprob_t1(), session.finished, self.revision, view.lang,
+                                       replay_left=session.replay_left)),
+                self._chart(session, cfg, view, dist),
+                gr.update(choices=force_choices(dist, view.lang), value=None),
+            ]
+
+    def chart(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> str:
+        """The chart of the open tab, in a carrier naming the tab's plot (only what the page shows is sent)."""
+        with session.reading():
+            return self._chart(session, session.replay_config() or cfg, view, dist)
+
+    def _chart(self, session, cfg, view, dist) -> str:
+        return self.views[view.tab].chart(session, cfg, view, dist)
+
+
+def chart_key(session: DecodeSession, cfg: SamplingConfig, view: View) -> str | None:
+    """What a candidate chart shows besides the temperature: the text so far, the other settings, the language.
+
+    None while a trace plays back (its steps show their recorded settings, not the page's).
+    """
+    return None if session.replay_left else state_key(session.ids, cfg, view.lang)
+
+
+def state_key(ids: list[int], cfg: SamplingConfig, lang: str) -> str:
+    """chart_key of a text `ids` (the text a step will write, too)."""
+    return hashlib.sha1(repr((ids, replace(cfg, temperature=0.0), lang)).encode()).hexdigest()[:16]
+
+
+def carrier(fig: dict, tab: str, **named) -> str:
+    """A view's chart in its carrier (ui.protocol.figure_carrier), for the plot of `tab`."""
+    return figure_carrier(fig, chart_id(tab), **named)

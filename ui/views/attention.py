@@ -1,0 +1,65 @@
+"""Attention: query position by key position for one layer and head (or the mean), the future masked."""
+from __future__ import annotations
+
+import gradio as gr
+
+import viz
+from model.records import attention_matrix
+from ui.controls import plot
+from ui.events import Event
+from ui.handlers import named_range
+from ui.state import carrier
+from ui.strings import t
+
+ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens: readable on a projector, fast for long texts
+
+
+def head_choices(info, lang: str) -> list[tuple[str, str]]:
+    """'Mean over heads', then each query head with the KV head it reads (grouped-query attention)."""
+    return [(t("mean_over_heads", lang), "mean")] + [
+        (t("head_choice", lang, head=h, kv_head=info.kv_head_of(h)), str(h)) for h in range(info.heads)
+    ]
+
+
+class AttentionView:
+    tab, title = "attention", "tab_attention"
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add, info = page.labels.add, self.app.models.get().info
+        with gr.Row():
+            page.layer = add(gr.Slider(0, info.layers - 1, 0, step=1, label=t("layer"), elem_id="tbt-layer", scale=3),
+                             "layer")
+            page.head = add(gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head",
+                                        scale=1),
+                            words=lambda lang: {"label": t("head", lang), "choices": head_choices(info, lang)})
+        plot(self.tab)
+        add(gr.Markdown(self._explain("en"), elem_classes="tbt-explain"), words=lambda lang: {"value": self._explain(lang)})
+        named_range(page.layer)
+
+    @staticmethod
+    def _explain(lang):
+        return t("explain_attention", lang) + "\n\n" + t("explain_gqa", lang)
+
+    def chart(self, session, cfg, view, dist=None) -> str:
+        """The heatmap of the last ATTENTION_WINDOW tokens, for the view's layer and head."""
+        info = session.lm.info
+        layer = min(max(int(view.layer), 0), info.layers - 1)
+        full = attention_matrix(session.prefill, session.steps, layer, view.head)
+        start = max(0, full.shape[0] - ATTENTION_WINDOW)
+        labels = [tok.display for tok in session.prefill.tokens] + [s.token.display for s in session.steps]
+        window = info.sliding_window[layer] if info.sliding_window else None
+        return carrier(viz.attention_chart(full[start:, start:], labels[start:], layer, view.head, info, start,
+                                           window, view.lang), self.tab)
+
+    def show(self, request, cfg, view):
+        """The layer or head moved: the heatmap again."""
+        session = self.app.session(request)
+        return self.app.chart(session, cfg, view)
+
+    def events(self, page):
+        show = page.handler(self.show)
+        return [Event(knob.input, show, page.page_in, [page.figure], options={"trigger_mode": "always_last"})
+                for knob in (page.layer, page.head)]

@@ -1,0 +1,76 @@
+"""KV calculator: the cache formula for any model shape, with presets, and MHA / GQA / MQA side by side.
+The arithmetic, presets and checks are model.kv's; this view only reads the boxes and labels the rows."""
+from __future__ import annotations
+
+import gradio as gr
+
+import viz
+from model.kv import DTYPE_BYTES, PRESETS, kv_calculation
+from ui.events import Event
+from ui.handlers import friendly
+from ui.strings import t
+
+
+def row_label(row, lang: str) -> str:
+    """A comparison row in the page's words: 'GQA (3 KV heads)', or 'Llama-3-8B · 8 KV'."""
+    if row.kind == "model":
+        return f"{row.name} · {row.kv_heads} KV"
+    return t(f"calc_{row.kind}", lang, heads=row.kv_heads, kv_heads=row.kv_heads)
+
+
+class CalculatorView:
+    tab, title = "calculator", "tab_calculator"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add, info = page.labels.add, self.app.models.get().info
+        self.default = info.name
+        with gr.Row():
+            self.preset = add(gr.Dropdown([info.name, *PRESETS], value=info.name, label=t("calc_preset")), "calc_preset")
+            self.dtype = add(gr.Dropdown(list(DTYPE_BYTES), value="float16", label=t("calc_dtype")), "calc_dtype")
+            self.tokens = add(gr.Number(2048, label=t("calc_tokens"), minimum=1, maximum=10_000_000, precision=0),
+                              "calc_tokens")
+            self.batch = add(gr.Number(1, label=t("calc_batch"), minimum=1, maximum=4096, precision=0), "calc_batch")
+        with gr.Row():
+            shape = dict(zip(("calc_layers", "calc_heads", "calc_kv_heads", "calc_head_dim"),
+                             (info.layers, info.heads, info.kv_heads, info.head_dim)))
+            limits = {"calc_layers": 1000, "calc_heads": 1024, "calc_kv_heads": 1024, "calc_head_dim": 4096}
+            self.shape = [add(gr.Number(value, label=t(key), minimum=1, maximum=limits[key], precision=0), key)
+                          for key, value in shape.items()]
+        self.result = gr.Markdown(elem_id="tbt-calc-result")
+        self.plot = gr.Plot(label=t("tab_calculator"), elem_id="tbt-plot-calc", show_label=False)
+        add(gr.Markdown(t("explain_kv_calculator"), elem_classes="tbt-explain"), "explain_kv_calculator", "value")
+
+    def calculate(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang):
+        """The cache of the shape in the boxes (a preset's, if one is picked and the boxes are not yet filled)."""
+        info = self.app.models.get().info
+        use_preset = preset in PRESETS or (preset == info.name and layers is None)
+        return self._answer(preset if use_preset else None, dtype, tokens, batch, layers, heads, kv_heads, head_dim,
+                            lang)
+
+    def pick_preset(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang):
+        """A preset picked: its shape in the boxes, and its cache."""
+        return self._answer(preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang)
+
+    def _answer(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang):
+        info = self.app.models.get().info
+        calc = kv_calculation(preset, info, dtype, tokens, batch, layers, heads, kv_heads,
+                              head_dim)
+        text = "### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes))
+        rows = [(row_label(row, lang), row.bytes) for row in calc.rows]
+        return (calc.layers, calc.heads, calc.kv_heads, calc.head_dim, text, viz.kv_calculator_figure(rows, lang))
+
+    def events(self, page):
+        calc = friendly(self.calculate)
+        calc_in = [self.preset, self.dtype, self.tokens, self.batch, *self.shape, page.lang]
+        calc_out = [*self.shape, self.result, self.plot]
+        always_last = {"trigger_mode": "always_last"}
+        return [
+            Event(self.preset.input, friendly(self.pick_preset), calc_in, calc_out, options=always_last),
+            *(Event(box.input, calc, calc_in, calc_out, options=always_last)
+              for box in (self.dtype, self.tokens, self.batch, *self.shape)),
+            Event(self.tab_block.select, calc, calc_in, calc_out, api_name="calculate"),
+        ]

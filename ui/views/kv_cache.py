@@ -1,0 +1,50 @@
+"""KV cache: bytes after every step, measured on the cache tensors and by the formula; Measure now times a step
+with the cache against recomputing the whole prefix."""
+from __future__ import annotations
+
+import gradio as gr
+
+import viz
+from model.session import all_cores
+from model.timing import default_lengths, measure_cache_timing
+from ui.controls import plot
+from ui.events import Event
+from ui.handlers import friendly
+from ui.state import carrier
+from ui.strings import t
+
+
+class KVCacheView:
+    tab, title = "kv", "tab_kv"
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add = page.labels.add
+        plot(self.tab)
+        add(gr.Markdown(t("explain_kv_cache"), elem_classes="tbt-explain"), "explain_kv_cache", "value")
+        self.measure = add(gr.Button(t("btn_measure"), elem_id="tbt-measure"), "btn_measure", "value")
+        self.timing_plot = gr.Plot(label=t("btn_measure"), elem_id="tbt-plot-timing", show_label=False)
+        add(gr.Markdown(self._explain("en"), elem_classes="tbt-explain"), words=lambda lang: {"value": self._explain(lang)})
+
+    @staticmethod
+    def _explain(lang):
+        return t("explain_cache_timing", lang) + " " + t("timing_empty", lang)
+
+    def chart(self, session, cfg, view, dist=None) -> str:
+        points = [session.prefill.kv] + [s.kv for s in session.steps]
+        return carrier(viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang), self.tab)
+
+    def measure_cache(self, request: gr.Request, lang):
+        """Time a step with and without the cache at several lengths of the user's text. The model lock is taken
+        per pass, so the class's steps go on between them."""
+        session = self.app.session(request)
+        with all_cores():
+            timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)),
+                                          lock=session.batcher.model_lock)
+        return viz.cache_timing_figure(timing, lang)
+
+    def events(self, page):
+        return [Event(self.measure.click, friendly(self.measure_cache), [page.lang], [self.timing_plot], "measure",
+                      "measure", {"show_progress": "full"})]

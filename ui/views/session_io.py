@@ -1,0 +1,105 @@
+"""Save / load: export the session as its JSON trace; import one to play it back step by step."""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import gradio as gr
+
+from model.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
+from ui.controls import client_of
+from ui.events import Event
+from ui.handlers import friendly
+from ui.strings import Refusal, t
+
+EXPORT_NAME = "token-by-token-trace.json"
+
+
+class Exports:
+    """The folders of exported traces, one per user, each replaced by that user's next export and removed when
+    the user's session ends (Gradio serves a download from its own copy, made when the file is returned)."""
+
+    def __init__(self):
+        self._folders: dict[str, Path] = {}
+        self._lock = threading.Lock()
+
+    def write(self, user: str, trace: dict) -> str:
+        folder = Path(tempfile.mkdtemp(prefix="tbt-"))
+        path = folder / EXPORT_NAME
+        path.write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
+        with self._lock:
+            old, self._folders[user] = self._folders.get(user), folder
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+        return str(path)
+
+    def drop(self, user: str) -> None:
+        with self._lock:
+            folder = self._folders.pop(user, None)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+class SessionView:
+    tab, title = "session", "tab_session"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+        self.exports = Exports()
+
+    def build(self, page):
+        add = page.labels.add
+        self.export_btn = add(gr.Button(t("btn_export"), elem_id="tbt-export"), "btn_export", "value")
+        self.export_file = add(gr.File(label=t("trace_file"), elem_id="tbt-export-file", interactive=False),
+                               "trace_file")
+        self.import_btn = add(gr.UploadButton(t("btn_import"), file_types=[".json"], elem_id="tbt-import"),
+                              "btn_import")  # an UploadButton says its text by its label
+
+    def export_trace(self, request: gr.Request, lang="en"):
+        trace = to_trace(self.app.session(request))
+        return self.exports.write(request.session_hash, trace)
+
+    def exported(self, request: gr.Request):
+        """The file has been handed to Gradio, which serves its own copy: ours is not needed any more."""
+        self.exports.drop(request.session_hash)
+
+    def import_trace(self, request, file, cfg, view):
+        raw = uploaded_bytes(file)
+        trace = read_trace(raw)
+        session = self.app.models.new_session(trace.get("model"))
+        replay(session, trace, rewind=True)  # checked whole, then played back one step per Next token
+        self.app.store.put(request.session_hash, session, client=client_of(request))
+        return self.app.answer(session, cfg, view)
+
+    def unload(self, request: gr.Request):
+        self.exports.drop(request.session_hash)
+
+    def events(self, page):
+        return [
+            Event(self.export_btn.click, friendly(self.export_trace), [page.lang], [self.export_file], "views",
+                  "export", then=self.exported),
+            Event(self.import_btn.upload, page.handler(self.import_trace, "file"), [self.import_btn, *page.page_in],
+                  page.step_out, "import", "import_trace"),
+        ]
+
+
+def uploaded_bytes(file) -> bytes:
+    """The bytes of an upload Gradio has stored in its own cache: refused if it is not a file it holds or is
+    larger than a trace can be. The path is never shown: it is the server's."""
+    if isinstance(file, dict):
+        file = file.get("path")
+    path = Path(file if isinstance(file, str) else getattr(file, "name", "") or "")
+    try:
+        cached = path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file()
+        size = path.stat().st_size if cached else 0
+    except (OSError, ValueError):
+        cached = False
+    if not cached:
+        raise Refusal("import_no_file")
+    if size > MAX_TRACE_BYTES:
+        raise Refusal("import_too_big", limit=f"{MAX_TRACE_BYTES:,}")
+    return path.read_bytes()
