@@ -1,0 +1,117 @@
+"""The paged KV cache: each session's block table (shared prefix blocks marked) and memory against contiguous."""
+from __future__ import annotations
+
+from model.paged import PagedLayout
+from viz.i18n import t
+from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,
+                       token_label)
+
+PRIVATE_COLOR = "#0072B2"  # blue
+SHARED_COLOR = "#E69F00"  # orange, hatched as well
+WASTE_COLOR = "#FFFFFF"  # outlined, dotted
+MAX_ROWS = 12  # sessions drawn; the rest are in the totals
+TOTAL_COLORS = {"paged_total_contiguous": "#999999", "paged_total_unshared": "#56B4E9",
+                "paged_total_paged": PRIVATE_COLOR, "paged_total_used": "#009E73"}
+
+
+def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MAX_ROWS) -> dict:
+    """Top: a row per session (its label, or "session n" when it has none; never its text), a cell per block, filled
+    up to the tokens it holds;
+    shared prefix blocks hatched orange, the empty slots of a last block outlined. Bottom: bytes of a contiguous
+    reservation, paged without and with prefix sharing, and the tokens actually held."""
+    rec = layout_record
+    rows = rec.sessions[:max_rows]
+    n_rows = max(len(rows), 1)
+    widest = max([r.blocks for r in rows], default=1) or 1
+    cells = {"private": [], "shared": [], "waste": []}  # (row, block index, filled fraction, hover)
+    labels = [token_label(r.label) if r.label else t("paged_session", lang, n=y + 1) for y, r in enumerate(rows)]
+    for y, r in enumerate(rows):
+        label = labels[y]
+        for i in range(r.blocks):
+            fill = rec.block_size if i < r.blocks - 1 else r.last_block_fill
+            hover = t("paged_hover_block", lang, label=label, i=i + 1, fill=fill, block=rec.block_size,
+                      shared=t("paged_hover_shared", lang) if r.shared[i] else "")
+            cells["shared" if r.shared[i] else "private"].append((y, i, fill / rec.block_size, hover))
+            if fill < rec.block_size:
+                cells["waste"].append((y, i, fill / rec.block_size, hover))
+    styles = {
+        "private": ("paged_private", {"color": PRIVATE_COLOR, "line": {"color": PRIVATE_COLOR, "width": 1}}),
+        "shared": ("paged_shared", {"color": SHARED_COLOR, "line": {"color": INK, "width": 1.5},
+                                    "pattern": {"shape": "/", "fgcolor": INK, "bgcolor": SHARED_COLOR, "solidity": 0.2}}),
+        "waste": ("paged_waste", {"color": WASTE_COLOR, "line": {"color": MUTED, "width": 1.5},
+                                  "pattern": {"shape": ".", "fgcolor": MUTED, "bgcolor": WASTE_COLOR, "solidity": 0.15}}),
+    }
+    traces = []
+    for kind, items in cells.items():
+        word, marker = styles[kind]
+        if kind == "waste":  # from the filled part's end to the block's end
+            base = [i + 0.05 + 0.9 * f for _, i, f, _ in items]
+            length = [0.9 * (1 - f) for _, _, f, _ in items]
+        else:
+            base = [i + 0.05 for _, i, _, _ in items]
+            length = [0.9 * f for _, _, f, _ in items]
+        traces.append({"type": "bar", "orientation": "h", "base": base, "x": length, "y": [y for y, *_ in items],
+                       "width": 0.7, "marker": marker, "name": t(word, lang), "xaxis": "x", "yaxis": "y",
+                       "hovertext": [h for *_, h in items], "hovertemplate": "%{hovertext}<extra></extra>",
+                       "meta": {"role": kind}})
+    # each row's totals, written at its right end
+    traces.append({
+        "type": "scatter", "mode": "text", "x": [r.blocks + 0.2 for r in rows], "y": list(range(len(rows))),
+        "text": [f"{r.tokens} · {format_bytes(r.allocated_bytes)}" for r in rows], "textposition": "middle right",
+        "textfont": {"size": SMALL_SIZE, "color": MUTED}, "showlegend": False, "xaxis": "x", "yaxis": "y",
+        "hovertext": [t("paged_hover_row", lang, label=label, tokens=r.tokens, blocks=r.blocks,
+                        used=format_bytes(r.used_bytes), allocated=format_bytes(r.allocated_bytes),
+                        waste=format_bytes(r.waste_bytes), reserved=format_bytes(r.reserved_bytes))
+                      for label, r in zip(labels, rows)],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    })
+
+    totals = [("paged_total_contiguous", rec.reserved_bytes), ("paged_total_unshared", rec.unshared_bytes),
+              ("paged_total_paged", rec.allocated_bytes), ("paged_total_used", rec.held_bytes)]
+    unit, scale = bytes_unit(max(v for _, v in totals) or 1)
+    names = [t(key, lang, max=rec.max_tokens) for key, _ in totals]
+    traces.append({
+        "type": "bar", "orientation": "h", "x": [v / scale for _, v in totals], "y": list(range(len(totals))), "xaxis": "x2",
+        "yaxis": "y2", "marker": {"color": [TOTAL_COLORS[key] for key, _ in totals]}, "showlegend": False,
+        "text": [format_bytes(v) for _, v in totals], "textposition": "outside", "cliponaxis": False,
+        "textfont": {"size": SMALL_SIZE}, "hovertext": [f"{n}: {v:,} B" for n, (_, v) in zip(names, totals)],
+        "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "totals"},
+    })
+
+    table_px, totals_px, gap_px = 44 * n_rows, 4 * 44, 100
+    plot_h = table_px + totals_px + gap_px
+    height = plot_h + 170 + 60
+    y_totals = (0.0, totals_px / plot_h)
+    y_table = ((totals_px + gap_px) / plot_h, 1.0)
+    annotations = [panel_title(t("paged_panel_table", lang, block=rec.block_size), (0, 1), y_table[1]),
+                   panel_title(t("paged_panel_totals", lang, max=rec.max_tokens), (0, 1), y_totals[1])]
+    if len(rec.sessions) > len(rows):
+        annotations.append({"text": t("paged_more", lang, n=len(rec.sessions) - len(rows)), "x": 0, "xref": "paper",
+                            "xanchor": "left", "y": y_table[0], "yref": "paper", "yanchor": "top", "showarrow": False,
+                            "font": {"size": SMALL_SIZE, "color": MUTED}})
+    figure_layout = base_layout(
+        t("paged_title", lang, sessions=len(rec.sessions), physical=rec.physical_blocks, block=rec.block_size), lang,
+        subtitle=t("paged_subtitle", lang, per_token=format_bytes(rec.bytes_per_token),
+                   block_bytes=format_bytes(rec.block_bytes)).replace(". ", ".<br>", 1).replace("。", "。<br>", 1),
+        height=height,
+        xaxis={"range": [0, widest + 3.2], "title": {"text": t("paged_axis_block", lang)},
+               "tickvals": [i + 0.5 for i in range(0, widest, max(1, widest // 16))],
+               "ticktext": [str(i + 1) for i in range(0, widest, max(1, widest // 16))], "showgrid": False,
+               "zeroline": False, "fixedrange": True},
+        yaxis={"domain": list(y_table), "tickvals": list(range(len(rows))),
+               "ticktext": labels, "range": [n_rows - 0.5, -0.5], "showgrid": False,
+               "fixedrange": True},
+        xaxis2={"anchor": "y2", "title": {"text": t("paged_axis_bytes", lang, unit=unit)},
+                "range": [0, max(v for _, v in totals) / scale * 1.18 or 1]},
+        yaxis2={"domain": list(y_totals), "anchor": "x2", "autorange": "reversed", "fixedrange": True,
+                "tickvals": list(range(len(totals))), "ticktext": names},
+        barmode="overlay", annotations=annotations, margin={"t": 150, "b": 60},
+        legend={"orientation": "h", "x": 0, "y": y_table[1] + 40 / plot_h, "yanchor": "bottom",
+                "font": {"size": SMALL_SIZE}},
+    )
+    # the two panels share the left edge, but the table's x axis sits on the table
+    figure_layout["xaxis"]["anchor"] = "y"
+    return chart(traces, figure_layout)
+
+
+paged_figure = as_figure(paged_chart)

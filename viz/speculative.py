@@ -1,0 +1,172 @@
+"""Speculative decoding round by round: drafted tokens kept or rejected, the target's own token, u against p."""
+from __future__ import annotations
+
+from model.speculative_records import SpecRound, SpeculativeRun
+from viz.i18n import t
+from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title,
+                       token_label)
+
+# Okabe-Ito, as everywhere; each kind of cell also has its own mark (and the rejected one a dark outline), so
+# colour is not the only cue.
+CELL_STYLE = {  # kind: (fill, outline, text colour, mark)
+    "accepted": ("#009E73", "#009E73", "white", "✓"),
+    "rejected": ("#D55E00", INK, "white", "✗"),
+    "unchecked": ("#FFFFFF", "#AAAAAA", MUTED, ""),
+    "residual": ("#0072B2", "#0072B2", "white", "→"),
+    "bonus": ("#56B4E9", "#56B4E9", INK, "+"),
+    "own": ("#999999", "#999999", "white", "·"),
+}
+CELL_WORDS = {"accepted": "spec_accepted", "rejected": "spec_rejected", "unchecked": "spec_unchecked",
+              "residual": "spec_residual", "bonus": "spec_bonus", "own": "spec_own"}
+MAX_ROUNDS = 16  # rows drawn; earlier rounds stay in the running counts
+TOKEN_CHARS = 9  # a cell shows this many characters of a token
+
+
+def _cell_text(display: str, mark: str) -> str:
+    text = display if len(display) <= TOKEN_CHARS else display[: TOKEN_CHARS - 1] + "…"
+    return f"{mark} {token_label(text)}".strip()
+
+
+def _replacement_kind(r: SpecRound) -> str:
+    return "own" if not r.drafted else r.replacement_kind
+
+
+def _cells(rounds: list[SpecRound], k: int, lang: str) -> dict[str, list[tuple[float, int, str, str]]]:
+    """Per kind of cell: (x slot, row, text, hover). Drafts sit in slots 0..k-1, the target's token in slot k."""
+    cells = {kind: [] for kind in CELL_STYLE}
+    for row, r in enumerate(rounds):
+        for i, tok in enumerate(r.drafted):
+            if i < len(r.checks):
+                c = r.checks[i]
+                kind = "accepted" if c.accepted else "rejected"
+                hover = t("spec_hover_check", lang, token=token_label(tok.display), position=c.position,
+                          p=format_prob(c.p), u=f"{c.u:.3f}", verdict=t(CELL_WORDS[kind], lang))
+                if not c.accepted:
+                    hover += "<br>" + t("spec_hover_top", lang, token=token_label(c.target_top.display))
+            else:
+                kind, hover = "unchecked", f"{token_label(tok.display)}<br>{t('spec_unchecked', lang)}"
+            cells[kind].append((i, row, _cell_text(tok.display, CELL_STYLE[kind][3]), hover))
+        kind = _replacement_kind(r)
+        hover = t("spec_hover_replacement", lang, token=token_label(r.replacement.display),
+                  position=r.position + r.accepted, kind=t(CELL_WORDS[kind], lang), p=format_prob(r.replacement_p),
+                  u=f"{r.replacement_u:.3f}")
+        cells[kind].append((k + 0.25, row, _cell_text(r.replacement.display, CELL_STYLE[kind][3]), hover))
+    return cells
+
+
+def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", max_rounds: int = MAX_ROUNDS) -> dict:
+    """The run round by round (the last `max_rounds` rows), each check's u against p(draft), and tokens per pass.
+
+    Top: a row per round; the drafted tokens as boxes (kept, rejected, not checked after a rejection) and, in
+    the last column, the token the target put in: drawn from the residual at a rejection, the bonus token after
+    all drafts were kept, or a plain step when nothing could be copied. Bottom left: every check as a point
+    (p, u): kept exactly below the diagonal u = p. Bottom right: tokens each round added, and the running
+    tokens per pass against plain decoding's 1.
+    """
+    k = run.draft_len
+    shown = run.rounds[-max_rounds:]
+    first = len(run.rounds) - len(shown)
+    n_rows = max(len(shown), 1)
+    top, bottom, gap_px, table_px, panels_px = 235, 70, 120, 38 * n_rows, 300
+    height = top + bottom + table_px + gap_px + panels_px
+    plot_h = table_px + gap_px + panels_px
+    y_panels = (0.0, panels_px / plot_h)
+    y_table = ((panels_px + gap_px) / plot_h, 1.0)
+    x_left, x_right = domains([1, 1], 0.12)
+
+    traces = []
+    for kind, rows in _cells(shown, k, lang).items():
+        fill, outline, ink, _ = CELL_STYLE[kind]
+        marker = {"color": fill, "line": {"color": outline, "width": 2 if kind == "rejected" else 1.5}}
+        traces.append({
+            "type": "bar", "orientation": "h", "name": t(CELL_WORDS[kind], lang), "legendgroup": kind,
+            "base": [x + 0.04 for x, *_ in rows], "x": [0.92] * len(rows), "y": [row for _, row, *_ in rows],
+            "width": 0.78, "marker": marker, "text": [text for *_, text, _ in rows], "textposition": "inside",
+            "insidetextanchor": "middle", "textangle": 0, "constraintext": "none",
+            "textfont": {"size": SMALL_SIZE, "color": ink}, "hovertext": [h for *_, h in rows],
+            "hovertemplate": "%{hovertext}<extra></extra>", "xaxis": "x", "yaxis": "y", "meta": {"role": kind},
+            "showlegend": bool(rows) or kind in ("accepted", "rejected"),
+        })
+
+    # u against p(draft), every check of the whole run
+    checks = [c for r in run.rounds for c in r.checks]
+    for ok in (True, False):
+        pts = [c for c in checks if c.accepted == ok]
+        kind = "accepted" if ok else "rejected"
+        traces.append({
+            "type": "scatter", "mode": "markers", "x": [c.p for c in pts], "y": [c.u for c in pts],
+            "xaxis": "x2", "yaxis": "y2", "showlegend": False, "legendgroup": kind,
+            "marker": {"size": 11, "color": CELL_STYLE[kind][0], "symbol": "circle" if ok else "x-thin-open",
+                       "line": {"width": 2.5, "color": CELL_STYLE[kind][0]}},
+            "hovertext": [t("spec_hover_check", lang, token=token_label(c.token.display), position=c.position,
+                            p=format_prob(c.p), u=f"{c.u:.3f}", verdict=t(CELL_WORDS[kind], lang)) for c in pts],
+            "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": f"check_{kind}"},
+        })
+    traces.append({"type": "scatter", "mode": "lines", "x": [0, 1], "y": [0, 1], "xaxis": "x2", "yaxis": "y2",
+                   "line": {"color": INK, "width": 1.5, "dash": "dash"}, "name": t("spec_line_u_p", lang),
+                   "hoverinfo": "skip", "showlegend": False})
+
+    # tokens per round and the running tokens per pass
+    numbers = [r.round for r in run.rounds]
+    traces.append({
+        "type": "bar", "x": numbers, "y": [len(r.new_tokens) for r in run.rounds], "xaxis": "x3", "yaxis": "y3",
+        "name": t("spec_this_round", lang), "marker": {"color": "#CCCCCC"}, "showlegend": False,
+        "hovertext": [t("spec_hover_round", lang, n=r.round, drafted=len(r.drafted), kept=r.accepted,
+                        new=len(r.new_tokens), positions=r.pass_positions, ms=f"{r.forward_ms:.0f}")
+                      for r in run.rounds],
+        "hovertemplate": "%{hovertext}<extra></extra>",
+    })
+    traces.append({
+        "type": "scatter", "mode": "lines+markers", "x": numbers, "y": [r.tokens_per_pass for r in run.rounds],
+        "xaxis": "x3", "yaxis": "y3", "name": t("spec_running", lang), "showlegend": False,
+        "line": {"color": "#0072B2", "width": 3}, "marker": {"size": 7},
+        "hovertemplate": "%{y:.2f}<extra></extra>",
+    })
+
+    annotations = [
+        {**panel_title(t("spec_panel_rounds", lang) + ("" if first == 0 else
+                       f" ({t('spec_more_rounds', lang, shown=len(shown), total=len(run.rounds))})"), (0, 1), y_table[1]),
+         "yshift": 30},
+        panel_title(t("spec_panel_checks", lang), x_left, y_panels[1]),
+        panel_title(t("spec_panel_rate", lang), x_right, y_panels[1]),
+        {"text": t("spec_line_u_p", lang), "x": 0.58, "y": 0.3, "xref": "x2", "yref": "y2", "showarrow": False,
+         "xanchor": "left", "font": {"size": SMALL_SIZE, "color": MUTED}},
+        {"text": t("spec_plain_line", lang), "x": 1, "y": 1, "xref": "x3 domain", "yref": "y3", "showarrow": False,
+         "xanchor": "right", "yanchor": "top", "yshift": -2,
+         "font": {"size": SMALL_SIZE, "color": MUTED}},
+        {"text": f"— {t('spec_running', lang)}", "x": 0, "y": 1, "xref": "x3 domain", "yref": "y3 domain",
+         "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": SMALL_SIZE, "color": "#0072B2"}},
+        {"text": f"▮ {t('spec_this_round', lang)}", "x": 0, "y": 0.93, "xref": "x3 domain", "yref": "y3 domain",
+         "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": SMALL_SIZE, "color": "#999999"}},
+    ]
+    shapes = [{"type": "line", "xref": "x3 domain", "x0": 0, "x1": 1, "yref": "y3", "y0": 1, "y1": 1,
+               "line": {"color": MUTED, "width": 2, "dash": "dot"}}]
+    greedy = run.config.temperature == 0
+    subtitle = t("spec_subtitle", lang, k=k, rate=format_prob(run.acceptance_rate), saved=run.passes_saved,
+                 model=model_name) + "<br>" + t("spec_subtitle_greedy" if greedy else "spec_subtitle_sampling", lang)
+    slots = [t("spec_slot", lang, n=i + 1) for i in range(k)] + [t("spec_slot_target", lang)]
+    layout = base_layout(
+        t("spec_title", lang, tokens=len(run.generated), passes=run.passes, tpp=f"{run.tokens_per_pass:.2f}"), lang,
+        subtitle=subtitle, height=height,
+        xaxis={"domain": [0, 1], "range": [0, k + 1.3], "tickvals": [i + 0.5 for i in range(k)] + [k + 0.75],
+               "ticktext": slots, "side": "top", "showgrid": False, "zeroline": False, "fixedrange": True},
+        yaxis={"domain": list(y_table), "tickvals": list(range(len(shown))),
+               "ticktext": [t("spec_round", lang, n=r.round) for r in shown], "range": [n_rows - 0.5, -0.5],
+               "showgrid": False, "zeroline": False, "fixedrange": True},
+        xaxis2={"domain": list(x_left), "anchor": "y2", "range": [-0.03, 1.03], "tickformat": ".0%",
+                "title": {"text": t("spec_axis_p", lang), "font": {"size": SMALL_SIZE}}},
+        yaxis2={"domain": list(y_panels), "anchor": "x2", "range": [-0.03, 1.03],
+                "title": {"text": t("spec_axis_u", lang), "font": {"size": SMALL_SIZE}}},
+        xaxis3={"domain": list(x_right), "anchor": "y3", "title": {"text": t("spec_axis_round", lang)},
+                "dtick": max(1, len(run.rounds) // 8)},
+        yaxis3={"domain": list(y_panels), "anchor": "x3", "rangemode": "tozero", "dtick": 1,
+                "title": {"text": t("spec_axis_tpp", lang)}},
+        barmode="overlay", bargap=0.2, annotations=annotations, shapes=shapes,
+        legend={"orientation": "h", "x": 0, "y": 1 - 100 / height, "yref": "container", "yanchor": "top",
+                "font": {"size": SMALL_SIZE}},
+        margin={"t": top, "b": bottom},
+    )
+    return chart(traces, layout)
+
+
+speculative_figure = as_figure(speculative_chart)
