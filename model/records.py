@@ -14,6 +14,10 @@ STAGES_TRANSFORMERS = ("repetition_penalty", "temperature", "top_k", "top_p", "m
 STAGES_TEMPERATURE_LAST = ("repetition_penalty", "top_k", "top_p", "min_p", "temperature")
 ORDERS = {"transformers": STAGES_TRANSFORMERS, "temperature_last": STAGES_TEMPERATURE_LAST}
 
+# A repeated token's logit z becomes z / penalty (z > 0) or z * penalty. Below 0.1 a gap of 20 between two logits
+# is 200 (the repeated tokens win or lose outright), and 1e-300 makes a logit inf (NaN in the softmax).
+REPETITION_PENALTY_RANGE = (0.1, 10.0)
+
 # The fate of a candidate: drawn, kept in the final set, or removed by the named stage.
 # "greedy" marks every token but the argmax when temperature is 0.
 FATES = ("chosen", "kept", "top_k", "top_p", "min_p", "greedy")
@@ -27,16 +31,20 @@ class SamplingConfig:
     top_k: int = 0  # keep the k most probable; 0 = off
     top_p: float = 1.0  # nucleus: smallest set with cumulative probability >= p; 1 = off
     min_p: float = 0.0  # keep p >= min_p * p_max; 0 = off
-    repetition_penalty: float = 1.0  # CTRL-style, on tokens already in the context; 1 = off
+    repetition_penalty: float = 1.0  # CTRL-style, on tokens already in the context; 1 = off; REPETITION_PENALTY_RANGE
     order: str = "transformers"  # "transformers" or "temperature_last"
     seed: int = 0  # the draw u at each position comes from (seed, position)
 
     def validate(self) -> "SamplingConfig":
         """Return self, or raise SessionError (a ValueError) naming the setting that is out of range."""
         def finite(name: str, value) -> float:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            try:
+                number = float(value)  # an int past float's range (a trace file can hold one) is not finite either
+            except (OverflowError, TypeError, ValueError):
+                number = math.nan
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(number):
                 raise SessionError("setting_not_a_number", name=name, value=value)
-            return float(value)
+            return number
 
         if not 0 <= finite("temperature", self.temperature) <= 100:
             raise SessionError("temperature_range", value=self.temperature)
@@ -46,8 +54,9 @@ class SamplingConfig:
             raise SessionError("top_p_range", value=self.top_p)
         if not 0 <= finite("min_p", self.min_p) <= 1:
             raise SessionError("min_p_range", value=self.min_p)
-        if not 0 < finite("repetition_penalty", self.repetition_penalty) <= 10:
-            raise SessionError("repetition_penalty_range", value=self.repetition_penalty)
+        low, high = REPETITION_PENALTY_RANGE
+        if not low <= finite("repetition_penalty", self.repetition_penalty) <= high:
+            raise SessionError("repetition_penalty_bounds", low=low, high=high, value=self.repetition_penalty)
         if self.order not in ORDERS:
             raise SessionError("order_unknown", orders=sorted(ORDERS), value=self.order)
         if finite("seed", self.seed) != int(self.seed) or not 0 <= self.seed < 2**63:

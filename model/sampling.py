@@ -36,7 +36,7 @@ def _stage(name: str, cfg: SamplingConfig):
     if name == "temperature" and cfg.temperature == 0:
         return _greedy
     if name == "temperature" and cfg.temperature != 1.0:
-        return TemperatureLogitsWarper(float(cfg.temperature))
+        return _ShiftedTemperature(float(cfg.temperature))
     if name == "top_k" and cfg.top_k > 0:
         return TopKLogitsWarper(top_k=int(cfg.top_k))
     if name == "top_p" and cfg.top_p < 1.0:
@@ -44,6 +44,24 @@ def _stage(name: str, cfg: SamplingConfig):
     if name == "min_p" and cfg.min_p > 0:
         return MinPLogitsWarper(min_p=float(cfg.min_p))
     return None
+
+
+class _ShiftedTemperature:
+    """Hugging Face's TemperatureLogitsWarper, on scores shifted so that their max is 0, in float64.
+
+    softmax(z / T) = softmax((z - max z) / T), and every later cut works on that softmax (top-k on its order), so
+    the shift changes no probability; only the scores after this stage, which no record keeps, move. It keeps
+    a tiny T finite: z / 1e-300 overflows to +-inf (inf - inf is NaN in the softmax, and the draw finds no
+    token), while (z - max z) / 1e-300 is 0 for the most probable tokens and -inf for the rest: greedy, the limit.
+    float64, because 5e-324 as a float32 is 0, and 0 / 0 is NaN.
+    """
+
+    def __init__(self, temperature: float):
+        self.warper = TemperatureLogitsWarper(temperature)
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        shifted = scores.double() - scores.max(dim=-1, keepdim=True).values.double()  # (1, V), max 0
+        return self.warper(input_ids, shifted).to(scores.dtype)
 
 
 def _greedy(input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:

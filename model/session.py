@@ -106,9 +106,12 @@ class DecodeSession(LookAhead):
         except UnicodeEncodeError:
             raise SessionError("prompt_invalid_text") from None
         tok = self.lm.tokenizer
-        typed = [s for s in tok.all_special_tokens if s in prompt]
+        # Every added token marked special is one control token when typed (all_special_tokens lists only the
+        # named ones: 3 of SmolLM2's 17, without <file_sep>, <jupyter_code>, <empty_output>, ...).
+        special = {t.content for t in tok.added_tokens_decoder.values() if t.special} | set(tok.all_special_tokens)
+        typed = [s for s in special if s and s in prompt]
         if typed:
-            raise SessionError("prompt_special_token", token=typed[0])
+            raise SessionError("prompt_special_token", token=min(typed, key=prompt.find))  # the first one typed
         if chat:
             if not tok.chat_template:
                 raise SessionError("no_chat_template", model=self.lm.name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from contextlib import AbstractContextManager, nullcontext
 from copy import deepcopy
 
 import torch
@@ -55,7 +56,8 @@ def _prefix(cache: DynamicCache, tokens: int) -> DynamicCache:
 
 @torch.no_grad()
 def measure_cache_timing(
-    lm: LoadedModel, ids: list[int], lengths: list[int], repeats: int = 3, budget_s: float = BUDGET_S
+    lm: LoadedModel, ids: list[int], lengths: list[int], repeats: int = 3, budget_s: float = BUDGET_S,
+    lock: AbstractContextManager = nullcontext(),
 ) -> CacheTiming:
     """For each length t, the median ms of (a) one decode step, token t through the model with a cache holding
     the t - 1 tokens before it, and (b) the whole prefix ids[:t] through the model without a cache, as a decoder
@@ -67,6 +69,10 @@ def measure_cache_timing(
     are identical. Both passes compute the last position's logits only (as generate() does) and no attention
     weights. Each length is run once; runs 2..repeats follow, shortest lengths first, only when the first run
     of that length fits in what is left of `budget_s`: the total stays near max(budget_s, one run of each).
+
+    `lock` (a reusable context manager: the app passes its StepBatcher's model_lock) is held around each pass
+    only, not the whole measurement (~4 s at 512 tokens), so other users' steps run between the passes. A
+    pass's time starts once the lock is held: waiting for it is not counted.
     """
     ids = list(ids)  # the caller's list may grow while this runs
     if repeats < 1:
@@ -78,15 +84,19 @@ def measure_cache_timing(
     model = lm.model
 
     def full_ms(t: int, cache: DynamicCache | None = None) -> float:
-        t0 = time.perf_counter()
-        model(input_ids=torch.tensor([ids[:t]]), past_key_values=cache, use_cache=cache is not None, logits_to_keep=1)
-        return (time.perf_counter() - t0) * 1000
+        inputs = torch.tensor([ids[:t]])  # (1, t)
+        with lock:
+            t0 = time.perf_counter()
+            model(input_ids=inputs, past_key_values=cache, use_cache=cache is not None, logits_to_keep=1)
+            return (time.perf_counter() - t0) * 1000
 
     def cached_ms(t: int) -> float:
-        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim)
-        t0 = time.perf_counter()
-        model(input_ids=torch.tensor([[ids[t - 1]]]), past_key_values=cache, use_cache=True)
-        return (time.perf_counter() - t0) * 1000
+        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim); copied outside the lock
+        inputs = torch.tensor([[ids[t - 1]]])  # (1, 1)
+        with lock:
+            t0 = time.perf_counter()
+            model(input_ids=inputs, past_key_values=cache, use_cache=True)
+            return (time.perf_counter() - t0) * 1000
 
     cached: list[list[float]] = [[] for _ in lengths]
     full: list[list[float]] = [[] for _ in lengths]
