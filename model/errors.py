@@ -153,30 +153,6 @@ MESSAGES: dict[str, tuple[str, str]] = {
                              "记录文件在第 {step} 步已损坏：文本已在第 {end} 步结束（文本结束词元），其后不应再有步骤。"),
     "forced_token_not_an_id": ("The forced token must be a token id, got {value!r}: a whole number from the candidate list.",
                                "强制的词元必须是词元 ID，收到的是 {value!r}：请填写候选列表中的一个整数。"),
-    # Hardening: settings at the ends of their ranges, uploaded trace files, typed token ids
-    "repetition_penalty_bounds": ("Setting out of range: repetition_penalty must be between {low} and {high} (1 = off), got {value}",
-                                  "设置超出范围：重复惩罚必须在 {low} 到 {high} 之间（1 = 关闭），收到的是 {value}"),
-    "trace_too_large": ("This file is not a valid trace: it is {size:,} bytes, and a trace is at most {limit:,} bytes.",
-                        "此文件不是有效的记录文件：它有 {size:,} 字节，而记录文件最多 {limit:,} 字节。"),
-    "trace_not_text": ("This file is not a valid trace: it is not UTF-8 text (a trace is a JSON file this app exported).",
-                       "此文件不是有效的记录文件：它不是 UTF-8 文本（记录文件是本应用导出的 JSON 文件）。"),
-    "trace_not_json": ("This file is not a valid trace: it is not JSON (the first error is at line {line}, column {column}).",
-                       "此文件不是有效的记录文件：它不是 JSON（第一个错误在第 {line} 行第 {column} 列）。"),
-    "trace_too_deep": ("This file is not a valid trace: its JSON is nested too deeply to read.",
-                       "此文件不是有效的记录文件：其 JSON 嵌套层数过多，无法读取。"),
-    "trace_number_too_long": ("This file is not a valid trace: it holds a number too long to read (over {limit:,} digits).",
-                              "此文件不是有效的记录文件：其中有一个位数过多、无法读取的数字（超过 {limit:,} 位）。"),
-    "trace_too_many_steps": ("This trace is too long to replay: {steps:,} steps after a prompt of {prompt_tokens} tokens, "
-                             "but a session holds at most {limit} tokens (room for {room} steps).",
-                             "此记录文件太长，无法回放：提示词有 {prompt_tokens} 个词元，之后还有 {steps:,} 步，"
-                             "而一个会话最多容纳 {limit} 个词元（只够 {room} 步）。"),
-    "trace_token_out_of_vocab": ("The trace is damaged at step {step}: {token} is not a token id in [0, {vocab}).",
-                                 "记录文件在第 {step} 步已损坏：{token} 不是 [0, {vocab}) 之内的词元 ID。"),
-    "trace_step_after_end": ("The trace is damaged at step {step}: the text ended at step {end} (an end-of-text token), "
-                             "and a trace has no steps after that.",
-                             "记录文件在第 {step} 步已损坏：文本已在第 {end} 步结束（文本结束词元），其后不应再有步骤。"),
-    "forced_token_not_an_id": ("The forced token must be a token id, got {value!r}: a whole number from the candidate list.",
-                               "强制的词元必须是词元 ID，收到的是 {value!r}：请填写候选列表中的一个整数。"),
 }
 
 
