@@ -33,14 +33,13 @@ class Event:
     lane: str = "views"
     api_name: str | bool = False
     options: dict = field(default_factory=dict)  # anything else for the listener: js, trigger_mode, ...
-    then: Callable | None = None  # runs once the event's answer has been sent (no inputs, no outputs)
-    then_js: str | None = None  # the page's script to run then
+    then_js: str | None = None  # the page's script to run once the event has ended
 
     def bind(self):
         options = {"show_progress": "hidden", **LANES[self.lane], **self.options}
         listener = self.trigger(self.handler, self.inputs, self.outputs, api_name=self.api_name, **options)
-        if self.then is not None or self.then_js is not None:
-            listener.then(self.then, None, None, api_name=False, show_progress="hidden", js=self.then_js)
+        if self.then_js is not None:
+            listener.then(None, None, None, api_name=False, show_progress="hidden", js=self.then_js)
         return listener
 
 

@@ -7,6 +7,7 @@ import logging
 import re
 
 import gradio as gr
+from gradio.exceptions import ComponentProcessingError, InvalidPathError
 
 log = logging.getLogger("token-by-token")
 WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
@@ -96,3 +97,27 @@ def gate(demo: gr.Blocks, on_heartbeat) -> None:
     app = demo.app
     names = {fn.api_name for fn in demo.fns.values() if isinstance(fn.api_name, str)}
     app.middleware_stack = Gate(app.middleware_stack or app.build_middleware_stack(), names, on_heartbeat)
+
+
+NOT_UPLOADED = ("That file was not uploaded here: choose it with the Import button. "
+                "这个文件不是上传到这里的：请用“导入”按钮选择它。")
+SERVER_PATH = re.compile(r"(?<![\w.])/(?:[\w.\-]+/)+[\w.\-]*")
+
+
+def plain_preprocess(demo: gr.Blocks) -> None:
+    """An input Gradio cannot read answers with a plain message: a file the user did not upload is refused
+    without naming its path on the server, and a value of the wrong type says which input and type it wanted
+    (Gradio's own message), with any server path taken out."""
+    preprocess = demo.preprocess_data
+
+    async def preprocess_data(*args, **kwargs):
+        try:
+            return await preprocess(*args, **kwargs)
+        except gr.Error:
+            raise
+        except InvalidPathError:
+            raise gr.Error(NOT_UPLOADED, print_exception=False) from None
+        except ComponentProcessingError as err:
+            raise gr.Error(SERVER_PATH.sub("…", str(err)), print_exception=False) from None
+
+    demo.preprocess_data = preprocess_data

@@ -5,7 +5,7 @@ import gradio as gr
 
 from ui import play
 from model.trace import MAX_TRACE_BYTES
-from ui.guard import fair_queue, gate, plain_input_check
+from ui.guard import fair_queue, gate, plain_input_check, plain_preprocess
 from ui.protocol import page_assets
 
 
@@ -24,6 +24,7 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     play.add_route(demo.app)
     fair_queue(demo)
     plain_input_check(demo)
+    plain_preprocess(demo)
     store = store or getattr(demo, "tbt_store", None)  # (app.build leaves it there)
     gate(demo, store.connected if store is not None else (lambda key: None))
     if not prevent_thread_lock:

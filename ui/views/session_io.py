@@ -16,25 +16,36 @@ from ui.handlers import friendly
 from ui.strings import Refusal, t
 
 EXPORT_NAME = "token-by-token-trace.json"
+EXPORT_KEEP_S = 10.0  # an export's own file lives this long: Gradio has copied it for the download by then
 
 
 class Exports:
-    """The folders of exported traces, one per user, each replaced by that user's next export and removed when
-    the user's session ends (Gradio serves a download from its own copy, made when the file is returned)."""
+    """Each exported trace is written to a folder of its own, which is removed EXPORT_KEEP_S later: Gradio serves
+    the download from its own copy, made as soon as the handler returns the file (and removed by its cache
+    clean-up). A user's folder also goes when their next export or their session does."""
 
     def __init__(self):
         self._folders: dict[str, Path] = {}
         self._lock = threading.Lock()
 
     def write(self, user: str, trace: dict) -> str:
-        folder = Path(tempfile.mkdtemp(prefix="tbt-"))
+        folder = Path(tempfile.mkdtemp(prefix="tbt-export-"))
         path = folder / EXPORT_NAME
         path.write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
         with self._lock:
             old, self._folders[user] = self._folders.get(user), folder
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+        timer = threading.Timer(EXPORT_KEEP_S, self._expire, (user, folder))
+        timer.daemon = True
+        timer.start()
         return str(path)
+
+    def _expire(self, user: str, folder: Path) -> None:
+        with self._lock:
+            if self._folders.get(user) == folder:
+                del self._folders[user]
+        shutil.rmtree(folder, ignore_errors=True)
 
     def drop(self, user: str) -> None:
         with self._lock:
@@ -63,10 +74,6 @@ class SessionView:
         trace = to_trace(self.app.session(request))
         return self.exports.write(request.session_hash, trace)
 
-    def exported(self, request: gr.Request):
-        """The file has been handed to Gradio, which serves its own copy: ours is not needed any more."""
-        self.exports.drop(request.session_hash)
-
     def import_trace(self, request, file, cfg, view):
         raw = uploaded_bytes(file)
         trace = read_trace(raw)
@@ -81,7 +88,7 @@ class SessionView:
     def events(self, page):
         return [
             Event(self.export_btn.click, friendly(self.export_trace), [page.lang], [self.export_file], "views",
-                  "export", then=self.exported),
+                  "export"),
             Event(self.import_btn.upload, page.handler(self.import_trace, "file"), [self.import_btn, *page.page_in],
                   page.step_out, "import", "import_trace"),
         ]
