@@ -146,7 +146,8 @@ class SpeculativeDecoder:
     def round(self, draft: list[int] | None = None) -> SpecRound:
         """One round: draft (by prompt lookup, or the `draft` given, for a lesson or a test), one pass, checks, crop."""
         if self.stopped:
-            raise SessionError(f"spec_finished_{self.stopped}", limit=self.max_new_tokens)
+            key = "spec_finished_eos" if self.stopped == "eos" else "spec_finished_length"
+            raise SessionError(key, limit=self.max_new_tokens)
         t_round = time.perf_counter()
         budget = self.max_new_tokens - len(self.generated)
         if draft is None:

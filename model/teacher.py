@@ -133,7 +133,8 @@ def score_text(lm: LoadedModel, text: str, lock=None, max_tokens: int = MAX_PROM
     except SessionError as err:
         if err.key not in _TEXT_REFUSALS:
             raise
-        raise SessionError(_TEXT_REFUSALS[err.key], **err.params) from None
+        key = _TEXT_REFUSALS[err.key]  # the same reason, said of a text
+        raise SessionError(key, **err.params) from None
     if len(ids) < 2:
         raise SessionError("score_too_short", n=len(ids))
     return teacher_forcing(lm, ids, prompt_len=0, lock=lock, edges=edges)

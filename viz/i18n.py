@@ -187,7 +187,6 @@ WORDS: dict[str, tuple[str, str]] = {
         "the model's top-1, where it is another token ({n} positions)",
         "模型的第一选择，当它是另一个词元时（{n} 个位置）",
     ),
-    "tf_ce": ("cross-entropy −ln P (nats)", "交叉熵 −ln P（奈特）"),
     "tf_prompt": ("prompt positions (scored too)", "提示词的位置（同样被打分）"),
     "tf_generated": ("generated →", "生成的 →"),
     "tf_in_prompt": ("in the prompt", "在提示词中"),
