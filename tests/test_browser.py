@@ -1,58 +1,8 @@
 """The page in headless Chromium (Debian's, driven by Playwright): type, step, see every chart, switch language."""
-import os
-import shutil
-from pathlib import Path
-
-import pytest
-
-import app as app_module
-from model.sessions import ModelRegistry, SessionStore
+from browser import ARTIFACTS, marker, needs_chromium, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
 from viz.style import SMALL_SIZE, TITLE_SIZE
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).parent / "artifacts"
-
-pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed (make test installs it)")
-
-
-@pytest.fixture(scope="module")
-def url(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore())
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield demo.local_url
-    demo.close()
-
-
-@pytest.fixture
-def page(url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        tab = browser.new_page(viewport={"width": 1280, "height": 800}, locale="en-US")
-        tab.problems = []
-        tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
-        tab.on("pageerror", lambda e: tab.problems.append(str(e)))
-        tab.on("response", lambda r: r.status >= 400 and tab.problems.append(f"{r.status} {r.request.method} {r.url}"))
-        tab.goto(url)
-        yield tab
-        browser.close()
-
-
-def marker(page):
-    return page.locator("#tbt-marker")
-
-
-def wait_for_step(page, step: int):
-    """Wait until the page shows `step` (the status marker is re-rendered with it)."""
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'", timeout=60_000)
-
-
-def plot_drawn(page, elem_id: str):
-    page.locator(f"#{elem_id} .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
+pytestmark = needs_chromium
 
 
 def test_step_three_times_see_every_chart_and_switch_language(page):

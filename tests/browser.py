@@ -1,0 +1,64 @@
+"""Shared pieces of the browser tests: Debian's Chromium driven by Playwright, against the app on its own port.
+
+A test module uses them as fixtures: `from browser import url, page, needs_chromium` then
+`pytestmark = needs_chromium` (a module gets its own server and a fresh tab per test; `page.problems`
+collects console errors, page errors and failed requests).
+"""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import app as app_module
+from model.sessions import ModelRegistry, SessionStore
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).parent / "artifacts"
+needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
+                                    reason="Debian's chromium is not installed (make test installs it)")
+
+
+@pytest.fixture(scope="module")
+def url(lm):
+    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore())
+    demo = app_module.build(page, "smollm2")
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    yield demo.local_url
+    demo.close()
+
+
+def open_tab(browser, url, locale="en-US"):
+    """A tab on the page (1280x800, as a projector shows it) that records what goes wrong in `problems`."""
+    tab = browser.new_page(viewport={"width": 1280, "height": 800}, locale=locale)
+    tab.problems = []
+    tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
+    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+    tab.on("response", lambda r: r.status >= 400 and tab.problems.append(f"{r.status} {r.request.method} {r.url}"))
+    tab.goto(url)
+    return tab
+
+
+@pytest.fixture
+def page(url):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield open_tab(browser, url)
+        browser.close()
+
+
+def marker(page):
+    return page.locator("#tbt-marker")
+
+
+def wait_for_step(page, step: int):
+    """Wait until the page shows `step` (the status marker is re-rendered with it)."""
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'", timeout=60_000)
+
+
+def plot_drawn(page, elem_id: str):
+    page.locator(f"#{elem_id} .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
