@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -172,13 +172,6 @@ class StepRecord:
     @property
     def token(self) -> TokenInfo:
         return self.distribution.chosen
-
-
-def to_plain(record) -> dict:
-    """A JSON-ready dict of a record, without attention arrays (they are re-made on replay)."""
-    d = asdict(record)
-    d.pop("attention", None)
-    return d
 
 
 @dataclass

@@ -12,7 +12,6 @@ import threading
 import time
 from dataclasses import replace
 
-import numpy as np
 import torch
 from transformers import DynamicCache
 
@@ -333,10 +332,6 @@ class DecodeSession(LookAhead):
     def logprob_t1(self) -> float:
         """Natural log-probability of the generated text under the model's own T = 1 distribution."""
         return float(sum(s.distribution.chosen_logprob_t1 for s in self.steps))
-
-    def attention_rows(self) -> list[np.ndarray]:
-        """Attention of every step's new token, (layers, heads, t) each."""
-        return [s.attention for s in self.steps]
 
 
 @contextlib.contextmanager
