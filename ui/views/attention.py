@@ -37,6 +37,9 @@ class AttentionView:
                             words=lambda lang: {"label": t("head", lang), "choices": head_choices(info, lang)})
         plot(self.tab)
         add(gr.Markdown(self._explain("en"), elem_classes="tbt-explain"), words=lambda lang: {"value": self._explain(lang)})
+        # Which KV head each query head reads: the same for every step, drawn once (and again in a new language)
+        add(gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id="tbt-plot-gqa", show_label=False),
+            words=lambda lang: {"value": viz.gqa_figure(info, lang)})
         named_range(page.layer)
 
     @staticmethod
