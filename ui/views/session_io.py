@@ -9,13 +9,17 @@ from pathlib import Path
 
 import gradio as gr
 
+from model.errors import SessionError
 from model.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
+from viz.offline import session_page, session_record, shown_layers
 from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly
+from ui.protocol import PLOTLY_JS
 from ui.strings import Refusal, t
 
 EXPORT_NAME = "token-by-token-trace.json"
+PAGE_NAME = "token-by-token-session.html"
 EXPORT_KEEP_S = 10.0  # an export's own file lives this long: Gradio has copied it for the download by then
 
 
@@ -29,9 +33,13 @@ class Exports:
         self._lock = threading.Lock()
 
     def write(self, user: str, trace: dict) -> str:
+        return self.write_text(user, EXPORT_NAME, json.dumps(trace, ensure_ascii=False, indent=1))
+
+    def write_text(self, user: str, name: str, text: str) -> str:
+        """`text` in a new folder of the user's, as the file `name` (one of ours: never a name the page sent)."""
         folder = Path(tempfile.mkdtemp(prefix="tbt-export-"))
-        path = folder / EXPORT_NAME
-        path.write_text(json.dumps(trace, ensure_ascii=False, indent=1), encoding="utf-8")
+        path = folder / name
+        path.write_text(text, encoding="utf-8")
         with self._lock:
             old, self._folders[user] = self._folders.get(user), folder
         if old is not None:
@@ -67,12 +75,28 @@ class SessionView:
         self.export_btn = add(gr.Button(t("btn_export"), elem_id="tbt-export"), "btn_export", "value")
         self.export_file = add(gr.File(label=t("trace_file"), elem_id="tbt-export-file", interactive=False),
                                "trace_file")
+        self.page_btn = add(gr.Button(t("btn_export_page"), elem_id="tbt-export-page"), "btn_export_page", "value")
+        self.page_file = add(gr.File(label=t("page_file"), elem_id="tbt-export-page-file", interactive=False),
+                             "page_file")
         self.import_btn = add(gr.UploadButton(t("btn_import"), file_types=[".json"], elem_id="tbt-import"),
                               "btn_import")  # an UploadButton says its text by its label
 
     def export_trace(self, request: gr.Request, lang="en"):
         trace = to_trace(self.app.session(request))
         return self.exports.write(request.session_hash, trace)
+
+    def export_page(self, request: gr.Request, lang="en", layer=0):
+        """The session as one web page that replays offline (viz/offline.py), in the page's language, with the
+        attention of the attention view's layer, the first and the last (mean over heads). No model pass."""
+        session = self.app.session(request)
+        with session.reading():
+            if not session.started:
+                raise SessionError("nothing_to_export")
+            info = session.lm.info
+            record = session_record(session.prefill, list(session.steps), info,
+                                    shown_layers(layer if isinstance(layer, (int, float)) else 0, info), lang)
+        page = session_page(record, PLOTLY_JS.read_text(encoding="utf-8"))
+        return self.exports.write_text(request.session_hash, PAGE_NAME, page)
 
     def import_trace(self, request, file, cfg, view):
         raw = uploaded_bytes(file)
@@ -89,6 +113,8 @@ class SessionView:
         return [
             Event(self.export_btn.click, friendly(self.export_trace), [page.lang], [self.export_file], "views",
                   "export"),
+            Event(self.page_btn.click, friendly(self.export_page), [page.lang, page.layer], [self.page_file], "views",
+                  "export_page"),
             Event(self.import_btn.upload, page.handler(self.import_trace, "file"), [self.import_btn, *page.page_in],
                   page.step_out, "import", "import_trace"),
         ]

@@ -1,0 +1,116 @@
+"""The session as one web page (viz/offline.py, the Save / load view's 'Export as a web page'): exported through the
+API, opened in headless Chromium from file:// with every other request aborted, stepped through, and read back
+from its DOM against the session's own records."""
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+from gradio_client import Client
+
+import app as app_module
+from browser import CHROMIUM, FLAGS, needs_chromium
+from model.records import SamplingConfig
+from model.sessions import ModelRegistry, SessionStore
+from viz.i18n import t
+from viz.style import format_prob
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULTS = dict(temperature=0.8, top_k=0, top_p=0.9, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=4,
+                lang="en", layer=0, head="mean")
+STEPS = 5
+
+
+@pytest.fixture(scope="module")
+def server(lm):
+    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore())
+    demo = app_module.build(page, "smollm2")
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    yield page, demo.local_url
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def exported(server):
+    """A session of STEPS steps (one forced), its records, and its page exported in each language."""
+    app, url = server
+    client = Client(url, verbose=False)
+    client.predict("Once upon a time, in a small village,", "raw", "smollm2", **DEFAULTS, api_name="/start")
+    for n in range(STEPS - 1):
+        client.predict(**DEFAULTS, api_name="/next_token")
+    session = app.store.get(client.session_hash)
+    forced = sorted(session.preview(SamplingConfig()).candidates, key=lambda c: c.rank)[3]  # the last step: forced
+    client.predict(str(forced.token.id), **DEFAULTS, api_name="/force")
+    pages = {lang: Path(client.predict(lang, 12, api_name="/export_page")).read_text(encoding="utf-8")
+             for lang in ("en", "zh")}
+    yield session, pages
+    app.store.drop(client.session_hash)
+
+
+def test_the_page_holds_no_server_path_and_is_a_few_megabytes(exported):
+    session, pages = exported
+    for lang, html in pages.items():
+        for path in (str(ROOT), tempfile.gettempdir() + "/", "/gradio_api", "tbt-export"):
+            assert path not in html, f"{lang}: the page names {path!r}"
+        assert len(html.encode()) < 6_000_000
+        print(f"\n{lang}: {len(html.encode()):,} bytes for {len(session.steps)} steps")
+    assert '<html lang="zh-Hans">' in pages["zh"] and t("offline_title", "zh") in pages["zh"]
+    assert '<html lang="en">' in pages["en"] and t("offline_title", "zh") not in pages["en"]
+
+
+def open_offline(browser, html: str, path: Path, lang: str):
+    """The page opened from file:// with every request but the file itself aborted (and recorded)."""
+    path.write_text(html, encoding="utf-8")
+    tab = browser.new_page(viewport={"width": 1280, "height": 800})
+    tab.problems, tab.requests = [], []
+    tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
+    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+
+    def only_the_file(route):
+        if route.request.url == path.as_uri():
+            route.continue_()
+        else:
+            tab.requests.append(route.request.url)
+            route.abort()
+
+    tab.route("**/*", only_the_file)
+    tab.goto(path.as_uri())
+    return tab
+
+
+@needs_chromium
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_page_replays_the_sessions_tokens_and_probabilities_offline(exported, lang, tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    session, pages = exported
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        tab = open_offline(browser, pages[lang], tmp_path / f"session-{lang}.html", lang)
+        assert tab.locator("#status").get_attribute("data-step") == "0"
+        assert tab.locator("#btn-next").inner_text() == t("offline_next", lang)
+        for step in session.steps:
+            tab.click("#btn-next")
+            tab.wait_for_function(f"() => document.body.dataset.shown === '{step.step}'")
+            dist = step.distribution
+            assert tab.locator("#token").inner_text() == step.token.display
+            assert int(tab.locator("#token").get_attribute("data-id")) == step.token.id
+            assert tab.locator("#prob").inner_text() == format_prob(dist.chosen_candidate.prob_t1)
+            rows = tab.locator("#cands tr").all()[1:]
+            shown = [(r.locator(".tok").inner_text(), r.locator(".p").inner_text(), r.locator(".final").inner_text())
+                     for r in rows]
+            assert shown == [(c.token.display, format_prob(c.prob_t1), format_prob(c.final_prob))
+                             for c in sorted(dist.candidates, key=lambda c: c.rank)]
+            assert tab.locator("#cands tr.chosen .tok").inner_text() == step.token.display
+            visible = tab.locator("#chips .gen:not(.later)").all_inner_texts()
+            assert visible == [s.token.display for s in session.steps[: step.step]]
+            assert tab.locator("#att-plot .hm, #att-plot .heatmaplayer").count() >= 1  # plotly drew the heatmap
+        assert (t("offline_forced", lang).strip(" ·") in tab.locator("#status").inner_text()) == \
+            session.steps[-1].distribution.forced
+        tab.click("#btn-back")
+        tab.wait_for_function(f"() => document.body.dataset.shown === '{len(session.steps) - 1}'")
+        tab.click("#btn-last")
+        tab.wait_for_timeout(300)
+        tab.screenshot(path=str(ROOT / "assets" / "screenshots" / f"offline_page_{lang}.png"))
+        assert tab.requests == [] and tab.problems == []
+        browser.close()
