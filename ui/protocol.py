@@ -66,6 +66,9 @@ PROTOCOL = {
         "plot_temperature": "plotT",  # dataset: the temperature of the chart the plot itself holds
         "caption_html": "html",  # dataset: the caption's HTML as last set
     },
+    # tabs whose chart carries a step number as each point's customdata: a click on a point goes back to that
+    # step, as a click on its chip does (assets/js/clicks.js)
+    "step_on_click": ["chain"],
     "stepping_tab": "candidates",  # the tab whose chart is drawn ahead and has the temperature flipbook
     "shown_event": "tbt-shown",  # fired on a plot each time it shows a new chart (detail: key, t, how)
     "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart

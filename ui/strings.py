@@ -311,6 +311,56 @@ PAGE: dict[str, tuple[str, str]] = {
     ),
     "btn_batch_measure": ("Measure batch 1 to 16 now", "现在测量批大小 1 到 16"),
 
+    # --- Branches view (ui/views/branches.py) ---
+    "tab_branches": ("Branches", "分支"),
+    "explain_branches": (
+        "Go back (Back, a click on a token) and take a different step, for example force an unlikely token: the old text is not lost, it is kept as a **branch**. The tree shows every text of this prompt, from where it split off. Pick one and press **Continue this branch** to make it the text again, exactly as it was. Compare two to see, token by token, what the model did after the split: after a token it would not have chosen, does it recover, or keep writing from its own mistake?",
+        "后退（“后退”按钮，或点击某个词元）之后换一种方式生成，比如强制选一个不太可能的词元：原来的文本不会丢失，而是保留为一个**分支**。分支树显示这个提示生成过的每一段文本，从它分出的位置开始。选一个分支并点击**继续这个分支**，它就原样恢复为当前文本。比较两个分支，可以逐个词元看到分叉之后模型做了什么：遇到一个它自己不会选的词元之后，它是能回到正轨，还是顺着自己的错误继续写下去？",
+    ),
+    "branch_pick": ("Branch", "分支"),
+    "btn_switch_branch": ("Continue this branch", "继续这个分支"),
+    "btn_delete_branch": ("Delete this branch", "删除这个分支"),
+    "compare_a": ("Compare A (empty: the text shown now)", "比较 A（留空：当前显示的文本）"),
+    "compare_b": ("with B (empty: the one it split from)", "与 B（留空：它分出来的那个分支）"),
+    "btn_compare": ("Compare", "比较"),
+    "branch_pick_first": ("Pick a branch in the list first.", "请先在列表中选一个分支。"),
+    "compare_need_two": ("There is only one text so far: go back, step differently, then compare.",
+                         "目前只有一段文本：先后退，换一种方式生成，再来比较。"),
+
+
+    # --- Room: a class follows the teacher (ui/views/room.py, ui/rooms.py) ---
+    "tab_room": ("Room", "课堂"),
+    "explain_room": (
+        "**Teacher:** press *Open a room* and give the class its code (or the link). Your students then see your text, step and chart as you go; only you drive. The room closes when you close this page or press *Close the room*.  \n**Student:** type the teacher's code and press *Join*. You follow the teacher's page here, read-only. *Explore from here* copies the teacher's text into your own session so you can try other tokens and settings; *Back to the teacher* follows again.",
+        "**老师：**按“开设课堂”，把课堂码（或链接）告诉全班。学生就能随着你的操作看到你的文本、步数和图表；只有你能操作。关闭本页面或按“关闭课堂”时，课堂即关闭。  \n**学生：**输入老师的课堂码并按“加入”。你会在这里只读地跟随老师的页面。“从这里自己探索”会把老师的文本复制到你自己的会话里，你可以尝试别的词元和设置；“回到老师”则重新跟随。",
+    ),
+    "btn_room_open": ("Open a room", "开设课堂"),
+    "btn_room_close": ("Close the room", "关闭课堂"),
+    "room_code": ("Room code", "课堂码"),
+    "btn_room_join": ("Join", "加入"),
+    "btn_room_explore": ("Explore from here", "从这里自己探索"),
+    "btn_room_back": ("Back to the teacher", "回到老师"),
+    "room_opened": ("Your room is open. Students type this code in their Room tab, or open the link:",
+                    "课堂已开设。学生在“课堂”标签页输入这个课堂码，或打开链接："),
+    "room_closed_teacher": ("The room is closed: your students no longer follow you.", "课堂已关闭：学生不再跟随你。"),
+    "room_waiting": ("Joined room {code}: waiting for the teacher's page…", "已加入课堂 {code}：正在等待老师的页面……"),
+    "room_following": ("Following room {code} · the teacher is at step {step}, on the {tab} tab · read-only",
+                       "正在跟随课堂 {code} · 老师在第 {step} 步，“{tab}”标签页 · 只读"),
+    "room_exploring": (
+        "You are exploring on your own from the teacher's step {step}: the text above is your own session now. Press Back to the teacher to follow again.",
+        "你正在从老师的第 {step} 步开始自己探索：上方的文本现在是你自己的会话。按“回到老师”即可重新跟随。",
+    ),
+    "room_unknown": ("There is no room with the code {code}: check the code the teacher gave (8 letters and digits).",
+                     "没有课堂码为 {code} 的课堂：请核对老师给的课堂码（8 个字母和数字）。"),
+    "room_closed": ("This room has closed: the teacher left or closed it.", "这个课堂已关闭：老师已离开或关闭了它。"),
+    "room_own": ("This is your own room: students join it, you drive it.", "这是你自己开设的课堂：由学生加入，由你操作。"),
+    "room_no_seats": ("This room is full ({limit} students).", "这个课堂已满（{limit} 名学生）。"),
+    "room_full": ("The server already holds {limit} rooms: try again when one has closed.",
+                  "服务器上已有 {limit} 个课堂：请等有课堂关闭后再试。"),
+    "room_not_following": ("You are not in a room: type the teacher's code and press Join.",
+                           "你还没有加入课堂：请输入老师的课堂码并按“加入”。"),
+    "room_nothing_yet": ("The teacher has not shown a text yet: wait for the first step.",
+                         "老师还没有展示文本：请等待第一步。"),
 }
 
 

@@ -337,7 +337,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "offline_prompt": ("prompt", "提示词"),
     # --- The class, batched (viz/batching.py) ---
     "batch_live_title": (
-        "{live} sessions live · the last {passes} passes carried {mean} sessions on average, at most {most}",
+        "Sessions live now: {live} · the last {passes} passes carried {mean} sessions on average, at most {most}",
         "{live} 个活跃会话 · 最近 {passes} 次计算平均每次带 {mean} 个会话，最多 {most} 个",
     ),
     "batch_live_subtitle": (
@@ -357,20 +357,20 @@ WORDS: dict[str, tuple[str, str]] = {
         "batch {n}: {ms} ms per pass, {per} ms per token<br>repeats: {runs} ms",
         "批大小 {n}：每次计算 {ms} 毫秒，每个词元 {per} 毫秒<br>各次重复：{runs} 毫秒",
     ),
-    "batch_rate_decode1": ("decode, batch 1", "解码，批大小 1"),
-    "batch_rate_decode": ("decode, batch {n}", "解码，批大小 {n}"),
-    "batch_rate_prefill": ("prefill, {n}-token prompt", "预填充，{n} 个词元的提示词"),
+    "batch_rate_decode1": ("decode<br>batch 1", "解码<br>批大小 1"),
+    "batch_rate_decode": ("decode<br>batch {n}", "解码<br>批大小 {n}"),
+    "batch_rate_prefill": ("prefill<br>{n} tokens", "预填充<br>{n} 个词元"),
     "batch_axis_batch": ("sessions in one pass (batch)", "一次计算中的会话数（批大小）"),
     "batch_axis_tps": ("tokens per second", "每秒词元数"),
     "batch_panel_passes": ("One decode pass, measured", "实测一次解码计算"),
     "batch_panel_rates": ("Tokens per second", "每秒词元数"),
     "batch_measure_title": (
-        "{n} sessions in one pass cost {ratio}× one session's pass, and make {tokens}× the tokens per second",
-        "一次计算带 {n} 个会话，耗时是单个会话的 {ratio} 倍，每秒词元数却是 {tokens} 倍",
+        "{n} sessions in one pass: {ratio}× the time of one, {tokens}× the tokens per second",
+        "一次计算带 {n} 个会话：时间是单个的 {ratio} 倍，每秒词元数是 {tokens} 倍",
     ),
     "batch_measure_subtitle": (
-        "{model}: {params} M parameters = {bytes} of weights, read once per decode pass; at batch 1 a pass took {ms} ms, so ≥ {bandwidth} GB/s of memory read. Each sequence held {context} tokens; {threads} thread, as the server's decode worker.",
-        "{model}：{params} M 个参数 = {bytes} 权重，每次解码计算读一遍；批大小 1 时一次计算 {ms} 毫秒，即至少每秒读内存 {bandwidth} GB。每个序列已有 {context} 个词元；{threads} 个线程，和服务器的解码线程一样。",
+        "{model}: {params} M parameters = {bytes} of weights, read once per decode pass.<br>At batch 1 a pass took {ms} ms: at least {bandwidth} GB/s read from memory.<br>Each sequence held {context} tokens; {threads} thread, as the server's decode worker.",
+        "{model}：{params} M 个参数 = {bytes} 权重，每次解码计算读一遍。<br>批大小 1 时一次计算 {ms} 毫秒：每秒至少从内存读 {bandwidth} GB。<br>每个序列已有 {context} 个词元；{threads} 个线程，和服务器的解码线程一样。",
     ),
     "batch_measure_sentence": (
         "One decode pass took **{ms1} ms** for one session and **{msn} ms** for {n} sessions: {n}× the tokens for {ratio}× the time, {per} ms per token. Each pass reads all {bytes} of weights, so a single session's pass moved at least **{bandwidth} GB/s** from memory: decoding waits on memory. A prefill of a long prompt ran **{prefill} tokens/s** against **{decode} tokens/s** decoding one at a time ({speed}×): it does every token's arithmetic in one read of the weights, so it is bound by compute.",
@@ -390,6 +390,34 @@ WORDS: dict[str, tuple[str, str]] = {
     "engine_kv_reason": ("{model} runs on an engine, whose cache tensors cannot be measured here; "
                          "the formula: {formula} for {tokens} tokens (shape from {source}).",
                          "{model} 运行在推理引擎上，这里无法测量它的缓存张量；按公式计算：{tokens} 个词元需要 {formula}（形状取自 {source}）。"),
+    # --- Branches (viz/branches.py) and the repetition penalty in the candidates' hover (viz/candidates.py) ---
+    "branch_row": ("#{id} · {n} tokens · log P {logp}", "#{id} · {n} 个词元 · log P {logp}"),
+    "branch_current": ("shown now", "当前显示"),
+    "branch_at": ("◆ you are at step {at}", "◆ 你在第 {at} 步"),
+    "branch_hover": ("Branch #{id}: splits off at step {fork}, {n} tokens, log P = {logp}<br>…{text}",
+                     "分支 #{id}：在第 {fork} 步分出，{n} 个词元，log P = {logp}<br>…{text}"),
+    "branches_title": ("Branches: every text this prompt has had", "分支：这个提示生成过的每一段文本"),
+    "branches_subtitle": ("{n} texts. A line starts where its branch split off (dotted: from which one) and ends at its "
+                          "last token; log P is the sum of its tokens' log p at T = 1.",
+                          "共 {n} 段文本。每条线从它分出的位置开始（虚线连向它的来源分支），到最后一个词元结束；"
+                          "log P 是它各词元在 T = 1 时 log p 之和。"),
+    "branches_axis_step": ("generated token (step)", "生成的词元（步）"),
+    "compare_cell_title": ("step {step}: log p = {logp} (rank {rank})", "第 {step} 步：log p = {logp}（排名第 {rank}）"),
+    "compare_repeated": ("repeats an earlier stretch of 3+ tokens", "重复了前文中 3 个以上词元的片段"),
+    "compare_side": ("{side}: branch #{id} · {n} tokens after the split · log P {logp}",
+                     "{side}：分支 #{id} · 分叉后 {n} 个词元 · log P {logp}"),
+    "compare_same": ("These two texts are the same.", "这两段文本相同。"),
+    "compare_split": ("They split at step {step} (heavy line).", "它们在第 {step} 步分开（粗线处）。"),
+    "compare_legend": ("Under each token: its log p at T = 1 (redder = less expected). ✋ forced by you, "
+                       "↻ (dashed box) repeats an earlier stretch.",
+                       "每个词元下方：它在 T = 1 时的 log p（越红越出乎模型意料）。✋ 由你强制选择，↻（虚线框）重复了前文片段。"),
+    "compare_step": ("step", "步"),
+    "compare_trace": ("{side}: #{id}", "{side}：#{id}"),
+    "compare_chart_title": ("log p of each token, the two branches", "两个分支中每个词元的 log p"),
+    "compare_split_mark": ("split", "分叉"),
+    "compare_axis_logp": ("log p (0 = certain)", "log p（0 = 确定）"),
+    "hover_logit_penalized": ("logit after the repetition penalty (already in the text)",
+                              "重复惩罚后的 logit（已在文本中出现）"),
 }
 
 

@@ -7,10 +7,20 @@
 Adding a view: a new module here and one line in VIEWS.
 """
 from ui.views.attention import AttentionView
+from ui.views.branches import BranchesView
+from ui.views.batching import BatchingView
 from ui.views.calculator import CalculatorView
 from ui.views.candidates import CandidatesView
+from ui.views.chain import ChainView
 from ui.views.kv_cache import KVCacheView
+from ui.views.lesson import LessonView
+from ui.views.paged import PagedView
+from ui.views.room import RoomView
 from ui.views.session_io import SessionView
+from ui.views.speculative import SpeculativeView
 from ui.views.temperature import TemperatureView
+from ui.views.training import TrainingView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, KVCacheView, CalculatorView, SessionView]
+VIEWS = [CandidatesView, TemperatureView, AttentionView, KVCacheView, ChainView, TrainingView, CalculatorView,
+         SpeculativeView, BatchingView, PagedView, BranchesView, SessionView, RoomView,
+         LessonView]

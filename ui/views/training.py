@@ -1,0 +1,85 @@
+"""Training vs generation: the whole text in one parallel pass (teacher forcing) against the steps that wrote it,
+and any pasted text scored the same way, each token shaded by its rank (GLTR). Both on demand: a button."""
+from __future__ import annotations
+
+import gradio as gr
+
+from model.errors import SessionError
+from model.teacher import compare_stepwise, score_text
+from ui.controls import plot
+from ui.events import Event
+from ui.handlers import friendly
+from ui.state import carrier
+from ui.strings import Refusal, t
+from viz.chain import gltr_html, teacher_chart
+
+
+def model_lock(session):
+    """The lock a pass takes so no decode pass of the step batcher runs meanwhile (None: a session run alone)."""
+    return session.batcher.model_lock if session.batcher else None
+
+
+def comparison_text(comparison, lang: str) -> str:
+    """The comparison in two sentences: the logits are the same up to float error; one pass against every step."""
+    largest = max(comparison.max_abs_diff, comparison.next_max_abs_diff)
+    text = t("compare_result", lang, diff=f"{largest:.1e}", steps=len(comparison.steps_ms), tokens=comparison.tokens,
+             parallel=f"{comparison.parallel_ms:.0f}", serial=f"{comparison.serial_ms:.0f}",
+             speedup=f"{comparison.speedup:.1f}")
+    # Wall times of passes run at different moments: on a loaded machine the one pass can lose. Say why.
+    return text + (" " + t("compare_slower", lang) if comparison.speedup < 1 else "")
+
+
+class TrainingView:
+    tab, title = "training", "tab_training"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add = page.labels.add
+        add(gr.Markdown(t("explain_training"), elem_classes="tbt-explain"), "explain_training", "value")
+        self.compare = add(gr.Button(t("btn_compare"), elem_id="tbt-compare"), "btn_compare", "value")
+        self.compare_result = gr.Markdown(elem_id="tbt-compare-result", elem_classes="tbt-explain")
+        plot(self.tab)  # drawn by the page's script, its title as HTML above (wrapped, unlike plotly's)
+        add(gr.Markdown("### " + t("score_heading"), elem_id="tbt-score-heading"),
+            words=lambda lang: {"value": "### " + t("score_heading", lang)})
+        add(gr.Markdown(t("explain_score"), elem_classes="tbt-explain"), "explain_score", "value")
+        self.text = add(gr.Textbox(label=t("score_label"), lines=4, max_lines=12, elem_id="tbt-score-text"),
+                        "score_label")
+        self.score = add(gr.Button(t("btn_score"), elem_id="tbt-score"), "btn_score", "value")
+        self.scored = gr.HTML(elem_id="tbt-scored")
+
+    def compare_passes(self, request: gr.Request, lang):
+        """The user's text in one parallel pass against the steps that generated it (the model lock held for it)."""
+        session = self.app.session(request)
+        if not session.steps:
+            raise Refusal("compare_no_steps")
+        record, comparison = compare_stepwise(session, lock=model_lock(session))
+        # The comparison is in the sentences above the chart, not in its subtitle as well
+        return comparison_text(comparison, lang), carrier(teacher_chart(record, lang), self.tab)
+
+    def score_pasted(self, request: gr.Request, text, lang):
+        """A pasted text scored in one pass, on the user's model (the default one before any session)."""
+        try:
+            session = self.app.session(request)
+            lm, lock = session.lm, model_lock(session)
+        except SessionError:
+            lm = self.app.models.get()
+            lock = self._registry_lock(lm.name)
+        return gltr_html(score_text(lm, text if isinstance(text, str) else "", lock=lock), lang)
+
+    def _registry_lock(self, name):
+        try:
+            return self.app.models.batcher(name).model_lock
+        except KeyError:  # no session on this model yet: no decode pass can run on it
+            return None
+
+    def events(self, page):
+        progress = {"show_progress": "full"}
+        return [
+            Event(self.compare.click, friendly(self.compare_passes), [page.lang],
+                  [self.compare_result, page.figure], "measure", "compare_stepwise", progress),
+            Event(self.score.click, friendly(self.score_pasted), [self.text, page.lang], [self.scored], "measure",
+                  "score_text", progress),
+        ]
