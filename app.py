@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 
 import gradio as gr
 
+from model.engine import EngineClient
+from model.engine_session import load_engine_model
 from model.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
@@ -56,11 +59,33 @@ def main(argv=None) -> None:
                     help="address to listen on (default: $GRADIO_SERVER_NAME, else 127.0.0.1: this machine only)")
     ap.add_argument("--port", type=int, default=None, help="port (default: $GRADIO_SERVER_PORT, else 7860)")
     ap.add_argument("--model", default="smollm2", help="smollm2 (default), gemma3-270m, or a local model folder")
+    ap.add_argument("--engine-url", default=os.environ.get("TBT_ENGINE_URL"),
+                    help="an OpenAI-compatible engine's base URL, e.g. http://gpu-box:8000/v1 (default: $TBT_ENGINE_URL); "
+                         "its model appears in the picker as vllm:<name>")
+    ap.add_argument("--engine-model", default=os.environ.get("TBT_ENGINE_MODEL"),
+                    help="the model name the engine serves (default: $TBT_ENGINE_MODEL)")
+    ap.add_argument("--engine-folder", default=os.environ.get("TBT_ENGINE_FOLDER"),
+                    help="a local folder with that model's tokenizer and config.json (default: $TBT_ENGINE_FOLDER, "
+                         "else the model name when it is a folder on this machine)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     models = ModelRegistry(args.model)
     models.get()  # load once, at start-up, before the first user arrives
+    if args.engine_url:
+        add_engine(models, args.engine_url, args.engine_model, args.engine_folder)
     launch(build(App(models, SessionStore()), args.model), args.host, args.port)
+
+
+def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None) -> None:
+    """Offer an engine's model beside the local ones; the operator's command line is the only source of the URL."""
+    if not name:
+        raise SystemExit("--engine-url needs --engine-model (the name the engine serves the model under)")
+    folder = folder or name
+    if not os.path.isdir(folder):
+        raise SystemExit(f"--engine-folder: {folder} is not a folder; give the model's tokenizer and config.json folder")
+    lm = load_engine_model(EngineClient(url, name), folder)
+    models.add_engine(lm)
+    logging.info("Engine model %s at %s (shape from %s)", lm.name, url, lm.config_source)
 
 
 if __name__ == "__main__":

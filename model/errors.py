@@ -153,6 +153,34 @@ MESSAGES: dict[str, tuple[str, str]] = {
                              "记录文件在第 {step} 步已损坏：文本已在第 {end} 步结束（文本结束词元），其后不应再有步骤。"),
     "forced_token_not_an_id": ("The forced token must be a token id, got {value!r}: a whole number from the candidate list.",
                                "强制的词元必须是词元 ID，收到的是 {value!r}：请填写候选列表中的一个整数。"),
+    # Branches: going back and stepping differently keeps the old text (model/branches.py, the Branches tab)
+    "branch_limit": ("This prompt already has {limit} branches, the most one session keeps: delete one in the "
+                     "Branches tab, or step the same way as before.",
+                     "这个提示已有 {limit} 个分支，这是一个会话最多保留的数量：请在“分支”标签页删除一个，或者按原来的方式继续生成。"),
+    "branch_missing": ("There is no branch {branch!r} to choose (it may have been deleted): pick one from the list.",
+                       "没有可选择的分支 {branch!r}（它可能已被删除）：请从列表中选一个。"),
+    "trace_branch_damaged": ("The trace is damaged at branch {branch!r}: its number, parent, fork point or steps do "
+                             "not fit the tree of branches.",
+                             "记录文件在分支 {branch!r} 处已损坏：它的编号、父分支、分叉点或步骤与分支树不符。"),
+    # An engine's model (model/engine.py, model/engine_session.py): the engine's faults, one sentence each
+    "engine_down": ("The engine serving this model does not answer; ask the operator to start it, then try again.",
+                    "提供这个模型的推理引擎没有响应；请让管理员启动它，然后再试。"),
+    "engine_slow": ("The engine did not answer within {seconds} s; try again in a moment.",
+                    "推理引擎在 {seconds} 秒内没有回应；请稍后再试。"),
+    "engine_model_unknown": ("The engine does not serve the model {model}; ask the operator which model it serves.",
+                             "推理引擎没有提供模型 {model}；请向管理员询问它提供的是哪个模型。"),
+    "engine_context": ("The text is too long for the engine's model: it holds at most {limit} tokens; go back or reset.",
+                       "文本对推理引擎的模型来说太长了：它最多容纳 {limit} 个词元；请后退或重置。"),
+    "engine_rate_limited": ("The engine is limiting how often it is asked; wait a few seconds and try again.",
+                            "推理引擎正在限制请求频率；请等几秒钟再试。"),
+    "engine_error": ("The engine failed on this request (HTTP {status}); try again in a moment.",
+                     "推理引擎处理这个请求时出错（HTTP {status}）；请稍后再试。"),
+    "engine_refused": ("The engine refused the request (HTTP {status}): {detail}",
+                       "推理引擎拒绝了这个请求（HTTP {status}）：{detail}"),
+    "engine_bad_answer": ("The engine's answer held no log-probabilities; it may not be an OpenAI-compatible completions server.",
+                          "推理引擎的回答里没有对数概率；它可能不是兼容 OpenAI 补全接口的服务器。"),
+    "engine_no_timing": ("{model} runs on an engine: its cache is not here to time; pick a local model to measure it.",
+                         "{model} 运行在推理引擎上：它的缓存不在这里，无法计时；请选择本地模型来测量。"),
 }
 
 

@@ -11,6 +11,7 @@ from .batcher import StepBatcher
 from .admission import OpeningLimit
 from .errors import SessionError, SessionExpired
 from .loading import LoadedModel, ModelLoadError, available_models, load_model
+from .engine_session import EngineModel, EngineSession
 from .session import DecodeSession
 
 MAX_SESSIONS = 120
@@ -123,15 +124,23 @@ class ModelRegistry:
         self._batchers: dict[str, StepBatcher] = {}
         self._lock = threading.Lock()  # guards the dicts only, held for no load
         self._loading: dict[str, threading.Lock] = {}  # one per model name: held while that model loads
+        self._engines: dict[str, EngineModel] = {}  # models an engine serves (model/engine_session.py), by name
+
+    def add_engine(self, lm: EngineModel) -> None:
+        """A model served by an engine ("vllm:<name>"), offered in the picker beside the local ones."""
+        with self._lock:
+            self._engines[lm.name] = lm
 
     def names(self) -> list[str]:
-        return list(dict.fromkeys([self.default, *self._models, *available_models()]))
+        return list(dict.fromkeys([self.default, *self._models, *available_models(), *self._engines]))
 
     def get(self, name: str | None = None) -> LoadedModel:
         """A loaded model (the default if no name), loading it on first use; SessionError if it cannot be."""
         name = name or self.default
         if name not in self.names():
             raise SessionError("unknown_model", name=name, choices=self.names())
+        if name in self._engines:
+            return self._engines[name]
         with self._lock:
             if name in self._models:
                 return self._models[name]
@@ -152,6 +161,8 @@ class ModelRegistry:
     def new_session(self, name: str | None = None) -> DecodeSession:
         """A session on a model, sharing that model's batcher with every other session on it."""
         lm = self.get(name)
+        if isinstance(lm, EngineModel):
+            return EngineSession(lm)  # the engine batches its own users
         with self._lock:
             if lm.name not in self._batchers:
                 self._batchers[lm.name] = StepBatcher(lm.model)

@@ -224,7 +224,12 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12) -> di
     subtitle += "<br>" + t("cand_chosen_note", lang, token=token_label(dist.chosen.display),
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
                            rank=dist.chosen_rank)
-    height, top, bottom = max(560, 280 + 30 * len(shown)), 150, 130
+    if getattr(dist, "top_n", 0):  # from an engine (model/engine_session.py): only its top N are known
+        subtitle += "<br>" + t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
+                               tail=format_prob(1 - dist.known_mass))
+        if dist.approximate:
+            subtitle += " · " + t("cand_engine_approximate", lang)
+    height, top, bottom = max(560, 280 + 30 * len(shown)), 150 + 24 * subtitle.count("<br>") - 24, 130
     layout = base_layout(
         title, lang, subtitle=subtitle, height=height,
         xaxis={"domain": left, "anchor": "y", **bars_x}, yaxis={"domain": (0.0, 1.0), "anchor": "x", **bars_y},

@@ -10,6 +10,7 @@ from ui.events import Event
 from ui.handlers import named_range
 from ui.state import carrier
 from ui.strings import t
+from viz.unavailable import unavailable_chart
 
 ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens: readable on a projector, fast for long texts
 
@@ -48,6 +49,9 @@ class AttentionView:
 
     def chart(self, session, cfg, view, dist=None) -> str:
         """The heatmap of the last ATTENTION_WINDOW tokens, for the view's layer and head."""
+        if not getattr(session, "has_attention", True):  # a model on an engine: no weights come back
+            return carrier(unavailable_chart("engine_attention_title", "engine_attention_reason", view.lang,
+                                             model=session.lm.name), self.tab)
         info = session.lm.info
         layer = min(max(int(view.layer), 0), info.layers - 1)
         full = attention_matrix(session.prefill, session.steps, layer, view.head)

