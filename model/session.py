@@ -16,6 +16,7 @@ import torch
 from transformers import DynamicCache
 
 from .batcher import StepBatcher, forward_one
+from .branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
 from .cache_surgery import crop_to, restore, snapshot
 from .errors import SessionBusy, SessionError
 from .kv import kv_bytes
@@ -50,6 +51,7 @@ class DecodeSession(LookAhead):
         self._ahead = None  # LookAhead's prefetched pass; while its job runs, the worker owns the cache
         self.prefetch_hits = 0  # prefetches a step used
         self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
+        self.branches = BranchBook()  # continuations kept when going back and stepping differently (branches.py)
 
     # ---- state -------------------------------------------------------------------------------------
     @property
@@ -143,6 +145,7 @@ class DecodeSession(LookAhead):
             self.prefill, self.steps, self.ids, self._cache = record, [], ids, cache
             self._replay = []
             self._next_logits = self._prefill_logits = out.logits[0, -1].clone()
+            self.branches.clear()  # a new prompt starts a new tree
             return record
 
     @torch.no_grad()
@@ -240,6 +243,8 @@ class DecodeSession(LookAhead):
             if forced is not None:
                 dist = replace(dist, forced=forced)
             sampling_ms = (time.perf_counter() - t0) * 1000
+            at = len(self.steps)
+            self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
             result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
             if result is None:
                 before = snapshot(self._cache)
@@ -261,6 +266,7 @@ class DecodeSession(LookAhead):
                 text=self.text,
             )
             self.steps.append(record)
+            self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
             return record
 
     def _forward_one(self, token_id: int):
@@ -301,6 +307,7 @@ class DecodeSession(LookAhead):
                     raise
             else:
                 logits = self._rebuild(keep)  # a new cache, set only if the prefill succeeds
+            self.branches.cut(self.steps, self.ids, self._next_logits)  # kept if the next step goes another way
             del self.steps[-n:]
             del self.ids[keep:]
             self._next_logits = logits
@@ -327,6 +334,73 @@ class DecodeSession(LookAhead):
             self.prefill, self.steps, self.ids, self._cache = other.prefill, other.steps, other.ids, other._cache
             self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
             self._replay = list(other._replay)
+            self.branches.adopt(other.branches)
+
+    # ---- branches ----------------------------------------------------------------------------------
+    def _as_branch(self) -> Branch:
+        """The current text as a Branch record (its pending whole, if the user went back along it)."""
+        return self.branches.leave(self.steps, self.ids, self._next_logits)
+
+    @torch.no_grad()
+    def switch_branch(self, branch_id: int) -> None:
+        """Make a kept branch the current text; the current one is kept in its place.
+
+        Its cache is recomputed by one prefill of its ids; its steps are the StepRecords it had and its next
+        logits the ones it had, so every view of it is what it was. Refused (nothing changed) for a missing one.
+        """
+        with self._locked():
+            self._require_started()
+            chosen = self.branches.get(branch_id)
+            self._settle()
+            cache, _, _ = self._prefill(chosen.ids, logits_to_keep=1)  # set only if the prefill succeeds
+            self.branches.switch(chosen, self._as_branch())
+            self.steps, self.ids, self._cache = list(chosen.steps), list(chosen.ids), cache
+            self._next_logits = chosen.next_logits
+            self._replay = []
+
+    @torch.no_grad()
+    def add_branch(self, branch_id: int, parent: int | None, fork: int, steps: list[tuple[SamplingConfig, int, bool]]):
+        """Keep, as branch `branch_id`, the text that follows `parent`'s first `fork` steps with these (settings,
+        token, forced) steps (a replayed trace; None = from the prompt). Its prefix records are the parent's; its
+        own are made by a prefill of the prefix and one pass per step, on a session of its own: this one is not
+        touched until the branch is complete."""
+        base = self.branch_record(parent) if parent is not None else Branch(-1, None, 0, self.ids[: self.prompt_len], [])
+        if not 0 <= fork <= base.length or branch_id in self.branches.kept or branch_id == self.branches.current_id:
+            raise SessionError("trace_branch_damaged", branch=branch_id)
+        work = DecodeSession(self.lm, self.max_prompt_tokens, self.max_tokens, self.batcher)
+        work.prefill, work._prefill_logits = self.prefill, self._prefill_logits
+        work.ids, work.steps = base.ids[: self.prompt_len + fork], list(base.steps[:fork])
+        work._cache, out, _ = work._prefill(work.ids, logits_to_keep=1)
+        work._next_logits = self._prefill_logits if fork == 0 else out.logits[0, -1].clone()
+        for config, token, forced in steps:
+            work.step(config, force_token=token, forced=forced)
+        with self._locked():
+            self.branches.kept[branch_id] = Branch(branch_id, parent, fork, work.ids, work.steps, work._next_logits)
+
+    def delete_branch(self, branch_id: int) -> None:
+        """Forget a kept branch (not the current text); refused for a missing one."""
+        with self._locked():
+            self._require_started()
+            self.branches.delete(branch_id)
+
+    def branch_tree(self) -> list[BranchSummary]:
+        """Every text of this prompt's tree, by id, the current one marked."""
+        with self.reading():
+            self._require_started()
+            return branch_summaries(self.branches, self._as_branch(), self.lm.tokens.text, len(self.steps))
+
+    def branch_record(self, branch_id: int) -> Branch:
+        """A branch's records by id: the current text (whole, with a pending tail) or a kept one."""
+        with self.reading():
+            self._require_started()
+            if branch_id == self.branches.current_id and not isinstance(branch_id, bool):
+                return self._as_branch()
+            return self.branches.get(branch_id)
+
+    def branch_memory(self) -> int:
+        """Bytes held by every text of the tree in attention rows and logits, each array once."""
+        with self.reading():
+            return branch_bytes(self.branches, self._as_branch()) if self.started else 0
 
     # ---- the whole session -------------------------------------------------------------------------
     def logprob_t1(self) -> float:

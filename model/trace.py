@@ -2,6 +2,10 @@
 
 The trace keeps every step's settings, token and candidate summary, not the attention arrays: a replay
 forces the recorded tokens through the same model, which makes them again.
+
+Version 2 adds the branches (model/branches.py): "branch" places the current text in the tree ({"id", "parent",
+"fork", "tail": the steps cut by going back, still pending}) and "branches" lists the kept ones by id, each with the
+steps after its fork ({"id", "parent", "fork", "steps"}). A version-1 trace is one text with no branches.
 """
 from __future__ import annotations
 
@@ -9,12 +13,16 @@ import json
 import sys
 from dataclasses import asdict, fields
 
+from dataclasses import dataclass, field
+
+from .branches import MAX_BRANCHES
 from .errors import SessionError
 from .records import SamplingConfig
 from .session import DecodeSession
 
 FORMAT = "token-by-token/trace"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)  # the versions parse_trace accepts
 MAX_TRACE_BYTES = 5_000_000
 
 
@@ -23,11 +31,10 @@ def to_trace(session: DecodeSession) -> dict:
     if not session.started:
         raise SessionError("nothing_to_export")
     prefill = session.prefill
-    steps = []
-    for s in session.steps:
-        d = asdict(s)
-        d.pop("attention")
-        steps.append(d)
+    book = session.branches
+    whole = session.branch_record(book.current_id)
+    kept = [{"id": b.id, "parent": b.parent, "fork": b.fork, "steps": _steps_json(b.steps[b.fork :])}
+            for b in sorted(book.kept.values(), key=lambda b: b.id)]
     return {
         "format": FORMAT,
         "version": VERSION,
@@ -36,10 +43,23 @@ def to_trace(session: DecodeSession) -> dict:
         "chat": prefill.chat,
         "prompt_tokens": [asdict(t) for t in prefill.tokens],
         "prefill": {"kv": asdict(prefill.kv), "timings": asdict(prefill.timings)},
-        "steps": steps,
+        "steps": _steps_json(session.steps),
         "text": session.text,
         "logprob_t1": session.logprob_t1(),
+        "branch": {"id": book.current_id, "parent": book.current_parent, "fork": book.current_fork,
+                   "tail": _steps_json(whole.steps[len(session.steps) :])},
+        "branches": kept,
     }
+
+
+def _steps_json(steps) -> list[dict]:
+    """Steps as JSON-ready dicts, without their attention arrays (a replay makes them again)."""
+    out = []
+    for s in steps:
+        d = asdict(s)
+        d.pop("attention")
+        out.append(d)
+    return out
 
 
 def read_trace(raw: bytes) -> dict:
@@ -78,8 +98,8 @@ def parse_trace(trace, session: DecodeSession | None = None) -> tuple[str, bool,
     """
     if not isinstance(trace, dict) or trace.get("format") != FORMAT:
         raise SessionError("trace_not_ours", format=FORMAT)
-    if trace.get("version") != VERSION:
-        raise SessionError("trace_version", version=trace.get("version"), supported=VERSION)
+    if trace.get("version") not in READS or isinstance(trace.get("version"), bool):
+        raise SessionError("trace_version", version=trace.get("version"), supported=" / ".join(map(str, READS)))
     prompt, chat, steps = trace.get("prompt"), trace.get("chat", False), trace.get("steps")
     if not isinstance(prompt, str) or not isinstance(chat, bool) or not isinstance(steps, list):
         raise SessionError("trace_damaged")
@@ -91,10 +111,16 @@ def parse_trace(trace, session: DecodeSession | None = None) -> tuple[str, bool,
         if len(steps) > room:  # before reading the steps: a 5 MB file can claim 98,002 of them
             raise SessionError("trace_too_many_steps", steps=len(steps), prompt_tokens=prompt_tokens,
                                limit=session.max_tokens, room=max(room, 0))
+    return prompt, chat, _parse_steps(steps, session)
+
+
+def _parse_steps(steps: list, session: DecodeSession | None, first: int = 1) -> list[tuple[SamplingConfig, int, bool]]:
+    """Each step's (settings, token id, forced), numbered from `first`, or SessionError naming the first bad one."""
+    if session is not None:
         vocab, ends = session.lm.info.vocab, session._eos_ids()
     names = {f.name for f in fields(SamplingConfig)}
     out = []
-    for n, step in enumerate(steps, 1):
+    for n, step in enumerate(steps, first):
         try:
             dist = step["distribution"]
             config = SamplingConfig(**{k: v for k, v in dist["config"].items() if k in names}).validate()
@@ -105,10 +131,81 @@ def parse_trace(trace, session: DecodeSession | None = None) -> tuple[str, bool,
             raise SessionError("trace_token_not_int", step=n)
         if session is not None and not 0 <= token < vocab:
             raise SessionError("trace_token_out_of_vocab", step=n, token=token, vocab=vocab)
-        if session is not None and n < len(steps) and token in ends:  # a step would refuse to follow it
+        if session is not None and n < len(steps) + first - 1 and token in ends:  # a step would refuse to follow it
             raise SessionError("trace_step_after_end", step=n + 1, end=n)
         out.append((config, token, forced))
-    return prompt, chat, out
+    return out
+
+
+@dataclass
+class TraceTree:
+    """A trace's branches, checked: the current text's place and pending tail, and the kept ones in build order."""
+
+    id: int = 0
+    parent: int | None = None
+    fork: int = 0
+    tail: list = field(default_factory=list)  # (settings, token, forced) steps cut by going back, still pending
+    kept: list = field(default_factory=list)  # (id, parent, fork, [(settings, token, forced) after the fork])
+
+
+def _whole_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def parse_branches(trace: dict, steps: list, session: DecodeSession | None = None) -> TraceTree:
+    """The branches of a trace parse_trace accepted (`steps`: its parsed steps), or SessionError. No pass is run.
+
+    Checked: numbers unique whole numbers, at most MAX_BRANCHES texts, each parent the current text or a branch
+    listed before it (so no cycle), each fork inside its parent, each branch's steps valid and (with the session)
+    the whole text within the session's token limit and never past an end-of-text token.
+    """
+    if trace.get("version") == 1:
+        return TraceTree()
+    here, kept = trace.get("branch"), trace.get("branches")
+    if not isinstance(here, dict) or not isinstance(kept, list) or not isinstance(here.get("tail"), list):
+        raise SessionError("trace_damaged")
+    cid, cparent, cfork = here.get("id"), here.get("parent"), here.get("fork")
+    if not _whole_int(cid) or not _whole_int(cfork) or not (cparent is None or _whole_int(cparent)):
+        raise SessionError("trace_branch_damaged", branch=cid)
+    if len(kept) > MAX_BRANCHES - 1:
+        raise SessionError("branch_limit", limit=MAX_BRANCHES)
+    room = None
+    if session is not None:
+        room = session.max_tokens - len(session.encode_prompt(trace["prompt"], trace.get("chat", False)))
+    try:
+        tail = _parse_steps(here["tail"], session, len(steps) + 1)
+        whole = {cid: steps + tail}
+        _check_text(whole[cid], session, room, cid)
+        tree = TraceTree(cid, cparent, cfork, tail)
+        for b in kept:
+            bid = b.get("id") if isinstance(b, dict) else None
+            if (not _whole_int(bid) or bid in whole or not isinstance(b.get("steps"), list) or not b["steps"]
+                    or not _whole_int(b.get("fork"))):
+                raise SessionError("trace_branch_damaged", branch=bid)
+            parent, fork = b.get("parent"), b["fork"]
+            base = [] if parent is None else whole.get(parent) if _whole_int(parent) else None
+            if base is None or fork > len(base) or (parent is None and fork != 0):
+                raise SessionError("trace_branch_damaged", branch=bid)
+            own = _parse_steps(b["steps"], session, fork + 1)
+            whole[bid] = base[:fork] + own
+            _check_text(whole[bid], session, room, bid)
+            tree.kept.append((bid, parent, fork, own))
+    except SessionError as err:
+        if err.key == "trace_branch_damaged":
+            raise
+        raise SessionError("trace_branch_damaged", branch=locals().get("bid", cid)) from None
+    if cparent is not None and (cparent not in whole or cparent == cid or cfork > len(whole[cid])):
+        raise SessionError("trace_branch_damaged", branch=cid)
+    return tree
+
+
+def _check_text(steps: list, session: DecodeSession | None, room: int | None, branch) -> None:
+    """One whole text of a tree: within the token limit, nothing after an end-of-text token."""
+    if session is None:
+        return
+    ends = session._eos_ids()
+    if len(steps) > room or any(token in ends for _, token, _ in steps[:-1]):
+        raise SessionError("trace_branch_damaged", branch=branch)
 
 
 def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
@@ -118,10 +215,17 @@ def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
     `rewind`, it is then wound back to the prompt with the steps queued, to be played back one at a time.
     """
     prompt, chat, steps = parse_trace(trace, session)  # checked whole first: a bad trace costs no forward pass
+    tree = parse_branches(trace, steps, session)  # so are its branches
     fresh = DecodeSession(session.lm, session.max_prompt_tokens, session.max_tokens, session.batcher)
     fresh.start(prompt, chat)
-    for config, token, forced in steps:
+    for config, token, forced in steps + tree.tail:
         fresh.step(config, force_token=token, forced=forced)
+    if tree.tail:
+        fresh.back(len(tree.tail))  # the cut steps wait as the pending continuation, as they did
+    fresh.branches.place(tree.id, tree.parent, tree.fork)
+    for branch_id, parent, fork, own in tree.kept:
+        fresh.add_branch(branch_id, parent, fork, own)
+    fresh.branches.place(tree.id, tree.parent, tree.fork)  # again: the next new branch's number follows them all
     if rewind:
         fresh.reset()
         fresh.queue_replay(steps)

@@ -1,6 +1,7 @@
 """The next-token candidates: their probabilities before and after the settings, and the inverse-CDF draw."""
 from __future__ import annotations
 
+import math
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -83,6 +84,21 @@ def _prob_before(candidate: Candidate, stage: str, stages: tuple[str, ...]) -> f
     return candidate.prob_t1
 
 
+def _penalized_logit(c: Candidate, dist: Distribution) -> float | None:
+    """A repeated candidate's logit after the repetition penalty (z / penalty if z > 0, else z * penalty), or None
+    for a token not in the text. The record does not say which tokens are in the text; the penalty does: it moves a
+    repeated token's log-probability by exactly that change against the others (log p' - log p at T = 1 is the
+    same for every token it leaves alone, and the most of all the candidates')."""
+    theta = dist.config.repetition_penalty
+    shift = lambda x: math.log(x.stage_probs["repetition_penalty"]) - math.log(x.prob_t1)
+    usable = [x for x in dist.candidates if x.prob_t1 > 0 and x.stage_probs.get("repetition_penalty", 0) > 0]
+    if c not in usable:
+        return None
+    expected = (c.logit / theta if c.logit > 0 else c.logit * theta) - c.logit
+    moved = shift(c) - max(shift(x) for x in usable)
+    return c.logit + expected if expected and abs(moved - expected) < 1e-3 + 1e-3 * abs(expected) else None
+
+
 def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
     active = {s.name for s in dist.stages if s.active}
     lines = [
@@ -90,6 +106,9 @@ def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
         f"{t('hover_logit', lang)}: {c.logit:.2f}",
         f"{t('hover_t1', lang)}: {format_prob(c.prob_t1)}",
     ]
+    penalized = _penalized_logit(c, dist) if "repetition_penalty" in active else None
+    if penalized is not None:
+        lines.insert(2, f"{t('hover_logit_penalized', lang)}: {penalized:.2f}")
     for stage in dist.config.stages:
         if stage in active and stage in c.stage_probs:
             after = t("hover_after", lang, stage=t(f"stage_{stage}", lang))

@@ -1,0 +1,98 @@
+"""The Branches tab in headless Chromium, English and Chinese: go back, force an unlikely token, and the tree shows
+both texts; Compare lays them side by side; Continue this branch gives the old text back, chip for chip."""
+import re
+
+from browser import ARTIFACTS, marker, needs_chromium, page, plot_drawn, url  # noqa: F401 (fixtures)
+
+pytestmark = needs_chromium
+PROMPT = "The old lighthouse keeper opened the door and"
+WORDS = {
+    "en": dict(tab="Branches", pick="Branch", switch="Continue this branch", compare="Compare",
+               split="They split at step 3", title="Branches"),
+    "zh": dict(tab="分支", pick="分支", switch="继续这个分支", compare="比较", split="它们在第 3 步分开",
+               title="分支"),
+}
+
+
+def open_view(page, name: str):
+    """Click the tab `name`; at 1280 px the later tabs sit in Gradio's "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+        return
+    page.get_by_label("More tabs").click()
+    page.locator(".overflow-dropdown button:visible", has_text=re.compile(f"^{name}$")).first.click()
+
+
+def wait_for_step(page, step: int):
+    """As browser.wait_for_step, with room for a machine the whole class is using."""
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'", timeout=180_000)
+
+
+def chips(page) -> list[str]:
+    return page.locator("#tbt-chips .tbt-gen").all_inner_texts()
+
+
+def tree_branches(page) -> list:
+    return page.evaluate("""() => (document.getElementById('tbt-fig-branches')?.data || [])
+        .filter((tr) => tr.meta && tr.meta.role === 'branch').map((tr) => [tr.meta.id, tr.meta.current])""")
+
+
+def shoot(page, name: str, anchor: str):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(anchor).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def fork_the_text(page):
+    """Six steps, back to step 2, the least likely shown candidate forced, three more steps."""
+    marker(page).wait_for(timeout=180_000)
+    wait_for_step(page, 0)
+    page.locator("#tbt-prompt textarea").fill(PROMPT)
+    rev = marker(page).get_attribute("data-rev")
+    page.locator("#tbt-start").click()
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=180_000)
+    for step in range(1, 7):
+        page.locator("#tbt-next").click()
+        wait_for_step(page, step)
+    first = chips(page)
+    page.locator("#tbt-chips .tbt-gen[data-step='3']").click()  # a click on a chip: back to just before it
+    wait_for_step(page, 2)
+    page.locator("#tbt-force input").click()
+    page.locator("[role='listbox'] [role='option']").last.click()
+    page.locator("#tbt-force-btn, #tbt-force-button, button:has-text('Force'), button:has-text('强制')").first.click()
+    wait_for_step(page, 3)
+    for step in range(4, 7):
+        page.locator("#tbt-next").click()
+        wait_for_step(page, step)
+    return first
+
+
+def test_branches_tab(page):
+    for lang in ("en", "zh"):
+        w = WORDS[lang]
+        if lang == "zh":
+            page.get_by_label("中文").check()
+            page.wait_for_timeout(1500)
+        first = fork_the_text(page)
+        second = chips(page)
+        assert second[:2] == first[:2] and second != first and "tbt-forced" in page.locator(
+            "#tbt-chips .tbt-gen[data-step='3']").get_attribute("class")
+        open_view(page, w["tab"])
+        plot_drawn(page, "tbt-plot-branches")
+        page.wait_for_function("() => (document.getElementById('tbt-fig-branches')?.data || []).length >= 2",
+                               timeout=120_000)
+        assert sorted(tree_branches(page)) == [[0, False], [1, True]]
+        page.get_by_role("button", name=w["compare"], exact=True).click()
+        page.locator("#tbt-branch-compare .tbt-branch-table").wait_for(timeout=120_000)
+        assert w["split"] in page.locator("#tbt-branch-compare").inner_text()
+        plot_drawn(page, "tbt-plot-branch-logp")
+        shoot(page, f"branches_{lang}", "#tbt-plot-branches")
+        shoot(page, f"branches_compare_{lang}", "#tbt-branch-compare")
+        page.locator("#tbt-branch-pick input").click()
+        page.locator("[role='listbox'] [role='option']").first.click()  # #0, the first text
+        page.get_by_role("button", name=w["switch"], exact=True).click()
+        page.wait_for_function("() => (document.getElementById('tbt-fig-branches')?.data || [])"
+                               ".some((tr) => tr.meta && tr.meta.id === 0 && tr.meta.current)", timeout=180_000)
+        assert chips(page) == first  # the old text again, token for token
+        assert page.problems == []
