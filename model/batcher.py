@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,6 +81,16 @@ def forward_batch(model, caches: list[DynamicCache], token_ids: list[int]):
 
 
 DECODE_THREADS = 1
+PASS_LOG = 240  # passes the batcher remembers for the batching view
+
+
+@dataclass(frozen=True)
+class PassRecord:
+    """One forward pass the worker ran: only counts and times, never whose steps or what text."""
+
+    sessions: int  # steps it carried (one per session)
+    ms: float  # wall time of the pass, batching and copying back included
+    at: float  # when it ended, time.time() (seconds since the epoch)
 
 
 class StepBatcher:
@@ -95,6 +106,7 @@ class StepBatcher:
         self._pending: list[_Job] = []
         self._cond = threading.Condition()
         self.batch_sizes: list[int] = []  # every batch run, for the benchmarks
+        self.passes: deque[PassRecord] = deque(maxlen=PASS_LOG)  # the last passes, for the batching view
         self.model_lock = threading.Lock()  # held while the model runs; a prefill takes it too
         self._worker = threading.Thread(target=self._run, name="step-batcher", daemon=True)
         self._worker.start()
@@ -150,6 +162,7 @@ class StepBatcher:
                     self._cond.wait()
                 jobs, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             self.batch_sizes.append(len(jobs))
+            t0 = time.perf_counter()
             try:
                 with self.model_lock, torch.no_grad():
                     if len(jobs) == 1:
@@ -161,5 +174,14 @@ class StepBatcher:
             except BaseException as err:  # every session of the batch is told; none of their caches changed
                 for job in jobs:
                     job.error = err
+            self.passes.append(PassRecord(len(jobs), (time.perf_counter() - t0) * 1000, time.time()))
             for job in jobs:
                 job.done.set()
+
+    def recent_passes(self, seconds: float | None = None) -> list[PassRecord]:
+        """The remembered passes, oldest first (only those of the last `seconds` if given)."""
+        passes = list(self.passes)  # a copy: the worker appends while we read
+        if seconds is None:
+            return passes
+        since = time.time() - seconds
+        return [p for p in passes if p.at >= since]

@@ -101,6 +101,13 @@ class SessionStore:
             self._expired.pop(key, None)
             self._live[key] = (session, self.clock())
 
+    def live(self) -> list[tuple[str, DecodeSession]]:
+        """Every live session with its id, least recently used first (a copy: for counting, never for showing
+        one user's text to another)."""
+        with self._lock:
+            self._expire_idle()
+            return [(key, session) for key, (session, _) in self._live.items()]
+
     def drop(self, key: str) -> None:
         """Free the user's session (their tab closed), and give the memory back to the system."""
         with self._lock:

@@ -273,30 +273,37 @@ GREEDY = SamplingConfig(temperature=0.0)
 
 
 @torch.no_grad()
-def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float, int]:
+def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int,
+                 model_lock=None) -> tuple[list[int], float, int]:
     """Plain stepwise greedy decoding, one pass per token: (generated ids, decode ms, passes).
 
     Set up as the speculative run is: all but the last prompt token prefilled (not timed), then each pass
-    runs one token, so the two differ only in what each pass runs.
+    runs one token, so the two differ only in what each pass runs. model_lock is held for each pass.
     """
+    lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos = _eos_ids(lm)
     cache = DynamicCache(config=lm.model.config)
     ids = list(prompt_ids)
     if len(ids) > 1:
-        lm.model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True)
+        with lock:
+            lm.model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True)
     t0, passes = time.perf_counter(), 0
     while len(ids) - len(prompt_ids) < max_new_tokens and (len(ids) == len(prompt_ids) or ids[-1] not in eos):
-        logits = lm.model(input_ids=torch.tensor([[ids[-1]]]), past_key_values=cache, use_cache=True).logits[0, -1]
+        with lock:
+            logits = lm.model(input_ids=torch.tensor([[ids[-1]]]), past_key_values=cache, use_cache=True).logits[0, -1]
         ids.append(int(final_probs(logits, ids, GREEDY).argmax()))  # the same stages as the speculative checks
         passes += 1
     return ids[len(prompt_ids) :], (time.perf_counter() - t0) * 1000, passes
 
 
 def measure_speed(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int, draft_len: int = 4,
-                  max_ngram: int = 2, label: str = "") -> SpeedComparison:
-    """Wall time per token of plain stepwise greedy against speculative greedy on the same prompt (decode only)."""
-    plain, plain_ms, plain_passes = plain_greedy(lm, prompt_ids, max_new_tokens)
-    dec = SpeculativeDecoder(lm, prompt_ids, GREEDY, draft_len, max_ngram, max_new_tokens)
+                  max_ngram: int = 2, label: str = "", model_lock=None) -> SpeedComparison:
+    """Wall time per token of plain stepwise greedy against speculative greedy on the same prompt (decode only).
+
+    model_lock (a server's StepBatcher's) is held for each pass, so other users' steps run between them; the
+    times then include no wait for the lock, only the passes' own work and this thread's Python."""
+    plain, plain_ms, plain_passes = plain_greedy(lm, prompt_ids, max_new_tokens, model_lock)
+    dec = SpeculativeDecoder(lm, prompt_ids, GREEDY, draft_len, max_ngram, max_new_tokens, model_lock)
     t0 = time.perf_counter()
     run = dec.run()
     spec_ms = (time.perf_counter() - t0) * 1000
@@ -306,10 +313,11 @@ def measure_speed(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int, d
                            plain == run.generated, draft_len, torch.get_num_threads())
 
 
-def speed_report(lm: LoadedModel, max_new_tokens: int = 64, draft_len: int = 4) -> list[SpeedComparison]:
+def speed_report(lm: LoadedModel, max_new_tokens: int = 64, draft_len: int = 4,
+                 model_lock=None) -> list[SpeedComparison]:
     """measure_speed on SPEED_TEXTS: a text that repeats itself (code) and free prose."""
     out = []
     for label, text in SPEED_TEXTS.items():
         ids = lm.tokenizer(text, add_special_tokens=True)["input_ids"]
-        out.append(measure_speed(lm, list(ids), max_new_tokens, draft_len, label=label))
+        out.append(measure_speed(lm, list(ids), max_new_tokens, draft_len, label=label, model_lock=model_lock))
     return out

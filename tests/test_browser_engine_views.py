@@ -1,0 +1,94 @@
+"""The Speculative decoding, The class batched and Paged KV blocks tabs in headless Chromium, in English and
+Chinese: each view's buttons answer, its figures draw, no console error; screenshots of each."""
+from browser import ARTIFACTS, marker, needs_chromium, page, url  # noqa: F401 (fixtures)
+
+pytestmark = needs_chromium
+REPEATING = "red, green, blue, red, green, blue, red, green, blue, red, green,"
+
+
+def start(page, prompt):
+    marker(page).wait_for(timeout=60_000)  # the page starts a session on load
+    page.locator("#tbt-prompt textarea").fill(prompt)
+    rev = marker(page).get_attribute("data-rev")
+    page.locator("#tbt-start").click()
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+
+
+def title_has(page, plot_id: str, words: str, timeout=120_000):
+    """Wait until the plot in #plot_id is drawn with a title containing `words`."""
+    page.wait_for_function(
+        f"() => (document.querySelector('#{plot_id} .gtitle')?.textContent || '').includes({words!r})",
+        timeout=timeout)
+
+
+def text_has(page, elem_id: str, words: str, timeout=120_000):
+    page.wait_for_function(f"() => (document.querySelector('#{elem_id}')?.innerText || '').includes({words!r})",
+                           timeout=timeout)
+
+
+def open_view(page, name: str):
+    """Click the tab `name`; at 1280 px the later tabs sit in Gradio's "More tabs" menu."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.count() and tab.first.is_visible():
+        tab.first.click()
+        return
+    page.get_by_label("More tabs").click()
+    page.locator(".overflow-dropdown button:visible", has_text=name).first.click()
+
+
+def shoot(page, name: str, anchor: str):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator(anchor).scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.screenshot(path=str(ARTIFACTS / f"{name}_full.png"), full_page=True)
+
+
+def speculative(page, lang):
+    words = {"en": ("Speculative decoding", "Continue by speculative decoding", "forward passes",
+                    "Keep this continuation", "Kept", "Measure: does it pay on this machine?", "ms per token"),
+             "zh": ("推测解码", "用推测解码续写", "次前向计算", "保留这段续写", "已保留", "测量：在这台机器上划算吗？", "毫秒")}[lang]
+    tab, run, ran, keep, kept, measure, measured = words
+    open_view(page, tab)
+    page.get_by_role("button", name=run, exact=True).click()
+    text_has(page, "tbt-spec-summary", ran)
+    title_has(page, "tbt-plot-spec", "passes" if lang == "en" else "次")
+    if lang == "en":
+        page.get_by_role("button", name=measure).click()
+        text_has(page, "tbt-spec-speed", measured, timeout=240_000)
+    shoot(page, f"speculative_{lang}", "#tbt-plot-spec")
+    page.get_by_role("button", name=keep, exact=True).click()
+    text_has(page, "tbt-spec-summary", kept)
+
+
+def batching(page, lang):
+    tab, measure, live = {"en": ("The class, batched", "Measure batch 1 to 16 now", "Sessions live"),
+                          "zh": ("全班一起批处理", "现在测量批大小 1 到 16", "活跃会话")}[lang]
+    open_view(page, tab)
+    title_has(page, "tbt-plot-batching", live)
+    page.get_by_role("button", name=measure).click()
+    title_has(page, "tbt-plot-throughput", "×", timeout=240_000)
+    text_has(page, "tbt-batch-sentence", "GB/s")
+    shoot(page, f"batching_{lang}", "#tbt-plot-throughput")
+
+
+def paged(page, lang):
+    tab, refresh, title = {"en": ("Paged KV blocks", "Show the sessions now", "sessions"),
+                           "zh": ("分页 KV 块", "显示当前的会话", "会话")}[lang]
+    open_view(page, tab)
+    page.get_by_role("button", name=refresh).click()
+    title_has(page, "tbt-plot-paged", title)
+    text_has(page, "tbt-paged-summary", "live sessions" if lang == "en" else "活跃会话")
+    shoot(page, f"paged_{lang}", "#tbt-plot-paged")
+
+
+def test_engine_views_render_in_english_and_chinese(page):
+    start(page, REPEATING)
+    speculative(page, "en")
+    batching(page, "en")
+    paged(page, "en")
+    page.get_by_label("中文").check()
+    page.wait_for_function("() => document.body.innerText.includes('候选词元')", timeout=30_000)
+    speculative(page, "zh")
+    batching(page, "zh")
+    paged(page, "zh")
+    assert page.problems == []

@@ -1,0 +1,78 @@
+"""Paged KV blocks: this server's live sessions laid out by a model of vLLM's block allocator (model/paged.py),
+from their real lengths and prompt ids. Only counts and bytes reach the page; the user's own row is marked,
+every other session is anonymous."""
+from __future__ import annotations
+
+import gradio as gr
+
+from model.paged import BLOCK_SIZE, paged_layout
+from model.session import MAX_TOKENS
+from ui.events import Event
+from ui.handlers import friendly
+from ui.strings import t
+from viz.i18n import t as viz_t
+from viz.paged import paged_figure
+from viz.style import format_bytes
+
+
+def layout_numbers(layout, you: int | None) -> dict:
+    """The layout's totals and rows as numbers (what the API and the tests read): lengths and bytes only."""
+    rows = [{"tokens": r.tokens, "blocks": r.blocks, "shared_blocks": sum(r.shared), "you": i == you}
+            for i, r in enumerate(layout.sessions)]
+    keys = ("block_size", "bytes_per_token", "max_tokens", "physical_blocks", "table_blocks", "used_bytes",
+            "held_bytes", "allocated_bytes", "unshared_bytes", "shared_saving_bytes", "waste_bytes", "reserved_bytes")
+    return {"sessions": len(rows), "rows": rows, **{k: getattr(layout, k) for k in keys}}
+
+
+class PagedView:
+    tab, title = "paged", "tab_paged"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add = page.labels.add
+        add(gr.Markdown(t("explain_paged"), elem_classes="tbt-explain"), "explain_paged", "value")
+        self.refresh = add(gr.Button(t("btn_paged_refresh"), elem_id="tbt-paged-refresh"), "btn_paged_refresh",
+                           "value")
+        self.summary = gr.Markdown(elem_id="tbt-paged-summary")
+        self.plot = gr.Plot(label=t("tab_paged"), elem_id="tbt-plot-paged", show_label=False)
+        self.numbers = gr.JSON(label="paged layout", elem_id="tbt-paged-numbers", elem_classes="tbt-hidden")
+
+    def sessions(self, request: gr.Request):
+        """(label, tokens held, prompt ids) per live session on the user's model: the user's own first, as
+        "you"; the others unlabelled. The ids only decide which full prompt blocks are shared."""
+        own_key = request.session_hash
+        lm = self.app.models.get()
+        rows, you = [], None
+        for key, session in self.app.store.live():
+            ids = list(session.ids)  # a copy: a step of that user may be appending
+            if not session.started or session.lm is not lm or not ids:
+                continue
+            prompt = ids[: session.prompt_len]
+            if key == own_key:
+                rows.insert(0, ("", len(ids), prompt))
+                you = 0
+            else:
+                rows.append(("", len(ids), prompt))
+        return rows, you, lm
+
+    def show(self, request: gr.Request, lang="en"):
+        rows, you, lm = self.sessions(request)
+        if you is not None:
+            rows[0] = (viz_t("paged_you", lang), *rows[0][1:])
+        layout = paged_layout(rows, lm.info, MAX_TOKENS, BLOCK_SIZE)
+        summary = t("paged_summary", lang, sessions=len(rows), physical=layout.physical_blocks,
+                    paged=format_bytes(layout.allocated_bytes), reserved=format_bytes(layout.reserved_bytes),
+                    waste=format_bytes(layout.waste_bytes), shared=format_bytes(layout.shared_saving_bytes),
+                    max=MAX_TOKENS)
+        return summary, paged_figure(layout, lang), layout_numbers(layout, you)
+
+    def events(self, page):
+        show = friendly(self.show)
+        out = [self.summary, self.plot, self.numbers]
+        return [
+            Event(self.refresh.click, show, [page.lang], out, "views", "paged"),
+            Event(self.tab_block.select, show, [page.lang], out, "views", "paged_open"),
+        ]
