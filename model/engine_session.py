@@ -60,7 +60,8 @@ def load_engine_model(client: EngineClient, folder: Path) -> EngineModel:
                              name=folder.name)
     config = AutoConfig.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    name = ENGINE_PREFIX + client.model
+    # A model served from a folder is named by its path: the page shows the folder's name only (no server paths).
+    name = ENGINE_PREFIX + (Path(client.model).name if client.model.startswith("/") else client.model)
     dtype = str(json.loads((folder / "config.json").read_text()).get("torch_dtype") or "float32")
     info = replace(model_info(name, config), dtype=dtype, bytes_per_value=DTYPE_BYTES.get(dtype, 4))
     try:

@@ -71,7 +71,8 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     command = [str(ENGINE_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
-               "--dtype", "float32", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(CONTEXT), "--logprobs-mode", "raw_logprobs", *extra]
+               "--dtype", "float32", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(CONTEXT), "--logprobs-mode", "raw_logprobs",
+               "--enforce-eager", *extra]  # eager: no torch.compile warm-up (minutes on a loaded 2-core box)
     t0 = time.monotonic()
     log = open(LOG, "w")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
@@ -92,11 +93,47 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
     pytest.fail(f"vLLM did not answer /v1/models within {WARM_UP_S} s (log: {LOG})")
 
 
+def running_engine(spec: str) -> EngineServer:
+    """An engine this module started in another process (`python tests/engine_server.py` prints the spec)."""
+    url, folder, pid = spec.split("|")
+
+    class Started:  # what EngineServer needs of a Popen: its pid, and poll()
+        def __init__(self, pid):
+            self.pid, self.returncode = pid, None
+
+        def poll(self):
+            try:
+                os.kill(self.pid, 0)
+                return None
+            except ProcessLookupError:
+                return 0
+
+        def wait(self, timeout=None):
+            t0 = time.monotonic()
+            while self.poll() is None and time.monotonic() - t0 < (timeout or 30):
+                time.sleep(0.5)
+
+    return EngineServer(url, folder, Path(folder), Started(int(pid)), 0.0)
+
+
 @pytest.fixture(scope="session")
 def engine():
-    """A real vLLM server for the whole test run, stopped at the end."""
-    server = start_engine()
+    """A real vLLM server for the whole test run, stopped at the end. TBT_TEST_ENGINE="url|folder|pid" uses one
+    already started by this module (`python tests/engine_server.py`), to save its minutes of warm-up."""
+    spec = os.environ.get("TBT_TEST_ENGINE")
+    server = running_engine(spec) if spec else start_engine()
     try:
         yield server
     finally:
-        server.stop()
+        if not spec:  # one started elsewhere is left running (unless a test stopped it)
+            server.stop()
+
+
+if __name__ == "__main__":  # start one and keep it: TBT_TEST_ENGINE=... pytest tests/test_vllm.py then uses it
+    import sys
+
+    sys.path.insert(0, str(ROOT))
+    started = start_engine()
+    print(f"TBT_TEST_ENGINE='{started.url}|{started.folder}|{started.process.pid}'  ({started.started_s:.0f} s)",
+          flush=True)
+    started.process.wait()
