@@ -200,7 +200,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "lesson_intro": ("Pick a lesson and press Start. Each step loads a prompt and its settings into the page (the lesson's settings apply: the sliders show them), opens a tab and says what to look at. Some steps ask you to guess first; the answer appears only after you commit.",
                      "选择一节课，然后点“开始这节课”。每一步都会把提示词和设置载入页面（使用课程自己的设置，滑块会显示出来），打开一个标签页，并告诉你该看什么。有些步骤会先请你猜一猜；你提交之后才会显示答案。"),
     "lesson_step_of": ("Step {step} of {total}", "第 {step} 步，共 {total} 步"),
-    "lesson_look_at": ("Open the **{tab}** tab to see it.", "请打开“{tab}”标签页查看。"),
+    "lesson_open_tab": ("Open the {tab} tab ▶", "打开“{tab}”标签页 ▶"),
     "lesson_guess": ("Your guess", "你的猜测"),
     "lesson_commit": ("Commit my guess", "提交我的猜测"),
     "lesson_guess_first": ("Choose or type a guess first, then commit it.", "请先选择或输入一个猜测，再提交。"),

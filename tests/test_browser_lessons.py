@@ -1,0 +1,97 @@
+"""The Lesson tab in Chromium: a lesson walked through in English and in Chinese, a step before and after its
+reveal (screenshots kept in assets/screenshots/), no console errors, and progress that survives a reload."""
+from pathlib import Path
+
+import pytest
+
+from browser import CHROMIUM, FLAGS, needs_chromium, open_tab, page, url, wait_for_step  # noqa: F401 (fixtures)
+
+pytestmark = needs_chromium
+SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
+WORDS = {
+    "en": dict(tab="Lesson", start="Start this lesson", commit="Commit my guess", next="Next step ▶",
+               resume="Resume where you left off", step="Step {i} of {n}", choice="␣Paris", attention="Attention",
+               open="Open the Attention tab ▶", said="The model gave your guess"),
+    "zh": dict(tab="课程", start="开始这节课", commit="提交我的猜测", next="下一步 ▶",
+               resume="从上次停下的地方继续", step="第 {i} 步，共 {n} 步", choice="␣Paris", attention="注意力",
+               open="打开“注意力”标签页 ▶", said="模型给你的猜测"),
+}
+
+
+def click_tab(tab, name):
+    """A tab by its name, from the row or, when the row is full, from Gradio's overflow menu (the ... button)."""
+    visible = tab.get_by_role("tab", name=name, exact=True)
+    if visible.count() and visible.first.is_visible():
+        visible.first.click()
+        return
+    tab.locator(".overflow-menu > button").first.click()
+    tab.locator(".overflow-dropdown button", has_text=name).first.click()
+
+
+def open_lesson_tab(tab, words):
+    wait_for_step(tab, 0)  # the page's own start on load has answered
+    click_tab(tab, words["tab"])
+    tab.get_by_role("button", name=words["start"]).wait_for(timeout=30_000)
+
+
+def shows_step(tab, words, i, n=3):
+    tab.locator("#tbt-lesson-step").get_by_text(words["step"].format(i=i, n=n)).wait_for(timeout=60_000)
+
+
+def walk(tab, words, lang):
+    """The first lesson: its predict step before and after the reveal, then the next step opens its tab."""
+    open_lesson_tab(tab, words)
+    tab.get_by_role("button", name=words["start"]).click()
+    shows_step(tab, words, 1)
+    tab.locator("#tbt-lesson-question").wait_for(timeout=30_000)
+    assert tab.locator("#tbt-lesson-reveal .tbt-lesson-reveal").count() == 0
+    assert not tab.locator("#tbt-lesson-plot").is_visible()  # no chart before the guess
+    tab.screenshot(path=str(SHOTS / f"lesson-before-reveal-{lang}.png"))
+
+    tab.locator("#tbt-lesson-guess input").click()
+    tab.get_by_role("option", name=words["choice"]).click()
+    tab.get_by_role("button", name=words["commit"]).click()
+    reveal = tab.locator("#tbt-lesson-reveal .tbt-lesson-reveal")
+    reveal.wait_for(timeout=60_000)
+    assert reveal.get_attribute("data-right") == "true" and float(reveal.get_attribute("data-prob")) > 0.5
+    assert words["said"] in reveal.inner_text()
+    tab.locator("#tbt-lesson-plot .js-plotly-plot").first.wait_for(timeout=30_000)
+    tab.locator("#tbt-lesson-reveal").scroll_into_view_if_needed()
+    tab.evaluate("window.scrollBy(0, 120)")
+    tab.screenshot(path=str(SHOTS / f"lesson-after-reveal-{lang}.png"))
+
+    tab.get_by_role("button", name=words["next"]).click()
+    shows_step(tab, words, 2)
+    wait_for_step(tab, 6)  # its six tokens were written as Start and Next token would
+    tab.evaluate("window.scrollTo(0, 0)")
+    tab.screenshot(path=str(SHOTS / f"lesson-step-{lang}.png"))
+    tab.get_by_role("button", name=words["open"]).click()
+    tab.get_by_role("tab", name=words["attention"], selected=True).wait_for(timeout=60_000)  # the step's tab opens
+    tab.locator("#tbt-plot-attention .js-plotly-plot").first.wait_for(timeout=30_000)
+    tab.evaluate("window.scrollTo(0, 0)")
+    tab.screenshot(path=str(SHOTS / f"lesson-attention-step-{lang}.png"))
+
+
+def test_a_lesson_in_english_and_its_progress_after_a_reload(page):
+    words = WORDS["en"]
+    walk(page, words, "en")
+    page.reload()
+    open_lesson_tab(page, words)
+    saved = page.locator("#tbt-lesson-saved")
+    saved.get_by_text("step 2 of 3").wait_for(timeout=30_000)
+    page.get_by_role("button", name=words["resume"]).click()
+    shows_step(page, words, 2)
+    wait_for_step(page, 6)
+    assert page.problems == [], page.problems
+
+
+def test_a_lesson_in_chinese(url):  # noqa: F811 (the fixture)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        tab = open_tab(browser, url, locale="zh-CN")
+        tab.get_by_role("tab", name="候选词元").wait_for(timeout=30_000)  # the page switched to Chinese
+        walk(tab, WORDS["zh"], "zh")
+        assert tab.problems == [], tab.problems
+        browser.close()

@@ -1,0 +1,204 @@
+"""Lessons: the files in assets/lessons/ (format in its README.md), read and checked field by field.
+
+Pure: JSON in, a checked lesson (plain dicts) out, or a LessonError naming the first bad field, e.g.
+"steps[2].predict.kind: must be one of next_token, kept_by_top_p, cache_size, order". No gradio, no model.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from model.errors import SessionError
+from model.kv import DTYPE_BYTES, PRESETS
+from ui.strings import Refusal, t
+
+LESSON_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
+MAX_LESSON_BYTES = 64_000  # a lesson file (and the copy of an uploaded one the browser keeps)
+MAX_STEPS = 20
+MAX_TEXT = 800  # characters of one language's text
+MAX_PROMPT = 500
+MAX_GENERATE = 30  # tokens a step may write before it is shown
+KINDS = ("next_token", "kept_by_top_p", "cache_size", "order")
+MODES = ("raw", "chat")
+ORDER_CHOICES = ("transformers", "temperature_last", "same")
+CURRENT_MODEL = "current"  # cache_size: the model the page runs
+SETTING_TYPES = {"temperature": float, "top_k": int, "top_p": float, "min_p": float, "repetition_penalty": float,
+                 "order": str, "seed": int}
+LESSON_FIELDS = {"format", "id", "title", "summary", "steps"}
+STEP_FIELDS = {"prompt", "mode", "settings", "generate", "view", "text", "predict"}
+PREDICT_FIELDS = {"next_token": {"kind", "question", "choices", "any"},
+                  "kept_by_top_p": {"kind", "question", "token"},
+                  "cache_size": {"kind", "question", "model", "tokens", "dtype"},
+                  "order": {"kind", "question"}}
+
+
+class LessonError(Refusal):
+    """A lesson file refused: `field` is where (steps[2].predict.kind), the key says what is wrong.
+    A parameter that is itself a refusal (a setting out of range) is said in the page's language too."""
+
+    def text(self, lang: str = "en") -> str:
+        def said(name, value):
+            if isinstance(value, SessionError):
+                return value.text(lang)
+            return t(value, lang) if name.endswith("_key") else value
+
+        params = {name.removesuffix("_key"): said(name, value) for name, value in self.params.items()}
+        return t(self.key, lang, **params)
+
+
+def read_lesson(raw: bytes | str, tabs) -> dict:
+    """A lesson file's bytes, parsed and checked against the page's tabs; the lesson (defaults filled in)."""
+    if len(raw) > MAX_LESSON_BYTES:
+        raise LessonError("lesson_too_big", limit=f"{MAX_LESSON_BYTES:,}")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as err:  # UnicodeDecodeError is a ValueError
+        raise LessonError("lesson_not_json", detail=str(err)[:120]) from None
+    return check_lesson(data, tuple(tabs))
+
+
+def check_lesson(data, tabs: tuple[str, ...]) -> dict:
+    """The lesson `data` (parsed JSON) with every field checked, or a LessonError naming the first bad one."""
+    lesson = _object(data, "lesson", LESSON_FIELDS, required=("id", "title", "steps"))
+    if lesson.get("format", 1) != 1:
+        raise LessonError("lesson_format", field="format", value=repr(lesson["format"]))
+    lesson_id = lesson["id"]
+    if not isinstance(lesson_id, str) or not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,39}", lesson_id):
+        raise LessonError("lesson_id", field="id", value=repr(lesson_id)[:60])
+    steps = lesson["steps"]
+    if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
+        raise LessonError("lesson_steps", field="steps", most=MAX_STEPS)
+    return {"format": 1, "id": lesson_id, "title": _text(lesson["title"], "title"),
+            "summary": _text(lesson["summary"], "summary") if "summary" in lesson else None,
+            "steps": [_step(step, f"steps[{i}]", tabs) for i, step in enumerate(steps)]}
+
+
+def _step(data, where: str, tabs) -> dict:
+    step = _object(data, where, STEP_FIELDS, required=("prompt", "view", "text"))
+    prompt = step["prompt"]
+    if isinstance(prompt, str):
+        prompt = {"en": prompt, "zh": prompt}
+    prompt = _text(prompt, f"{where}.prompt", MAX_PROMPT)
+    mode = step.get("mode", "raw")
+    if mode not in MODES:
+        raise LessonError("lesson_one_of", field=f"{where}.mode", choices=", ".join(MODES), value=repr(mode)[:60])
+    if step["view"] not in tabs:
+        raise LessonError("lesson_one_of", field=f"{where}.view", choices=", ".join(tabs),
+                          value=repr(step["view"])[:60])
+    generate = step.get("generate", 0)
+    if isinstance(generate, bool) or not isinstance(generate, int) or not 0 <= generate <= MAX_GENERATE:
+        raise LessonError("lesson_whole", field=f"{where}.generate", low=0, high=MAX_GENERATE)
+    return {"prompt": prompt, "mode": mode, "settings": _settings(step.get("settings", {}), f"{where}.settings"),
+            "generate": generate, "view": step["view"], "text": _text(step["text"], f"{where}.text"),
+            "predict": _predict(step["predict"], f"{where}.predict") if step.get("predict") is not None else None}
+
+
+def _settings(data, where: str) -> dict:
+    from model.records import SamplingConfig  # the engine's own range checks (a plain dataclass, no model)
+
+    settings = _object(data, where, set(SETTING_TYPES), required=())
+    for name, value in settings.items():
+        kind = SETTING_TYPES[name]
+        kind_key = {str: "lesson_kind_str", int: "lesson_kind_int", float: "lesson_kind_float"}[kind]
+        number_ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or value == int(value))
+        if not (isinstance(value, str) if kind is str else number_ok):
+            raise LessonError("lesson_type", field=f"{where}.{name}", kind_key=kind_key)
+    try:
+        SamplingConfig(**settings).validate()
+    except SessionError as err:
+        raise LessonError("lesson_setting", field=where, reason=err) from None
+    return settings
+
+
+def _predict(data, where: str) -> dict:
+    kind = data.get("kind") if isinstance(data, dict) else None
+    if kind not in KINDS:
+        if not isinstance(data, dict):
+            raise LessonError("lesson_type", field=where, kind_key="lesson_kind_object")
+        raise LessonError("lesson_one_of", field=f"{where}.kind", choices=", ".join(KINDS), value=repr(kind)[:60])
+    fields = {"next_token": ("choices",), "kept_by_top_p": ("token",), "cache_size": ("model", "tokens"),
+              "order": ()}[kind]
+    predict = _object(data, where, PREDICT_FIELDS[kind], required=("kind", "question", *fields))
+    out = {"kind": kind, "question": _text(predict["question"], f"{where}.question")}
+    if kind == "next_token":
+        choices = predict["choices"]
+        if not isinstance(choices, list) or not 2 <= len(choices) <= 6:
+            raise LessonError("lesson_choices", field=f"{where}.choices", low=2, high=6)
+        for j, choice in enumerate(choices):
+            _token_text(choice, f"{where}.choices[{j}]")
+        if len(set(choices)) != len(choices):
+            raise LessonError("lesson_choices_twice", field=f"{where}.choices")
+        if not isinstance(predict.get("any", False), bool):
+            raise LessonError("lesson_type", field=f"{where}.any", kind_key="lesson_kind_bool")
+        out.update(choices=list(choices), any=predict.get("any", False))
+    elif kind == "kept_by_top_p":
+        out["token"] = _token_text(predict["token"], f"{where}.token")
+    elif kind == "cache_size":
+        model = predict["model"]
+        if model not in (CURRENT_MODEL, *PRESETS):
+            raise LessonError("lesson_one_of", field=f"{where}.model", choices=", ".join((CURRENT_MODEL, *PRESETS)),
+                              value=repr(model)[:60])
+        tokens, dtype = predict["tokens"], predict.get("dtype", "float16")
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1_000_000:
+            raise LessonError("lesson_whole", field=f"{where}.tokens", low=1, high=1_000_000)
+        if dtype not in DTYPE_BYTES:
+            raise LessonError("lesson_one_of", field=f"{where}.dtype", choices=", ".join(DTYPE_BYTES),
+                              value=repr(dtype)[:60])
+        out.update(model=model, tokens=tokens, dtype=dtype)
+    return out
+
+
+def _object(data, where: str, allowed: set[str], required) -> dict:
+    if not isinstance(data, dict):
+        raise LessonError("lesson_type", field=where, kind_key="lesson_kind_object")
+    for name in data:
+        if name not in allowed:
+            raise LessonError("lesson_unknown", field=f"{where}.{name}" if where != "lesson" else str(name)[:60],
+                              allowed=", ".join(sorted(allowed)))
+    for name in required:
+        if name not in data:
+            raise LessonError("lesson_missing", field=f"{where}.{name}" if where != "lesson" else name)
+    return data
+
+
+def _text(data, where: str, limit: int = MAX_TEXT) -> dict:
+    """A text the student reads: {"en": ..., "zh": ...}, both there, neither empty nor too long."""
+    if not isinstance(data, dict):
+        raise LessonError("lesson_languages", field=where)
+    for lang in ("en", "zh"):
+        if lang not in data:
+            raise LessonError("lesson_missing", field=f"{where}.{lang}")
+        if not isinstance(data[lang], str) or not data[lang].strip():
+            raise LessonError("lesson_type", field=f"{where}.{lang}", kind_key="lesson_kind_str")
+        if len(data[lang]) > limit:
+            raise LessonError("lesson_too_long", field=f"{where}.{lang}", limit=limit)
+    extra = set(data) - {"en", "zh"}
+    if extra:
+        raise LessonError("lesson_unknown", field=f"{where}.{sorted(extra)[0]}"[:80], allowed="en, zh")
+    return {"en": data["en"], "zh": data["zh"]}
+
+
+def _token_text(value, where: str) -> str:
+    if not isinstance(value, str) or not 1 <= len(value) <= 40:
+        raise LessonError("lesson_token", field=where)
+    return value
+
+
+def builtin_lessons(tabs) -> tuple[dict[str, dict], dict[str, LessonError]]:
+    """Every lesson file in assets/lessons/ checked against the page's tabs, by id, in file-name order
+    (01-..., 02-...); and the files refused, by name (a lesson naming a tab this page does not have)."""
+    lessons, refused = {}, {}
+    for path in sorted(LESSON_DIR.glob("*.json")):
+        try:
+            lesson = read_lesson(path.read_bytes(), tabs)
+        except LessonError as err:
+            refused[path.name] = err
+            continue
+        lessons[lesson["id"]] = lesson
+    return lessons, refused
+
+
+def say(text: dict, lang: str) -> str:
+    """One of a lesson's texts in the page's language."""
+    return text["zh" if lang == "zh" else "en"]

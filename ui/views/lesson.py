@@ -1,0 +1,388 @@
+"""Lesson: a guided walk through the page. Each step loads its prompt and settings into the user's session (as
+Start does), opens a tab and says what to look at; a predict step asks for a guess first and reveals the
+candidates, with the model's probability of the guess, only after the guess is committed. The lesson files and
+their checks are ui/lessons.py's; progress is kept in the browser (gr.BrowserState) to resume after a reload."""
+from __future__ import annotations
+
+import html
+import json
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+import gradio as gr
+import plotly.graph_objects as go
+
+import viz
+from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes
+from model.records import SamplingConfig
+from ui.controls import client_of
+from ui.events import Event
+from ui.lessons import (CURRENT_MODEL, MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
+                        read_lesson, say)
+from ui.strings import Refusal, t
+
+SIZE_SPREADS = ((1, 4, 16, 64), (1 / 4, 1, 4, 16), (1 / 16, 1 / 4, 1, 4), (1 / 64, 1 / 16, 1 / 4, 1))
+
+
+class LessonView:
+    tab, title = "lesson", "tab_lesson"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+
+    # ---- components ----------------------------------------------------------------------------------
+    def build(self, page):
+        add = page.labels.add
+        from ui.views import VIEWS  # here, not at import: VIEWS lists this view too
+
+        self.page = page
+        self.tabs = [View.tab for View in VIEWS]  # every tab of the page, the lesson's own too
+        self.tab_titles = {View.tab: View.title for View in VIEWS}
+        self.lessons, refused = builtin_lessons(self.tabs)
+        for name, err in refused.items():  # a lesson naming a tab this page does not have: left out, said once
+            print(f"lesson {name} left out: {err}")
+        add(gr.Markdown(t("lesson_intro"), elem_classes="tbt-explain"), "lesson_intro", "value")
+        with gr.Row(equal_height=True):
+            self.pick = add(gr.Dropdown(self._titles("en"), value=next(iter(self.lessons), None),
+                                        label=t("lesson_pick"), elem_id="tbt-lesson-pick", scale=3),
+                            words=lambda lang: {"label": t("lesson_pick", lang), "choices": self._titles(lang)})
+            self.start = add(gr.Button(t("lesson_start"), variant="primary", elem_id="tbt-lesson-start", scale=1),
+                             "lesson_start", "value")
+            self.upload = add(gr.UploadButton(t("lesson_upload"), file_types=[".json"], elem_id="tbt-lesson-upload",
+                                              scale=1), "lesson_upload")
+        self.resume_md = gr.Markdown("", visible=False, elem_id="tbt-lesson-saved")
+        self.resume = add(gr.Button(t("lesson_resume"), visible=False, elem_id="tbt-lesson-resume"),
+                          "lesson_resume", "value")
+        self.step_md = gr.Markdown("", elem_id="tbt-lesson-step")
+        with gr.Group(visible=False) as self.predict_box:
+            self.question = gr.Markdown("", elem_id="tbt-lesson-question")
+            with gr.Row(equal_height=True):
+                self.guess = add(gr.Dropdown([], label=t("lesson_guess"), allow_custom_value=True, scale=3,
+                                             elem_id="tbt-lesson-guess"), "lesson_guess")
+                self.commit = add(gr.Button(t("lesson_commit"), variant="primary", scale=1,
+                                            elem_id="tbt-lesson-commit"), "lesson_commit", "value")
+        self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
+        self.open_view = gr.Button("", visible=False, elem_id="tbt-lesson-open")  # "Open the Attention tab ▶"
+        self.reveal_plot = gr.Plot(visible=False, elem_id="tbt-lesson-plot", show_label=False)
+        with gr.Row():
+            self.prev = add(gr.Button(t("lesson_prev"), elem_id="tbt-lesson-prev"), "lesson_prev", "value")
+            self.next = add(gr.Button(t("lesson_next"), variant="primary", elem_id="tbt-lesson-next"),
+                            "lesson_next", "value")
+        self.lesson = gr.State(None)  # the open lesson (checked)
+        self.index = gr.State(0)  # its step shown
+        self.revealed = gr.State(None)  # the step's reveal, to say it again in the other language
+        self.progress = gr.BrowserState({}, storage_key="tbt-lesson-progress")  # {"id", "step", "file"}
+
+    def _titles(self, lang):
+        return [(say(lesson["title"], lang), lesson_id) for lesson_id, lesson in self.lessons.items()]
+
+    # ---- handlers ------------------------------------------------------------------------------------
+    def open_lesson(self, request, lesson_id, cfg, view):
+        if lesson_id not in self.lessons:
+            raise Refusal("lesson_no_lesson")
+        return self._show(request, self.lessons[lesson_id], 0, view)
+
+    def upload_lesson(self, request, file, cfg, view):
+        return self._show(request, read_lesson(uploaded_lesson(file), self.tabs), 0, view)
+
+    def next_step(self, request, lesson, index, cfg, view):
+        if lesson is None:
+            raise Refusal("lesson_no_lesson")
+        return self._show(request, lesson, min(int(index) + 1, len(lesson["steps"]) - 1), view)
+
+    def prev_step(self, request, lesson, index, cfg, view):
+        if lesson is None:
+            raise Refusal("lesson_no_lesson")
+        return self._show(request, lesson, max(int(index) - 1, 0), view)
+
+    def resume_lesson(self, request, progress, cfg, view):
+        """The step the browser remembers (its copy of an uploaded lesson is checked again: the browser sent it)."""
+        lesson, index = self._saved(progress)
+        if lesson is None:
+            raise Refusal("lesson_no_lesson")
+        return self._show(request, lesson, index, view)
+
+    def saved_progress(self, progress, lang):
+        """Opening the Lesson tab: say where the browser left a lesson, with a button to resume it."""
+        lesson, index = self._saved(progress)
+        if lesson is None:
+            return gr.update(visible=False), gr.update(visible=False)
+        text = t("lesson_saved", lang, title=say(lesson["title"], lang), step=index + 1, total=len(lesson["steps"]))
+        return gr.update(value=text, visible=True), gr.update(visible=True)
+
+    def _saved(self, progress):
+        if not isinstance(progress, dict):
+            return None, 0
+        lesson = self.lessons.get(progress.get("id"))
+        if progress.get("file") is not None:
+            try:
+                if len(json.dumps(progress["file"])) > MAX_LESSON_BYTES:
+                    return None, 0
+                lesson = check_lesson(progress["file"], tuple(self.tabs))
+            except (LessonError, TypeError, ValueError, RecursionError):
+                return None, 0
+        step = progress.get("step")
+        if lesson is None or isinstance(step, bool) or not isinstance(step, int):
+            return None, 0
+        return lesson, min(max(step, 0), len(lesson["steps"]) - 1)
+
+    def _show(self, request, lesson, index, view):
+        """Step `index`: its session started as Start does (and its tokens written), its settings on the sliders,
+        its tab opened. A predict step stays on the Lesson tab and sends no candidates until the guess."""
+        step, page = lesson["steps"][index], self.page
+        cfg = step_config(step)
+        prompt = say(step["prompt"], view.lang)
+        session = self.app.models.new_session(page.default_model)
+        session.start(prompt, chat=step["mode"] == "chat")
+        for _ in range(step["generate"]):
+            if session.finished:
+                break
+            session.step(cfg)
+        self.app.store.put(request.session_hash, session, client=client_of(request))
+        stepped = step["view"] in self.app.views
+        text, figure, force = self.app.answer(session, cfg, replace(view, tab=step["view"] if stepped else page.tabs[0]))
+        predict = step["predict"]
+        if predict is not None or not stepped:
+            figure, force = gr.skip(), gr.update(choices=[], value=None)  # nothing of the candidates before a guess
+        builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
+        progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
+        return [
+            lesson, index, None, progress,
+            self._step_text(lesson, index, view.lang), self._open_button(step, view.lang, predict is None),
+            gr.update(visible=predict is not None),
+            self._question(predict, view.lang),
+            gr.update(choices=self._choices(predict, view.lang), value=None, interactive=True),
+            gr.update(interactive=True),
+            "", gr.update(value=None, visible=False),
+            prompt, step["mode"], page.default_model,
+            *(getattr(cfg, name) for name in SETTING_NAMES),
+            gr.Tabs(selected=self.tab), step["view"] if stepped and predict is None else gr.skip(),
+            text, figure, force,
+        ]
+
+    def commit_guess(self, request, lesson, index, guess, cfg, view):
+        """The guess committed: the answer, the step's candidates, and the model's probability of the guess."""
+        if lesson is None:
+            raise Refusal("lesson_no_lesson")
+        step = lesson["steps"][int(index)]
+        if step["predict"] is None:
+            raise Refusal("lesson_no_predict")
+        if guess in (None, ""):
+            raise Refusal("lesson_guess_first")
+        guess = str(guess)
+        if step["predict"]["kind"] == "next_token" and guess not in step["predict"]["choices"] and \
+                guess[:1].isascii() and guess[:1].isalnum():
+            guess = " " + guess  # a word typed as written after the prompt: its token has the leading space
+        session = self.app.session(request)
+        cfg = step_config(step)
+        answer = reveal_record(session, step, guess, cfg)
+        stepped = step["view"] in self.app.views
+        if stepped:
+            figure, force = self.app.answer(session, cfg, replace(view, tab=step["view"]))[1:]
+        else:
+            figure, force = gr.skip(), gr.skip()
+        return [answer, reveal_html(answer, view.lang), self._reveal_plot(answer, session, cfg, view.lang),
+                gr.update(interactive=False), gr.update(interactive=False), self._open_button(step, view.lang, True),
+                figure, force]
+
+    def open_step_view(self, lesson, index):
+        """The step's tab, opened when the student has read the step (and, at a question, seen the answer)."""
+        if lesson is None:
+            return gr.skip()
+        return gr.Tabs(selected=lesson["steps"][int(index)]["view"])
+
+    def redraw(self, lesson, index, answer, lang):
+        """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
+        if lesson is None:
+            return [gr.skip()] * 5
+        step = lesson["steps"][int(index)]
+        predict = step["predict"]
+        return [self._step_text(lesson, int(index), lang), self._open_button(step, lang, predict is None or answer),
+                self._question(predict, lang),
+                gr.update(choices=self._choices(predict, lang)),
+                reveal_html(answer, lang) if answer else gr.skip()]
+
+    # ---- words ---------------------------------------------------------------------------------------
+    def _step_text(self, lesson, index, lang) -> str:
+        step = lesson["steps"][index]
+        head = f"### {say(lesson['title'], lang)}\n**{t('lesson_step_of', lang, step=index + 1, total=len(lesson['steps']))}**"
+        return f"{head}\n\n{say(step['text'], lang)}"
+
+    def _open_button(self, step, lang, shown):
+        tab = step["view"]
+        if tab == self.tab or not shown:
+            return gr.update(visible=False)
+        return gr.update(value=t("lesson_open_tab", lang, tab=t(self._tab_title(tab), lang)), visible=True)
+
+    def _tab_title(self, tab):
+        return self.tab_titles.get(tab, "tab_lesson")
+
+    @staticmethod
+    def _question(predict, lang) -> str:
+        return f"**{say(predict['question'], lang)}**" if predict else ""
+
+    def _choices(self, predict, lang) -> list:
+        if predict is None:
+            return []
+        kind = predict["kind"]
+        if kind == "next_token":
+            return [(token_label(c), c) for c in predict["choices"]]
+        if kind == "kept_by_top_p":
+            return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
+        if kind == "order":
+            return [(t(ORDER_WORDS[o], lang), o) for o in ORDER_CHOICES]
+        return [(viz.format_bytes(n), str(n)) for n in size_choices(predict, self.app.models.get().info)]
+
+    def _reveal_plot(self, answer, session, cfg, lang):
+        if answer["kind"] == "cache_size":
+            return gr.update(value=None, visible=False)
+        return gr.update(value=go.Figure(viz.candidate_chart(session.preview(cfg), lang)), visible=True)
+
+    # ---- wiring --------------------------------------------------------------------------------------
+    def events(self, page):
+        h, page_in = page.handler, page.page_in
+        shown = [self.lesson, self.index, self.revealed, self.progress, self.step_md, self.open_view, self.predict_box,
+                 self.question,
+                 self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
+                 *page.settings, page.tabs_block, page.tab_state, *page.step_out]
+        revealed = [self.revealed, self.reveal, self.reveal_plot, self.commit, self.guess, self.open_view, page.figure,
+                    page.force]
+        held = [self.lesson, self.index]
+        return [
+            Event(self.start.click, h(self.open_lesson, "lesson_id"), [self.pick, *page_in], shown, "model",
+                  "lesson_open"),
+            Event(self.upload.upload, h(self.upload_lesson, "file"), [self.upload, *page_in], shown, "import",
+                  "lesson_upload"),
+            Event(self.next.click, h(self.next_step, "lesson", "index"), [*held, *page_in], shown, "model",
+                  "lesson_next"),
+            Event(self.prev.click, h(self.prev_step, "lesson", "index"), [*held, *page_in], shown, "model",
+                  "lesson_back"),
+            Event(self.resume.click, h(self.resume_lesson, "progress"), [self.progress, *page_in], shown, "model",
+                  "lesson_resume"),
+            Event(self.commit.click, h(self.commit_guess, "lesson", "index", "guess"), [*held, self.guess, *page_in],
+                  revealed, "model", "lesson_guess"),
+            Event(self.tab_block.select, self.saved_progress, [self.progress, page.lang],
+                  [self.resume_md, self.resume], "page", "lesson_saved"),
+            Event(self.open_view.click, self.open_step_view, held, [page.tabs_block], "page", "lesson_open_tab"),
+            Event(page.lang.change, self.redraw, [*held, self.revealed, page.lang],
+                  [self.step_md, self.open_view, self.question, self.guess, self.reveal], "page"),
+        ]
+
+
+SETTING_NAMES = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
+ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": "lesson_order_temperature_last",
+               "same": "lesson_order_same"}
+
+
+def step_config(step) -> SamplingConfig:
+    """A step's settings: the lesson's, over the plain distribution's defaults (T = 1, no cut)."""
+    return SamplingConfig(**step["settings"]).validate()
+
+
+def token_label(text: str) -> str:
+    """A token's text as the chips show it: a leading space as ␣."""
+    return text.replace(" ", "␣").replace("\n", "↵")
+
+
+def size_choices(predict, info) -> list[int]:
+    """Four cache sizes to pick from, the right one among them (its place varies with the question)."""
+    right = predict_cache_bytes(predict, info)
+    spread = SIZE_SPREADS[(predict["tokens"] * 7 + len(predict["model"])) % len(SIZE_SPREADS)]
+    return [int(right * f) for f in spread]
+
+
+def cache_shape(predict, info) -> tuple[int, int, int]:
+    """(layers, KV heads, head size) of a cache_size question: a preset's, or the loaded model's (`info`)."""
+    if predict["model"] == CURRENT_MODEL:
+        return info.layers, info.kv_heads, info.head_dim
+    layers, _, kv_heads, head_dim = PRESETS[predict["model"]]
+    return layers, kv_heads, head_dim
+
+
+def predict_cache_bytes(predict, info) -> int:
+    """The right answer of a cache_size question, in bytes (FACTS.md section 4)."""
+    return kv_cache_bytes(*cache_shape(predict, info), predict["tokens"], DTYPE_BYTES[predict["dtype"]])
+
+
+def reveal_record(session, step, guess: str, cfg: SamplingConfig) -> dict:
+    """What the reveal says, as plain numbers (probabilities in [0, 1], bytes): the engine's own answer."""
+    predict = step["predict"]
+    kind = predict["kind"]
+    if kind == "cache_size":
+        layers, kv_heads, head_dim = cache_shape(predict, session.lm.info)
+        right = predict_cache_bytes(predict, session.lm.info)
+        return {"kind": kind, "guess": guess, "right": str(right) == guess, "bytes": right, "layers": layers,
+                "kv_heads": kv_heads, "head_dim": head_dim, "tokens": predict["tokens"],
+                "bytes_per": DTYPE_BYTES[predict["dtype"]]}
+    dist = session.preview(cfg)
+    if kind == "order":
+        first = session.preview(replace(cfg, order="transformers")).stages[-1].kept
+        last = session.preview(replace(cfg, order="temperature_last")).stages[-1].kept
+        right = "transformers" if first > last else "temperature_last" if last > first else "same"
+        return {"kind": kind, "guess": guess, "right": guess == right, "first": first, "last": last}
+    asked = guess if kind == "next_token" else predict["token"]
+    ids = session.lm.tokenizer.encode(asked, add_special_tokens=False)
+    if not ids:
+        raise Refusal("lesson_guess_first")
+    token = session.preview(cfg, force_token=ids[0]).chosen_candidate  # the asked token, wherever it ranks
+    top = min(dist.candidates, key=lambda c: c.rank)
+    record = {"kind": kind, "guess": guess, "token_id": token.token.id, "token": token.token.display,
+              "several": len(ids) > 1, "prob": token.prob_t1, "rank": token.rank, "vocab": session.lm.info.vocab,
+              "top": top.token.display, "top_prob": top.prob_t1, "chosen": dist.chosen.display}
+    if kind == "next_token":
+        record["right"] = token.token.id == top.token.id
+    else:
+        kept = token.stage_probs["top_p"] > 0
+        before = sum(c.stage_probs["top_k"] for c in dist.candidates if c.rank < token.rank)
+        record.update(right=(guess == "yes") == kept, kept=kept, before=before, p=cfg.top_p)
+    return record
+
+
+def reveal_html(answer: dict, lang: str) -> str:
+    """The reveal in the page's words; its numbers in data- attributes too (the tests read them)."""
+    pct = lambda p: f"{100 * p:.1f}%" if p >= 0.001 else f"{100 * p:.3f}%"
+    code = lambda s: f"<code>{html.escape(s)}</code>"
+    kind = answer["kind"]
+    verdict = t("lesson_right" if answer["right"] else "lesson_wrong", lang)
+    data = f'data-kind="{kind}" data-right="{str(answer["right"]).lower()}"'
+    if kind in ("next_token", "kept_by_top_p"):
+        data += f' data-token-id="{answer["token_id"]}" data-prob="{answer["prob"]!r}"'
+    if kind == "next_token":
+        body = t("lesson_reveal_token", lang, guess=code(answer["token"]), prob=pct(answer["prob"]), rank=answer["rank"],
+                 vocab=answer["vocab"], top=code(answer["top"]), top_prob=pct(answer["top_prob"]),
+                 chosen=code(answer["chosen"]))
+        if answer["several"]:
+            body = t("lesson_first_token", lang, token=code(answer["token"])) + " " + body
+    elif kind == "kept_by_top_p":
+        body = t("lesson_reveal_top_p", lang, token=code(answer["token"]), prob=pct(answer["prob"]), rank=answer["rank"],
+                 before=pct(answer["before"]), p=answer["p"], fate=t("lesson_yes" if answer["kept"] else "lesson_no", lang))
+    elif kind == "order":
+        body = t("lesson_reveal_order", lang, first=answer["first"], last=answer["last"])
+    else:
+        body = t("lesson_reveal_cache", lang, layers=answer["layers"], kv_heads=answer["kv_heads"],
+                 head_dim=answer["head_dim"], tokens=answer["tokens"], bytes_per=answer["bytes_per"],
+                 bytes=answer["bytes"], size=viz.format_bytes(answer["bytes"]))
+        data += f' data-bytes="{answer["bytes"]}"'
+    chart = "" if kind == "cache_size" else f"<p>{t('lesson_reveal_chart', lang)}</p>"
+    body = body.replace("**", "\0").split("\0")
+    body = "".join(f"<b>{part}</b>" if i % 2 else part for i, part in enumerate(body))
+    return f'<div class="tbt-lesson-reveal" {data}><p><b>{verdict}</b> {body}</p>{chart}</div>'
+
+
+def uploaded_lesson(file) -> bytes:
+    """The bytes of a lesson the user uploaded (a file in Gradio's own cache, at most MAX_LESSON_BYTES)."""
+    if isinstance(file, dict):
+        file = file.get("path")
+    path = Path(file if isinstance(file, str) else getattr(file, "name", "") or "")
+    try:
+        cached = path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file()
+        size = path.stat().st_size if cached else 0
+    except (OSError, ValueError):
+        cached = False
+    if not cached:
+        raise Refusal("lesson_no_file")
+    if size > MAX_LESSON_BYTES:
+        raise LessonError("lesson_too_big", limit=f"{MAX_LESSON_BYTES:,}")
+    return path.read_bytes()
