@@ -308,8 +308,9 @@ def test_the_hover_shows_a_repeated_candidates_penalized_logit(session):
         got = _penalized_logit(c, dist)
         if c.token.id in seen:
             assert got == pytest.approx(c.logit / 1.3 if c.logit > 0 else c.logit * 1.3, abs=1e-4)
-            assert "repetition penalty" in _hover(c, dist, "en") and "重复惩罚" in _hover(c, dist, "zh")
+            assert "logit after the repetition penalty" in _hover(c, dist, "en")
+            assert "重复惩罚后的 logit" in _hover(c, dist, "zh")
         else:
-            assert got is None and "repetition penalty" not in _hover(c, dist, "en")
+            assert got is None and "logit after the repetition penalty" not in _hover(c, dist, "en")
     plain = session.preview(SamplingConfig(temperature=0.9, seed=7))  # penalty off: no such line
-    assert all("repetition penalty" not in _hover(c, plain, "en") for c in plain.candidates)
+    assert all("logit after the repetition penalty" not in _hover(c, plain, "en") for c in plain.candidates)

@@ -45,9 +45,8 @@ def shoot(page, name: str, anchor: str):
 
 
 def fork_the_text(page):
-    """Six steps, back to step 2, the least likely shown candidate forced, three more steps."""
+    """Six steps, back to step 2, the least likely shown candidate forced, three more steps (a new prompt)."""
     marker(page).wait_for(timeout=180_000)
-    wait_for_step(page, 0)
     page.locator("#tbt-prompt textarea").fill(PROMPT)
     rev = marker(page).get_attribute("data-rev")
     page.locator("#tbt-start").click()
@@ -69,11 +68,13 @@ def fork_the_text(page):
 
 
 def test_branches_tab(page):
+    wait_for_step(page, 0)  # the page's own start on load has answered
     for lang in ("en", "zh"):
         w = WORDS[lang]
         if lang == "zh":
             page.get_by_label("中文").check()
             page.wait_for_timeout(1500)
+            open_view(page, "候选词元")  # forcing a token is on the Candidates tab
         first = fork_the_text(page)
         second = chips(page)
         assert second[:2] == first[:2] and second != first and "tbt-forced" in page.locator(

@@ -80,7 +80,7 @@ def _cell(step, repeated: bool, lang: str) -> str:
     logp = dist.chosen_logprob_t1
     shade = min(1.0, -logp / 8)  # 0 = certain, 1 = log p <= -8: the darker red, the less the model expected it
     style = f"background:rgba(213,94,0,{0.08 + 0.55 * shade:.2f})"
-    marks = ("✋" if dist.forced else "") + ("↻" if repeated else "")
+    marks = ("!" if dist.forced else "") + ("↻" if repeated else "")
     title = t("compare_cell_title", lang, step=step.step, logp=f"{logp:.2f}", rank=dist.chosen_rank)
     if dist.forced:
         title += " · " + t("chips_forced", lang)
@@ -110,7 +110,9 @@ def branch_compare_html(a_id: int, a_steps, a_repeated, b_id: int, b_steps, b_re
             cells.append(cell.replace("<td ", '<td data-split="1" ', 1) if i == split else cell)
         after = sum(s.distribution.chosen_logprob_t1 for s in steps[split:])
         label = t("compare_side", lang, side=name, id=bid, n=len(steps) - split, logp=f"{after:.2f}")
-        rows.append(f'<tr><th class="tbt-branch-name">{html.escape(label)}</th>{"".join(cells)}</tr>')
+        first, _, rest = label.partition(" · ")
+        rows.append(f'<tr><th class="tbt-branch-name">{html.escape(first)}<br><small>{html.escape(rest)}</small></th>'
+                    f'{"".join(cells)}</tr>')
     note = t("compare_same", lang) if split >= min(len(a_steps), len(b_steps)) and len(a_steps) == len(b_steps) \
         else t("compare_split", lang, step=split + 1)
     legend = t("compare_legend", lang)
@@ -125,7 +127,8 @@ def branch_compare_html(a_id: int, a_steps, a_repeated, b_id: int, b_steps, b_re
 COMPARE_CSS = """
 .tbt-branch-table{border-collapse:collapse;font-size:16px;color:#222}
 .tbt-branch-table th{font-weight:normal;color:#666;padding:2px 6px;text-align:center;white-space:nowrap}
-.tbt-branch-table th.tbt-branch-name{text-align:left;color:#222;font-weight:bold;min-width:12em}
+.tbt-branch-table th.tbt-branch-name{text-align:left;color:#222;font-weight:bold;white-space:normal;min-width:9em;max-width:13em}
+.tbt-branch-name small{font-weight:normal;font-size:14px;color:#444}
 .tbt-branch-cell{padding:4px 6px;border:1px solid #fff;text-align:center;white-space:nowrap}
 .tbt-branch-token{font-family:monospace;font-size:17px}
 .tbt-branch-logp{font-size:14px;color:#444}
