@@ -408,9 +408,9 @@ WORDS: dict[str, tuple[str, str]] = {
                      "{side}：分支 #{id} · 分叉后 {n} 个词元 · log P {logp}"),
     "compare_same": ("These two texts are the same.", "这两段文本相同。"),
     "compare_split": ("They split at step {step} (heavy line).", "它们在第 {step} 步分开（粗线处）。"),
-    "compare_legend": ("Under each token: its log p at T = 1 (redder = less expected). ✋ forced by you, "
+    "compare_legend": ("Under each token: its log p at T = 1 (redder = less expected). ! forced by you, "
                        "↻ (dashed box) repeats an earlier stretch.",
-                       "每个词元下方：它在 T = 1 时的 log p（越红越出乎模型意料）。✋ 由你强制选择，↻（虚线框）重复了前文片段。"),
+                       "每个词元下方：它在 T = 1 时的 log p（越红越出乎模型意料）。! 由你强制选择，↻（虚线框）重复了前文片段。"),
     "compare_step": ("step", "步"),
     "compare_trace": ("{side}: #{id}", "{side}：#{id}"),
     "compare_chart_title": ("log p of each token, the two branches", "两个分支中每个词元的 log p"),
