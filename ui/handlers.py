@@ -2,6 +2,7 @@
 language, and nothing else leaked (a bug is logged and named only by its kind)."""
 from __future__ import annotations
 
+import contextvars
 import functools
 import inspect
 import logging
@@ -16,6 +17,7 @@ from model.records import SamplingConfig
 from ui.strings import Refusal, lang_of
 
 log = logging.getLogger("token-by-token")
+USER = contextvars.ContextVar("tbt_user", default=None)  # the session id a page handler runs for (App.render's hook)
 SETTING_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
 VIEW_PARAMS = ("lang", "tab", "layer", "head")
 
@@ -70,11 +72,15 @@ def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
     if inspect.isgeneratorfunction(fn):  # a streaming handler (Gradio tells them apart by this)
         def handler(request: gr.Request, *values):
             with plainly(fn.__name__, lang(values)):
-                yield from fn(*arguments(request, values))
+                yield from acting_for(request, fn(*arguments(request, values)))
     else:
         def handler(request: gr.Request, *values):
             with plainly(fn.__name__, lang(values)):
-                return fn(*arguments(request, values))
+                token = USER.set(request.session_hash)
+                try:
+                    return fn(*arguments(request, values))
+                finally:
+                    USER.reset(token)
 
     names = ("request", *leading, *SETTING_PARAMS, *VIEW_PARAMS)
     handler.__signature__ = inspect.Signature(
@@ -83,6 +89,20 @@ def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
     handler.__annotations__ = {"request": gr.Request}
     handler.__name__ = fn.__name__
     return handler
+
+
+def acting_for(request, steps):
+    """A streaming handler's steps, each run with USER set to the request's session id (Gradio runs each step
+    of a generator in a fresh copy of the context, so a value set in one step is gone in the next)."""
+    while True:
+        token = USER.set(request.session_hash)
+        try:
+            item = next(steps)
+        except StopIteration:
+            return
+        finally:
+            USER.reset(token)
+        yield item
 
 
 def friendly(fn, lang_arg: str | None = "lang"):

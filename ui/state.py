@@ -10,7 +10,7 @@ import viz
 from model.records import SamplingConfig
 from model.session import DecodeSession
 from model.sessions import ModelRegistry, SessionStore
-from ui.handlers import View
+from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
 
@@ -26,6 +26,9 @@ class App:
         self.store = store
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
+        # called as hook(user, session, view, outputs) after every render a page handler asks for (user: its
+        # session id); a room (ui/rooms.py) keeps its teacher's. Inside the session's read lock: keep it quick.
+        self.on_render: list = []
 
     def session(self, request: gr.Request) -> DecodeSession:
         """The user's session, or a refusal saying to start (or that it expired)."""
@@ -48,7 +51,7 @@ class App:
             dist = session.preview(cfg)
             last_kv = session.steps[-1].kv if session.steps else session.prefill.kv
             self.revision += 1
-            return [
+            outputs = [
                 text_panel(viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
                            status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv,
                                        session.logprob_t1(), session.finished, self.revision, view.lang,
@@ -56,11 +59,21 @@ class App:
                 self._chart(session, cfg, view, dist),
                 gr.update(choices=force_choices(dist, view.lang), value=None),
             ]
+            self._rendered(session, view, outputs)
+            return outputs
 
     def chart(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> str:
         """The chart of the open tab, in a carrier naming the tab's plot (only what the page shows is sent)."""
         with session.reading():
-            return self._chart(session, session.replay_config() or cfg, view, dist)
+            chart = self._chart(session, session.replay_config() or cfg, view, dist)
+            self._rendered(session, view, [None, chart, None])
+            return chart
+
+    def _rendered(self, session: DecodeSession, view: View, outputs: list) -> None:
+        """Tell on_render what a page handler's user is now shown (None: an output this render left as it was)."""
+        user = USER.get()
+        for hook in self.on_render if user is not None else ():
+            hook(user, session, view, outputs)
 
     def _chart(self, session, cfg, view, dist) -> str:
         return self.views[view.tab].chart(session, cfg, view, dist)

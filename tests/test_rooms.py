@@ -1,0 +1,211 @@
+"""Rooms through the API (ui/rooms.py, ui/views/room.py): one gradio Client per page, the real model behind it."""
+import html
+import math
+import re
+import uuid
+
+import pytest
+from gradio_client import Client
+from gradio_client.exceptions import AppError
+
+import app as app_module
+from model.records import SamplingConfig
+from model.sessions import ModelRegistry, SessionStore
+from ui.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
+from ui.strings import t
+
+DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
+                lang="en", layer=0, head="mean")
+
+
+@pytest.fixture(scope="module")
+def server(lm):
+    app = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=60))
+    demo = app_module.build(app, "smollm2")
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    rooms = next(hook.__self__ for hook in app.on_render if hasattr(hook, "__self__"))  # the room view's registry
+    yield app, demo.local_url, rooms
+    demo.close()
+
+
+def call(client, api, *leading, **settings):
+    return client.predict(*leading, **{**DEFAULTS, **settings}, api_name=api)
+
+
+def step_of(text_html) -> int:
+    return int(re.search(r'id="tbt-(?:room-)?marker"[^>]*data-step="(\d+)"', text_html).group(1))
+
+
+def room_state(client, lang="en"):
+    """The follower's tick: (status, mirrored text, chart carrier, timer); the revision the page shows is its
+    own state, kept by the server: a tick sends only what changed since."""
+    return client.predict(lang, api_name="/room_state")
+
+
+def mirrored_tokens(text_html) -> list[str]:
+    flat = re.sub(r"<(span style|i class)=[^>]*>(.*?)</(span|i)>", r"\2", text_html)  # the faint ␣ inside a chip
+    return re.findall(r'class="tbt-chip tbt-gen[^"]*"[^>]*>(.*?)</span>', flat)
+
+
+def opened(server, teacher) -> str:
+    info = teacher.predict(**DEFAULTS, api_name="/open_room")
+    return re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
+
+
+@pytest.fixture
+def room(server):
+    """A teacher with a text, a room, and one follower in it."""
+    app, url, _ = server
+    teacher, follower = Client(url, verbose=False), Client(url, verbose=False)
+    call(teacher, "/start", "The capital of France is", "raw", "smollm2")
+    code = opened(server, teacher)
+    follower.predict(code, "en", api_name="/join_room")
+    yield teacher, follower, code
+    for c in (teacher, follower):
+        app.store.drop(c.session_hash)
+        server[2].close(c.session_hash, "left")
+
+
+def test_a_follower_sees_the_teachers_steps_in_order(server, room):
+    app, _, _ = server
+    teacher, follower, code = room
+    steps = []
+    for n in range(3):
+        status, text, chart, _ = room_state(follower)
+        assert f'data-step="{n}"' in status and code in status
+        steps.append(step_of(status))
+        teacher_tokens = [html.escape(s.token.display) for s in app.store.get(teacher.session_hash).steps]
+        assert mirrored_tokens(text) == teacher_tokens
+        assert 'data-target="tbt-fig-room"' in chart  # the teacher's chart, drawn in the room's plot
+        call(teacher, "/next_token")
+    assert steps == [0, 1, 2]
+    status, *_ = room_state(follower)
+    assert step_of(status) == 3
+
+
+def test_a_follower_cannot_step_the_teachers_session(server, room):
+    app, _, _ = server
+    teacher, follower, _ = room
+    call(teacher, "/next_token")
+    before = list(app.store.get(teacher.session_hash).ids)
+    with pytest.raises(AppError):
+        call(follower, "/next_token")  # the follower has no session of their own yet
+    call(follower, "/start", "Once upon a time", "raw", "smollm2")
+    call(follower, "/next_token")
+    call(follower, "/back")
+    call(follower, "/next_token")
+    call(follower, "/force", "13")
+    call(follower, "/reset")
+    assert app.store.get(teacher.session_hash).ids == before
+    status, *_ = room_state(follower)
+    assert step_of(status) == len(before) - app.store.get(teacher.session_hash).prompt_len
+
+
+def test_explore_from_here_gives_an_independent_session_with_the_same_state(server, room, lm):
+    app = server[0]
+    teacher, follower, _ = room
+    call(teacher, "/next_token")
+    call(teacher, "/next_token")
+    room_state(follower)
+    result = call(follower, "/explore")
+    mine, theirs = app.store.get(follower.session_hash), app.store.get(teacher.session_hash)
+    assert mine is not theirs and mine.ids == theirs.ids and mine.ids is not theirs.ids
+    assert [s.token.id for s in mine.steps] == [s.token.id for s in theirs.steps]
+    assert [s.distribution.chosen_final_prob for s in mine.steps] == [s.distribution.chosen_final_prob for s in theirs.steps]
+    assert step_of(result[0]) == 2
+    # the next token's distribution agrees with the teacher's (one prefill against the stepped cache)
+    import torch
+    assert torch.allclose(mine.next_logits, theirs.next_logits, atol=1e-3)
+    call(follower, "/next_token")
+    call(follower, "/back", )
+    call(follower, "/back")
+    assert len(app.store.get(teacher.session_hash).steps) == 2 and len(mine.steps) == 1
+    call(teacher, "/next_token")
+    assert len(mine.steps) == 1
+    follower.predict("en", api_name="/back_to_teacher")
+    status, *_ = room_state(follower)
+    assert step_of(status) == 3
+
+
+def test_a_closed_room_tells_its_followers(server, room):
+    teacher, follower, code = room
+    room_state(follower)
+    teacher.predict("en", api_name="/close_room")
+    status, *_ = room_state(follower)
+    assert t("room_closed", "en") in status
+    status, *_ = room_state(follower, lang="zh")
+    assert t("room_not_following", "zh") in status  # told once; then not in a room
+    with pytest.raises(AppError, match=re.escape(t("room_closed", "zh"))):
+        follower.predict(code, "zh", api_name="/join_room")
+
+
+def test_a_room_closes_when_its_teacher_leaves_or_idles(server):
+    from ui.rooms import Rooms
+    from model.errors import SessionError
+
+    now = [0.0]
+    rooms = Rooms(clock=lambda: now[0], idle_s=60)
+    code = rooms.open("teacher")
+    rooms.join("student", code)
+    rooms.close("teacher", "left")  # what the teacher page's unload does
+    with pytest.raises(SessionError, match="closed"):
+        rooms.state("student")
+    code = rooms.open("teacher")
+    rooms.join("student", code)
+    now[0] = 61
+    with pytest.raises(SessionError, match="closed"):
+        rooms.state("student")
+    assert len(rooms) == 0
+
+
+def test_rooms_and_followers_are_bounded():
+    from ui.rooms import Rooms
+    from model.errors import SessionError
+
+    rooms = Rooms(max_rooms=2, max_followers=3)
+    a, b = rooms.open("t1"), rooms.open("t2")
+    assert rooms.open("t1") == a  # one room per teacher
+    with pytest.raises(SessionError, match="2 rooms"):
+        rooms.open("t3")
+    for n in range(3):
+        rooms.join(f"s{n}", b)
+    with pytest.raises(SessionError, match=r"full \(3"):
+        rooms.join("s9", b)
+    with pytest.raises(SessionError, match="own room"):
+        rooms.join("t1", a)
+
+
+def test_thirty_followers_add_no_model_passes(server, room, lm, monkeypatch):
+    app, url, _ = server
+    teacher, _, code = room
+    # 30 pages: one Client (building 30 is slow on a loaded machine), under 30 session ids in turn
+    page, followers = Client(url, verbose=False), [str(uuid.uuid4()) for _ in range(30)]
+    for f in followers:
+        page.session_hash = f
+        page.predict(code, "en", api_name="/join_room")
+    assert server[2].followers(code) == 31
+    passes = []
+    forward = lm.model.forward
+    monkeypatch.setattr(lm.model, "forward", lambda *a, **k: passes.append(1) or forward(*a, **k))
+    call(teacher, "/next_token")
+    app.store.get(teacher.session_hash).preview_ahead(SamplingConfig())  # waits for the next step's pass ahead
+    teacher_passes = len(passes)
+    for f in followers:
+        page.session_hash = f
+        status, *_ = room_state(page)
+        assert step_of(status) == 1
+    assert teacher_passes >= 1 and len(passes) == teacher_passes, "a follower's look at the room ran the model"
+    for f in followers:
+        server[2].leave(f)
+
+
+def test_codes_are_unguessable_and_a_wrong_code_says_so(server, room):
+    codes = {new_code() for _ in range(2000)}
+    assert len(codes) == 2000 and all(len(c) == CODE_LENGTH and set(c) <= set(CODE_ALPHABET) for c in codes)
+    assert CODE_LENGTH * math.log2(len(CODE_ALPHABET)) >= 40  # bits
+    _, follower, code = room
+    wrong = "".join(sorted(set(CODE_ALPHABET) - set(code)))[:CODE_LENGTH]
+    for lang in ("en", "zh"):
+        with pytest.raises(AppError, match=re.escape(t("room_unknown", lang, code=wrong))):
+            follower.predict(wrong.lower(), lang, api_name="/join_room")
+    assert follower.predict(f" {code[:4].lower()}-{code[4:]} ", "en", api_name="/join_room")[0].startswith("Joined")
