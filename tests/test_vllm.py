@@ -1,0 +1,334 @@
+"""A model served by a real engine (vLLM, from .venv-vllm, started by tests/engine_server.py), against the same
+model loaded here: the same top log-probabilities, the same greedy text, the page's API on it, and its faults.
+
+The first tests need no engine (how answers are read, which cuts are exact); the rest skip, saying why, when
+`make engine` could not install vLLM. The last test stops the engine.
+"""
+import math
+import os
+import signal
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from engine_server import engine  # noqa: F401  (the fixture)
+from model.engine import EngineClient, EngineTop, fault, parse_top
+from model.engine_session import EngineSession, load_engine_model, tail_independent
+from model.errors import SessionError
+from model.records import SamplingConfig
+
+PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, a little", "1, 2, 3, 4,",
+           "我们今天学习"]
+TOLERANCE = 1e-3
+
+
+# ---- no engine needed --------------------------------------------------------------------------------
+def answer(top: dict[int, float], prompt_last: tuple[int, float, int] | None = None) -> dict:
+    choice = {"logprobs": {"top_logprobs": [{f"token_id:{i}": lp for i, lp in top.items()}]}}
+    if prompt_last:
+        i, lp, rank = prompt_last
+        choice["prompt_logprobs"] = [None, {str(i): {"logprob": lp, "rank": rank, "decoded_token": "x"}}]
+    return {"choices": [choice]}
+
+
+def test_an_answer_is_read_by_token_id_most_probable_first():
+    top = parse_top(answer({7: -3.0, 3: -1.0, 9: -2.0}, (42, -6.5, 300)), [1, 42], last_logprob=True)
+    assert top.ids == (3, 9, 7) and top.logprobs == (-1.0, -2.0, -3.0)
+    assert top.tail_mass == pytest.approx(1 - math.exp(-1) - math.exp(-2) - math.exp(-3))
+    assert (top.last_logprob, top.last_rank) == (-6.5, 300)
+    with pytest.raises(SessionError) as err:
+        parse_top({"choices": [{"text": "x"}]}, [1])
+    assert err.value.key == "engine_bad_answer"
+
+
+def test_each_engine_error_is_one_keyed_sentence():
+    assert fault(400, "This model's maximum context length is 256 tokens. However, ...", "m").key == "engine_context"
+    assert fault(404, "The model `m` does not exist.", "m").key == "engine_model_unknown"
+    assert fault(429, "slow down", "m").key == "engine_rate_limited"
+    assert fault(503, "overloaded", "m").key == "engine_error"
+    assert fault(400, "bad", "m").key == "engine_refused"
+
+
+def test_a_cut_is_exact_only_when_the_unknown_tail_cannot_matter():
+    top = EngineTop(5, (1, 2, 3), (math.log(0.5), math.log(0.3), math.log(0.1)), 0.1)
+    cfg = SamplingConfig()
+    assert not tail_independent(top, cfg)  # T = 1, no cut: the draw could land in the 0.1 not sent
+    assert tail_independent(top, replace(cfg, temperature=0))  # greedy: the top token is known
+    assert tail_independent(top, replace(cfg, top_k=3)) and not tail_independent(top, replace(cfg, top_k=4))
+    assert not tail_independent(top, replace(cfg, top_p=0.7))  # the nucleus renormalised over 3 is not the real one
+    assert tail_independent(top, replace(cfg, min_p=0.25))  # 0.1 / 0.5 = 0.2 < 0.25: every tail token is cut
+    assert not tail_independent(top, replace(cfg, min_p=0.15))
+    assert not tail_independent(top, replace(cfg, min_p=0.25, temperature=2.0))  # (0.2)^(1/2) = 0.45 > 0.25
+    assert not tail_independent(top, replace(cfg, top_k=2, repetition_penalty=1.3))
+    assert tail_independent(replace(top, tail_mass=0.0), cfg)
+
+
+def test_a_failing_engine_is_not_hammered():
+    client = EngineClient(f"http://127.0.0.1:{_closed_port()}/v1", "m", timeout=2)
+    with pytest.raises(SessionError) as first:
+        client.next_token([1, 2])
+    assert first.value.key == "engine_down"
+    client._http.close()  # a second call that reached the network would now fail differently
+    t0 = time.perf_counter()
+    with pytest.raises(SessionError) as again:
+        client.next_token([1, 2])
+    assert again.value is first.value and time.perf_counter() - t0 < 0.05  # the back-off answered
+
+
+def _closed_port() -> int:
+    from engine_server import free_port
+
+    return free_port()  # bound and released: nothing listens there
+
+
+# ---- the real engine -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def engine_lm(engine):  # noqa: F811
+    return load_engine_model(EngineClient(engine.url, engine.model), engine.folder)
+
+
+def local_logprobs(lm, ids: list[int]) -> torch.Tensor:
+    with torch.no_grad():
+        return torch.log_softmax(lm.model(input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
+
+
+def test_engine_top_logprobs_equal_the_local_models(engine_lm, lm, engine):  # noqa: F811
+    print(f"\nvLLM answered /v1/models {engine.started_s:.0f} s after launch; top N = {engine_lm.client.top_n}")
+    largest, positions = 0.0, 0
+    for prompt in PROMPTS:
+        ids = lm.tokenizer(prompt)["input_ids"]
+        for extra in range(3):  # the prompt, then two greedy tokens further
+            top = engine_lm.client.next_token(ids)
+            local = local_logprobs(lm, ids)
+            here = torch.tensor([float(local[i]) for i in top.ids])
+            diff = float((here - torch.tensor(top.logprobs, dtype=torch.float64)).abs().max())
+            largest, positions = max(largest, diff), positions + 1
+            assert diff < TOLERANCE, (prompt, extra, diff)
+            local_top = torch.topk(local, len(top.ids)).indices.tolist()
+            assert top.ids[:5] == tuple(local_top[:5]), (prompt, top.ids[:5], local_top[:5])
+            assert top.tail_mass == pytest.approx(1 - float(local[list(top.ids)].exp().sum()), abs=TOLERANCE)
+            ids = ids + [top.ids[0]]
+    print(f"largest |engine - local| log-probability over {positions} positions x {len(top.ids)} tokens: {largest:.2e}")
+
+
+def test_greedy_continuations_are_identical(engine_lm, lm):
+    greedy = SamplingConfig(temperature=0)
+    for prompt in PROMPTS[:3]:
+        ids = lm.tokenizer(prompt)["input_ids"]
+        local = lm.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+                                  max_new_tokens=20, do_sample=False)[0, len(ids):].tolist()
+        session = EngineSession(engine_lm)
+        session.start(prompt)
+        for _ in range(len(local)):
+            if session.finished:
+                break
+            session.step(greedy)
+        assert session.ids[session.prompt_len:] == local[:len(session.steps)], prompt
+        assert len(session.steps) == len(local) or session.finished
+
+
+def test_a_seed_reproduces_an_engine_session_and_back_asks_nothing(engine_lm):
+    cfg = SamplingConfig(temperature=1.0, top_k=10, seed=7)
+    runs = []
+    for _ in range(2):
+        session = EngineSession(engine_lm)
+        session.start("The weather today is")
+        runs.append([session.step(cfg).token.id for _ in range(6)])
+    assert runs[0] == runs[1]
+    before = session.preview(cfg)
+    calls = []
+    session.lm.client.next_token, real = (lambda *a, **k: calls.append(a) or real(*a, **k)), session.lm.client.next_token
+    try:
+        session.back(3)
+        assert calls == [] and len(session.steps) == 3
+        session.step(cfg)
+        session.step(cfg)
+        session.step(cfg)
+    finally:
+        session.lm.client.next_token = real
+    assert session.preview(cfg).candidates == before.candidates  # the same text, the same engine answer
+    assert [s.token.id for s in session.steps] == runs[0]
+
+
+def test_a_token_forced_from_outside_the_top_n_gets_the_engines_own_log_probability(engine_lm, lm):
+    session = EngineSession(engine_lm)
+    session.start("The capital of France is")
+    outside = next(i for i in range(1000, 2000) if i not in session.top.ids)
+    record = session.step(SamplingConfig(), force_token=outside)
+    local = local_logprobs(lm, session.ids[:-1])
+    assert record.distribution.forced and record.token.id == outside
+    assert abs(record.distribution.chosen_logprob_t1 - float(local[outside])) < TOLERANCE
+    assert record.distribution.chosen_rank == int((local > local[outside]).sum()) + 1
+    assert session.logprob_t1() == pytest.approx(float(local[outside]), abs=TOLERANCE)
+
+
+def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_approximate(engine_lm, lm):
+    session = EngineSession(engine_lm)
+    session.start("The capital of France is")
+    plain = session.preview(SamplingConfig())
+    local = local_logprobs(lm, session.ids).exp()
+    for c in plain.candidates:
+        assert abs(c.prob_t1 - float(local[c.token.id])) < TOLERANCE
+    assert plain.tail_mass_t1 == pytest.approx(session.top.tail_mass, abs=1e-9) and plain.tail_mass_t1 > 0
+    assert plain.approximate and not session.preview(SamplingConfig(top_k=5)).approximate
+    assert sum(c.final_prob for c in plain.candidates) == pytest.approx(1.0)  # the draw is over the N
+
+
+def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):  # noqa: F811
+    session = EngineSession(engine_lm)
+    session.start("Hello")
+    session.step(SamplingConfig(temperature=0))
+    state = (list(session.ids), len(session.steps), session.top)
+
+    unknown = replace(engine_lm, client=EngineClient(engine.url, "no-such-model"))
+    other = EngineSession(unknown)
+    with pytest.raises(SessionError) as err:
+        other.start("Hello")
+    assert err.value.key == "engine_model_unknown" and not other.started
+    print("\nunknown model:", err.value)
+
+    # Over the engine's context (vLLM's own refusal: the app is told a larger context than the engine has)
+    blind = replace(engine_lm, info=replace(engine_lm.info, context=10**6))
+    long = EngineSession(blind)
+    long.lm = blind
+    long_prompt = " ".join(["word"] * 300)
+    session.lm = blind
+    try:
+        with pytest.raises(SessionError) as err:
+            session.start(long_prompt)
+    finally:
+        session.lm = engine_lm
+    assert err.value.key == "engine_context", err.value
+    print("over the context:", err.value)
+    assert (session.ids, len(session.steps), session.top) == state
+
+    # A slow engine: frozen (SIGSTOP) for longer than the client's time-out
+    slow = replace(engine_lm, client=EngineClient(engine.url, engine.model, timeout=3))
+    session.lm = slow
+    os.killpg(engine.process.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(SessionError) as err:
+            session.step(SamplingConfig(temperature=0))
+    finally:
+        os.killpg(engine.process.pid, signal.SIGCONT)
+        session.lm = engine_lm
+    assert err.value.key == "engine_slow"
+    print("slow:", err.value)
+    assert (session.ids, len(session.steps), session.top) == state
+
+
+def test_through_the_api_on_the_engine_model(engine_lm, lm):
+    from gradio_client import Client
+
+    import app as app_module
+    from model.sessions import ModelRegistry, SessionStore
+    from ui.protocol import carried_figure
+
+    models = ModelRegistry("smollm2", {"smollm2": lm})
+    models.add_engine(engine_lm)
+    page = app_module.App(models, SessionStore(max_sessions=4))
+    demo = app_module.build(page, "smollm2")
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    try:
+        client = Client(demo.local_url, verbose=False)
+        settings = dict(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
+                        order="transformers", seed=0, lang="en", layer=0, head="mean")
+        assert engine_lm.name in models.names()
+        client.predict("The capital of France is", "raw", engine_lm.name, **settings, api_name="/start")
+        session = page.store.get(client.session_hash)
+        assert isinstance(session, EngineSession)
+        for _ in range(3):
+            result = client.predict(**settings, api_name="/next_token")
+        assert len(session.steps) == 3
+        figure = carried_figure(result[1])
+        assert "From the engine" in figure["layout"]["title"]["subtitle"]["text"]
+        client.predict(1, **settings, api_name="/back")
+        assert len(session.steps) == 2
+        forced = session.top.ids[3]
+        client.predict(forced, **settings, api_name="/force")
+        assert session.steps[-1].token.id == forced and session.steps[-1].distribution.forced
+        opened = client.predict(**settings, api_name="/tab_attention")  # the tab's state is not sent back
+        attention = carried_figure(opened if isinstance(opened, str) else opened[-1])
+        assert "sends no attention weights" in attention["layout"]["annotations"][0]["text"]
+        path = client.predict("en", api_name="/export")
+        import json
+
+        trace = json.loads(open(path).read())
+        assert trace["model"] == engine_lm.name
+        assert [s["distribution"]["chosen"]["id"] for s in trace["steps"]] == session.ids[session.prompt_len:]
+    finally:
+        demo.close()
+
+
+def test_the_page_on_the_engine_model(engine_lm, lm):
+    """Headless Chromium: steps, a forced token, the candidate chart with its tail line, attention saying why not."""
+    from browser import CHROMIUM, FLAGS, needs_chromium, open_tab, plot_drawn, wait_for_step
+    from playwright.sync_api import sync_playwright
+
+    import app as app_module
+    from model.sessions import ModelRegistry, SessionStore
+
+    if needs_chromium.args[0]:
+        pytest.skip(needs_chromium.kwargs["reason"])
+    models = ModelRegistry(engine_lm.name, {"smollm2": lm})  # the engine's model is the page's default here
+    models.add_engine(engine_lm)
+    page_state = app_module.App(models, SessionStore())
+    demo = app_module.build(page_state, engine_lm.name)
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    shots = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+            page = open_tab(browser, demo.local_url)
+            page.locator("#tbt-prompt textarea").fill("The best way to learn is")
+            page.locator("#tbt-start").click()
+            wait_for_step(page, 0)
+            for n in (1, 2):
+                page.locator("#tbt-next").click()
+                wait_for_step(page, n)
+            session = next(s for _, s in page_state.store.live())
+            forced = session.top.ids[2]
+            session_before = len(session.steps)
+            page.locator("#tbt-force input").click()  # the force list, most probable first: its third entry
+            page.get_by_role("option").nth(2).click()
+            page.locator("#tbt-force-btn").click()
+            wait_for_step(page, 3)
+            assert session.steps[-1].distribution.forced and session.steps[-1].token.id == forced
+            plot_drawn(page, "tbt-plot-candidates")
+            text = page.locator("#tbt-plot-candidates").inner_text()
+            assert "From the engine" in text and "approximate" in text
+            page.screenshot(path=str(shots / "engine_candidates_en.png"))
+            page.get_by_role("tab", name="Attention").click()
+            page.wait_for_function("() => document.querySelector('#tbt-plot-attention')?.innerText"
+                                   ".includes('sends no attention weights')", timeout=30_000)
+            page.screenshot(path=str(shots / "engine_attention_en.png"))
+            page.get_by_label("中文").check()
+            page.wait_for_function("() => document.querySelector('#tbt-plot-attention')?.innerText"
+                                   ".includes('不提供注意力权重')", timeout=30_000)
+            page.screenshot(path=str(shots / "engine_attention_zh.png"))
+            page.get_by_role("tab", name="候选词元").click()
+            page.wait_for_function("() => document.querySelector('#tbt-plot-candidates')?.innerText"
+                                   ".includes('来自推理引擎')", timeout=30_000)
+            page.screenshot(path=str(shots / "engine_candidates_zh.png"))
+            assert session_before == 2 and page.problems == []
+            browser.close()
+    finally:
+        demo.close()
+
+
+def test_the_engine_stopped_mid_session(engine_lm, engine):  # noqa: F811  (last: it stops the engine)
+    session = EngineSession(engine_lm)
+    session.start("Hello there")
+    session.step(SamplingConfig(temperature=0))
+    state = (list(session.ids), len(session.steps), session.top)
+    engine.stop()
+    with pytest.raises(SessionError) as err:
+        session.step(SamplingConfig(temperature=0))
+    assert err.value.key == "engine_down"
+    print("\nstopped:", err.value)
+    assert (session.ids, len(session.steps), session.top) == state
+    session.back(1)  # what is kept still works without the engine
+    assert len(session.steps) == 0
