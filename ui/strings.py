@@ -332,7 +332,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "tab_room": ("Room", "课堂"),
     "explain_room": (
         "**Teacher:** press *Open a room* and give the class its code (or the link). Your students then see your text, step and chart as you go; only you drive. The room closes when you close this page or press *Close the room*.  \n**Student:** type the teacher's code and press *Join*. You follow the teacher's page here, read-only. *Explore from here* copies the teacher's text into your own session so you can try other tokens and settings; *Back to the teacher* follows again.",
-        "**老师：**按“开设课堂”，把课堂码（或链接）告诉全班。学生就能随着你的操作看到你的文本、步数和图表；只有你能操作。关闭本页面或按“关闭课堂”时，课堂即关闭。  \n**学生：**输入老师的课堂码并按“加入”。你会在这里只读地跟随老师的页面。“从这里自己探索”会把老师的文本复制到你自己的会话里，你可以尝试别的词元和设置；“回到老师”则重新跟随。",
+        "**老师**：按“开设课堂”，把课堂码（或链接）告诉全班。学生就能随着你的操作看到你的文本、步数和图表；只有你能操作。关闭本页面或按“关闭课堂”时，课堂即关闭。  \n**学生**：输入老师的课堂码并按“加入”。你会在这里只读地跟随老师的页面。“从这里自己探索”会把老师的文本复制到你自己的会话里，你可以尝试别的词元和设置；“回到老师”则重新跟随。",
     ),
     "btn_room_open": ("Open a room", "开设课堂"),
     "btn_room_close": ("Close the room", "关闭课堂"),
