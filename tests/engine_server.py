@@ -1,5 +1,5 @@
-"""A real vLLM server for the engine tests: started from .venv-vllm (`make engine`) on a free loopback port,
-serving the app's converted SmolLM2 folder; stopped at the end. Skips, saying why, when .venv-vllm is missing.
+"""A real vLLM server for the engine tests: started from the engine's venv (`make engine`) on a free loopback port,
+serving the app's converted SmolLM2 folder; stopped at the end. Skips, saying why, when that venv is missing.
 
     from engine_server import engine  # a module- or session-scoped fixture: yields an EngineServer
 """
@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ENGINE_VENV = ROOT / ".venv-vllm"
+# Where `make engine` installs it: beside the converted model, shared by every clone on this machine
+ENGINE_VENV = Path(os.environ.get("TBT_ENGINE_VENV") or Path.home() / ".cache" / "token-by-token" / "venv-vllm")
 ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
 STAMP = ENGINE_VENV / ".installed"
 WARM_UP_S = 360  # vLLM's start on 2 shared cores: about 2 minutes; 6 allowed
