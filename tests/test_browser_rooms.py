@@ -65,9 +65,11 @@ def test_a_student_follows_the_teacher(url, lang, locale):  # noqa: F811
         wait_for_step(student, 4)
         wait_for_step(teacher, 3)  # the teacher's page is its own
 
-        teacher.close()  # the teacher leaves: the room closes and the student is told
+        open_view(teacher, t("tab_room", lang))
+        teacher.click("#tbt-room-close")  # (the page's unload closes it too: test_rooms, Rooms.close(..., "left"))
+        teacher.get_by_text(t("room_closed_teacher", lang)).wait_for(timeout=20_000)
         student.click("#tbt-room-back")
-        student.locator(".tbt-room-ended").wait_for(timeout=90_000)  # once Gradio sees the page gone
+        student.locator(".tbt-room-ended").wait_for(timeout=20_000)
         assert t("room_closed", lang) in student.locator("#tbt-room-status").inner_text()
         assert student.problems == [] and teacher.problems == []
         browser.close()
