@@ -41,6 +41,18 @@ def looked_up(trees) -> set[str]:
     return keys
 
 
+def built_keys(trees) -> list[str]:
+    """The literal start of every key built at run time (t(f"calc_{kind}")): each must be a declared family."""
+    starts = []
+    for tree in trees.values():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) \
+                    in LOOKUPS and node.args and isinstance(node.args[0], ast.JoinedStr):
+                first = node.args[0].values[0]
+                starts.append(first.value if isinstance(first, ast.Constant) else "")
+    return starts
+
+
 def literals(trees, skip) -> set[str]:
     """Every string literal outside the tables themselves."""
     found = set()
@@ -75,6 +87,12 @@ def test_every_key_used_is_defined():
     assert not missing, f"used but defined in no table: {sorted(missing)}"
 
 
+def test_every_key_built_at_run_time_is_a_declared_family():
+    """A key made from a value (t(f"{key}_panel")) cannot be checked: it must come from a family listed here."""
+    undeclared = [start for start in built_keys(sources()) if not any(k.startswith(start) for k in FAMILIES) or not start]
+    assert not undeclared, f"keys built at run time from no declared family: {undeclared}"
+
+
 def test_every_key_defined_is_used():
     trees = sources()
     used = literals(trees, skip={"strings.py", "i18n.py", "errors.py"}) | FAMILIES
@@ -86,3 +104,4 @@ def test_the_scan_finds_a_missing_key(tmp_path):
     """The check above can fail: a lookup of a key no table has is found."""
     tree = ast.parse('t("no_such_key_anywhere", lang)\nlabels.add(box, "another_missing_key")')
     assert looked_up({tmp_path / "x.py": tree}) == {"no_such_key_anywhere", "another_missing_key"}
+    assert built_keys({tmp_path / "y.py": ast.parse('t(f"{key}_panel", lang)')}) == [""]

@@ -64,6 +64,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "temp_axis_t": ("temperature T", "温度 T"),
     "temp_entropy": ("entropy (bits)", "熵（比特）"),
     "temp_nucleus": ("tokens kept (log scale)", "保留的词元数（对数刻度）"),
+    "temp_entropy_panel": ("How spread out the choice is", "选择有多分散"),
+    "temp_nucleus_panel": ("How many tokens can still be drawn", "还有多少词元可能被抽到"),
     "temp_current_line": ("current T = {t}", "当前 T = {t}"),
 
     "attn_title_head": (

@@ -71,15 +71,16 @@ def _sweep_panels(sweep: TemperatureSweep, current_temperature: float, first: in
     """
     label = t("temp_current_line", lang, t=format_temperature(current_temperature))
     traces, axes, shapes, titles, labels = [], {}, [], [], []
-    for k, x_domain, values, key, log in ((first, columns[0], sweep.entropy_bits, "temp_entropy", False),
-                                          (first + 1, columns[1], sweep.nucleus_size, "temp_nucleus", True)):
+    for k, x_domain, values, key, panel, log in (
+            (first, columns[0], sweep.entropy_bits, "temp_entropy", "temp_entropy_panel", False),
+            (first + 1, columns[1], sweep.nucleus_size, "temp_nucleus", "temp_nucleus_panel", True)):
         x, y = axis_ids(k)
         traces.append({
             "type": "scatter", "x": sweep.temperatures, "y": values, "xaxis": x, "yaxis": y, "mode": "lines+markers",
             "line": {"color": INK, "width": 2}, "marker": {"size": 8}, "showlegend": False, "name": t(key, lang),
             "hovertemplate": "T = %{x:g}: %{y:,.3~f}<extra></extra>",
         })
-        titles.append(panel_title(t(f"{key}_panel", lang), x_domain, row[1]))
+        titles.append(panel_title(t(panel, lang), x_domain, row[1]))
         axes[axis_key(x)] = {"domain": x_domain, "anchor": y, "title": {"text": t("temp_axis_t", lang)}}
         axes[axis_key(y)] = {"domain": row, "anchor": x, "title": {"text": t(key, lang)},
                              "type": "log" if log else "linear"}
