@@ -6,7 +6,7 @@ until the chart is redrawn, Play's tokens per second, and the bytes each step se
 The app runs as its own server process. Every time is taken inside the page (performance.now() at the
 click, then requestAnimationFrame until the page shows the result), so Python and Playwright overhead do
 not count; a frame is ~16.7 ms, the resolution of these figures. A chart is on screen when the page's script
-says it shows it ('tbt-shown', assets/app.js): drawn by Plotly.react, or drawn ahead and now shown.
+says it shows it ('tbt-shown', assets/js/charts.js): drawn by Plotly.react, or drawn ahead and now shown.
 Next token is timed clicked back to back, and with a pause between a step shown and the next click (a
 presenter reading it), in which the page draws the next step's chart ahead. A temperature move is done when
 the chart shows that temperature: its page of the flipbook (drawn ahead from the bundle of every
@@ -54,7 +54,7 @@ LONG_PROMPT = (
     "cheap paper made from wood pulp brought"
 )  # ~340 tokens: + 50 steps is about 390, near the 448-token prompt cap and the 512-token session cap
 
-# In-page helpers. The page's script (assets/app.js) fires 'tbt-shown' on a plot each time it shows a new chart:
+# In-page helpers. The page's script (assets/js/charts.js) fires 'tbt-shown' on a plot each time it shows a new chart:
 # once Plotly.react has drawn it, or when it shows a chart drawn ahead (the next step's, or a temperature's page
 # of the flipbook). `shownAfter(id, t0, t)` is the first such event since t0 (for temperature t, if given), or
 # undefined; its `how` is "drawn" (at this event) or "ready" (drawn ahead).
@@ -95,7 +95,7 @@ JS_TIME_STEP = """async ([buttonId, chartId, timeoutMs]) => {""" + JS_HELPERS + 
 }"""
 
 # Type a temperature into the slider's number box (an `input` event, as typing does); resolve when the candidate
-# chart shows it: drawn now, or its page of the flipbook drawn ahead (assets/app.js). `how` says which.
+# chart shows it: drawn now, or its page of the flipbook drawn ahead (assets/js/charts.js). `how` says which.
 JS_TIME_TEMPERATURE = """async ([value, timeoutMs]) => {""" + JS_HELPERS + """
   const box = document.querySelector("#tbt-temperature input[type='number']");
   const want = Number(value).toFixed(2);
@@ -121,13 +121,13 @@ JS_TIME_TEMPERATURE = """async ([value, timeoutMs]) => {""" + JS_HELPERS + """
 # drawn, because the next one arrived first, is not counted). Until `n` steps, the end of text, or time out.
 JS_TIME_PLAY = """async ([n, timeoutMs]) => {
   const marker = () => document.querySelector('#tbt-marker');
-  const caption = document.getElementById('tbt-cap-candidates');  // the chart's title, drawn with it (app.js)
+  const caption = document.getElementById('tbt-cap-candidates');  // the chart's title, drawn with it (assets/js/charts.js)
   const position = () => { const m = /position (\\d+)/.exec(caption.textContent || '');
                            return m ? Number(m[1]) : null; };
   const step0 = Number(marker().dataset.step), position0 = position();
   const markerAt = new Map(), chartAt = new Map();
   const t0 = performance.now();
-  document.addEventListener('tbt-shown', (e) => {  // the candidate plot shows a new chart (assets/app.js)
+  document.addEventListener('tbt-shown', (e) => {  // the candidate plot shows a new chart (assets/js/charts.js)
     const p = position();
     if (e.target.id === 'tbt-fig-candidates' && p !== null && !chartAt.has(p)) chartAt.set(p, performance.now() - t0);
   });
