@@ -163,6 +163,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
                              "not fit the tree of branches.",
                              "记录文件在分支 {branch!r} 处已损坏：它的编号、父分支、分叉点或步骤与分支树不符。"),
     # An engine's model (model/engine.py, model/engine_session.py): the engine's faults, one sentence each
+    "engine_needs_local": ("This view runs the model itself, which {model} on an engine cannot do here; choose a local "
+                           "model for it.", "这个视图需要在本机运行模型，而引擎上的 {model} 做不到；请为它选择一个本地模型。"),
     "engine_down": ("The engine serving this model does not answer; ask the operator to start it, then try again.",
                     "提供这个模型的推理引擎没有响应；请让管理员启动它，然后再试。"),
     "engine_slow": ("The engine did not answer within {seconds} s; try again in a moment.",

@@ -259,6 +259,16 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         trace = json.loads(open(path).read())
         assert trace["model"] == engine_lm.name
         assert [s["distribution"]["chosen"]["id"] for s in trace["steps"]] == session.ids[session.prompt_len:]
+        # Views that run the model themselves say why they cannot, in the page's language, and change nothing
+        from gradio_client.exceptions import AppError
+
+        before = list(session.ids)
+        for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/export_page", ("zh", 0), "zh"),
+                                ("/speculative", (4, 8), "en")]:
+            extra = settings if api == "/speculative" else {}
+            with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
+                client.predict(*args, **extra, api_name=api)
+        assert session.ids == before
     finally:
         demo.close()
 

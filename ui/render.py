@@ -16,9 +16,13 @@ def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: f
     The outer div carries data-step / data-rev / data-ended so a presenter's Play loop and the browser
     tests can wait for the page to show a new step.
     """
-    line = t("status_line", lang, step=step, tokens=tokens, max_tokens=max_tokens,
-             measured=f"{kv.measured:,}", formula=f"{kv.formula:,}", size=format_bytes(kv.measured),
-             logprob=f"{logprob:.2f}")
+    if kv.measured == 0 and kv.formula > 0:  # an engine's model: no cache tensors here, only the formula
+        line = t("status_line_formula", lang, step=step, tokens=tokens, max_tokens=max_tokens,
+                 size=format_bytes(kv.formula), logprob=f"{logprob:.2f}")
+    else:
+        line = t("status_line", lang, step=step, tokens=tokens, max_tokens=max_tokens,
+                 measured=f"{kv.measured:,}", formula=f"{kv.formula:,}", size=format_bytes(kv.measured),
+                 logprob=f"{logprob:.2f}")
     if ended:
         line += " · " + t("msg_end_of_text", lang)
     if replay_left:

@@ -7,6 +7,7 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
+from model.errors import SessionError
 from model.records import SamplingConfig
 from model.session import DecodeSession
 from model.sessions import ModelRegistry, SessionStore
@@ -33,6 +34,13 @@ class App:
     def session(self, request: gr.Request) -> DecodeSession:
         """The user's session, or a refusal saying to start (or that it expired)."""
         return self.store.get(request.session_hash)
+
+    def local_session(self, request: gr.Request) -> DecodeSession:
+        """The user's session, for a view that runs the model itself: refused, saying so, on an engine's model."""
+        session = self.session(request)
+        if not getattr(session, "has_attention", True):  # an engine's model: no local weights to run
+            raise SessionError("engine_needs_local", model=session.lm.name)
+        return session
 
     def answer(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
         """The page after a change, and the next step's forward pass started while the browser draws it."""

@@ -103,6 +103,11 @@ PAGE: dict[str, tuple[str, str]] = {
     ),
     "msg_end_of_text": ("The model wrote its end-of-text token.", "模型写出了结束符。"),
 
+    "status_line_formula": (
+        "Step {step} · {tokens} of {max_tokens} tokens · KV cache {size} by the formula (the engine holds the "
+        "tensors) · log p(text) = {logprob}",
+        "第 {step} 步 · {tokens}/{max_tokens} 个词元 · 按公式 KV 缓存 {size}（张量在引擎里）· 文本对数概率 = {logprob}",
+    ),
     "status_line": (
         "Step {step} · {tokens} of {max_tokens} tokens · KV cache {size} ({measured} B measured, {formula} B by the formula) · log p(text) = {logprob}",
         "第 {step} 步 · {tokens}/{max_tokens} 个词元 · KV 缓存 {size}（实测 {measured} B，公式 {formula} B）· 文本对数概率 = {logprob}",

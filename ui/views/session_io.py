@@ -88,7 +88,7 @@ class SessionView:
     def export_page(self, request: gr.Request, lang="en", layer=0):
         """The session as one web page that replays offline (viz/offline.py), in the page's language, with the
         attention of the attention view's layer, the first and the last (mean over heads). No model pass."""
-        session = self.app.session(request)
+        session = self.app.local_session(request)
         with session.reading():
             if not session.started:
                 raise SessionError("nothing_to_export")

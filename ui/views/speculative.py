@@ -83,7 +83,7 @@ class SpeculativeView:
         k, n = whole(draft_len, "spec_draft_len"), whole(new_tokens, "spec_new_tokens")
         if not 1 <= n <= MAX_NEW_TOKENS:
             raise SessionError("spec_new_tokens_range", value=n, low=1, high=MAX_NEW_TOKENS)
-        session = self.app.session(request)
+        session = self.app.local_session(request)
         with session.reading():
             ids, room, ended = list(session.ids), session.max_tokens - len(session.ids), session.finished
         if ended:

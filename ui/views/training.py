@@ -52,7 +52,7 @@ class TrainingView:
 
     def compare_passes(self, request: gr.Request, lang):
         """The user's text in one parallel pass against the steps that generated it (the model lock held for it)."""
-        session = self.app.session(request)
+        session = self.app.local_session(request)
         if not session.steps:
             raise Refusal("compare_no_steps")
         record, comparison = compare_stepwise(session, lock=model_lock(session))
@@ -62,9 +62,9 @@ class TrainingView:
     def score_pasted(self, request: gr.Request, text, lang):
         """A pasted text scored in one pass, on the user's model (the default one before any session)."""
         try:
-            session = self.app.session(request)
+            session = self.app.local_session(request)
             lm, lock = session.lm, model_lock(session)
-        except SessionError:
+        except SessionError:  # no session yet, or one on an engine's model: the default local model scores it
             lm = self.app.models.get()
             lock = self._registry_lock(lm.name)
         return gltr_html(score_text(lm, text if isinstance(text, str) else "", lock=lock), lang)
