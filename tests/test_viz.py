@@ -15,7 +15,7 @@ import pytest
 
 from model.records import (CacheTiming, Distribution, KVBytes, ModelInfo, SamplingConfig, StageSummary, StepRecord,
                            Candidate, TemperatureSweep, Timings, TokenInfo)
-from viz import (FATE_COLORS, STRINGS, attention_figure, cache_timing_figure, candidate_figure, format_bytes,
+from viz import (FATE_COLORS, WORDS, attention_figure, cache_timing_figure, candidate_figure, format_bytes,
                  gqa_figure, kv_calculator_figure, kv_growth_figure, t, temperature_figure, token_chips_html)
 from viz import attention_chart, candidate_chart, kv_growth_chart, temperature_chart
 from viz.candidates import draw_segments, shown_candidates
@@ -115,11 +115,10 @@ CUTS = SamplingConfig(temperature=0.8, top_k=10, top_p=0.95, min_p=0.1)
 # --- strings ----------------------------------------------------------------------------------------
 
 def test_every_key_exists_in_both_languages_with_the_same_placeholders():
-    assert set(STRINGS["en"]) == set(STRINGS["zh"])
     fields = lambda s: {f for _, f, _, _ in string.Formatter().parse(s) if f}
-    for key, text in STRINGS["en"].items():
-        assert fields(text) == fields(STRINGS["zh"][key]), key
-        assert STRINGS["zh"][key] != "", key
+    for key, (en, zh) in WORDS.items():
+        assert fields(en) == fields(zh), key
+        assert en != "" and zh != "", key
 
 
 def test_t_fills_placeholders_and_names_a_missing_key():
@@ -128,18 +127,20 @@ def test_t_fills_placeholders_and_names_a_missing_key():
     with pytest.raises(KeyError, match="viz/i18n.py"):
         t("no_such_key", "en")
     with pytest.raises(ValueError):
-        t("btn_next", "fr")
+        t("kv_prefill", "fr")
 
 
 def test_ui_labels_the_app_needs_exist():
+    from ui.strings import PAGE
+
     for key in ("prompt", "examples", "mode_chat", "mode_raw", "model", "temperature", "top_k", "top_p", "min_p",
                 "repetition_penalty", "order", "order_transformers", "order_temperature_last", "seed", "btn_next",
-                "btn_play", "btn_pause", "btn_back", "btn_reset", "btn_force", "btn_export", "btn_import",
+                "btn_play", "btn_back", "btn_reset", "btn_force", "btn_export", "btn_import",
                 "language", "layer", "head", "mean_over_heads", "explain_candidates", "explain_temperature",
                 "explain_attention", "explain_kv_cache", "explain_cache_timing", "explain_kv_calculator"):
-        assert key in STRINGS["en"], key
-    assert STRINGS["en"]["temperature"] == "Temperature (0 = greedy)"
-    assert STRINGS["en"]["top_k"] == "Top-k (0 = off)"
+        assert key in PAGE, key
+    assert PAGE["temperature"][0] == "Temperature (0 = greedy)"
+    assert PAGE["top_k"][0] == "Top-k (0 = off)"
 
 
 # --- numbers ----------------------------------------------------------------------------------------
