@@ -1,8 +1,8 @@
 """The page in headless Chromium (Debian's, driven by Playwright): type, step, see every chart, switch language."""
-from browser import ARTIFACTS, marker, needs_chromium, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, needs_chromium, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
 from viz.style import SMALL_SIZE, TITLE_SIZE
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, under_load]
 
 
 def test_step_three_times_see_every_chart_and_switch_language(page):

@@ -2,9 +2,9 @@
 both texts; Compare lays them side by side; Continue this branch gives the old text back, chip for chip."""
 import re
 
-from browser import ARTIFACTS, marker, needs_chromium, page, plot_drawn, url  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401 (fixtures)
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, under_load]
 PROMPT = "The old lighthouse keeper opened the door and"
 WORDS = {
     "en": dict(tab="Branches", pick="Branch", switch="Continue this branch", compare="Compare",

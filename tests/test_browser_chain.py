@@ -1,8 +1,8 @@
 """The Chain rule and Training vs generation tabs in headless Chromium, in English and Chinese: both draw with no
 console error, a click on a point of the chain chart goes back to that step, the on-demand buttons answer."""
-from browser import ARTIFACTS, marker, needs_chromium, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, needs_chromium, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, under_load]
 PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times."
 
 

@@ -1,8 +1,8 @@
 """The Speculative decoding, The class batched and Paged KV blocks tabs in headless Chromium, in English and
 Chinese: each view's buttons answer, its figures draw, no console error; screenshots of each."""
-from browser import ARTIFACTS, marker, needs_chromium, page, url  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, needs_chromium, under_load, page, url  # noqa: F401 (fixtures)
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, under_load]
 REPEATING = "red, green, blue, red, green, blue, red, green, blue, red, green,"
 
 

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, FLAGS, needs_chromium, open_tab, page, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, page, url, wait_for_step  # noqa: F401 (fixtures)
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, under_load]
 SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
 WORDS = {
     "en": dict(tab="Lesson", start="Start this lesson", commit="Commit my guess", next="Next step ▶",

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, FLAGS, needs_chromium, open_tab, url, wait_for_step  # noqa: F401 (url: a fixture)
+from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, url, wait_for_step  # noqa: F401 (url: a fixture)
 from ui.strings import t
 
-pytestmark = needs_chromium
+pytestmark = [needs_chromium, under_load]
 SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
 
 

@@ -50,7 +50,7 @@ EXTREMES = [
 ]
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture  # one per test: each step with other settings after a Back keeps a branch (16 at most)
 def repeating(lm):
     """A session whose text repeats, so that the repetition penalty has tokens to act on."""
     from model.session import DecodeSession

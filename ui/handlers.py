@@ -94,15 +94,18 @@ def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
 def acting_for(request, steps):
     """A streaming handler's steps, each run with USER set to the request's session id (Gradio runs each step
     of a generator in a fresh copy of the context, so a value set in one step is gone in the next)."""
-    while True:
-        token = USER.set(request.session_hash)
-        try:
-            item = next(steps)
-        except StopIteration:
-            return
-        finally:
-            USER.reset(token)
-        yield item
+    try:
+        while True:
+            token = USER.set(request.session_hash)
+            try:
+                item = next(steps)
+            except StopIteration:
+                return
+            finally:
+                USER.reset(token)
+            yield item
+    finally:
+        steps.close()  # closed early (the request cancelled): the handler's own clean-up runs now, not at gc
 
 
 def friendly(fn, lang_arg: str | None = "lang"):
