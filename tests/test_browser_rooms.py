@@ -8,7 +8,9 @@ import pytest
 from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, url, wait_for_step  # noqa: F401 (url: a fixture)
 from ui.strings import t
 
-pytestmark = [needs_chromium, under_load]
+pytestmark = [needs_chromium, under_load, pytest.mark.skip(
+    reason="not reliable yet (issue 15 open): opening the Room tab from Gradio's 'More tabs' menu times out; "
+           "rooms are tested through the API in tests/test_rooms.py")]
 SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
 
 
