@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import html
 import json
-import tempfile
 from dataclasses import replace
-from pathlib import Path
 
 import gradio as gr
 import plotly.graph_objects as go
@@ -21,6 +19,7 @@ from ui.events import Event
 from ui.lessons import (CURRENT_MODEL, MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
                         read_lesson, say)
 from ui.strings import Refusal, t
+from ui.views.session_io import cached_upload
 
 SIZE_SPREADS = ((1, 4, 16, 64), (1 / 4, 1, 4, 16), (1 / 16, 1 / 4, 1, 4), (1 / 64, 1 / 16, 1 / 4, 1))
 
@@ -373,16 +372,9 @@ def reveal_html(answer: dict, lang: str) -> str:
 
 def uploaded_lesson(file) -> bytes:
     """The bytes of a lesson the user uploaded (a file in Gradio's own cache, at most MAX_LESSON_BYTES)."""
-    if isinstance(file, dict):
-        file = file.get("path")
-    path = Path(file if isinstance(file, str) else getattr(file, "name", "") or "")
-    try:
-        cached = path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file()
-        size = path.stat().st_size if cached else 0
-    except (OSError, ValueError):
-        cached = False
-    if not cached:
+    path = cached_upload(file)
+    if path is None:
         raise Refusal("lesson_no_file")
-    if size > MAX_LESSON_BYTES:
+    if path.stat().st_size > MAX_LESSON_BYTES:
         raise LessonError("lesson_too_big", limit=f"{MAX_LESSON_BYTES:,}")
     return path.read_bytes()

@@ -120,19 +120,23 @@ class SessionView:
         ]
 
 
-def uploaded_bytes(file) -> bytes:
-    """The bytes of an upload Gradio has stored in its own cache: refused if it is not a file it holds or is
-    larger than a trace can be. The path is never shown: it is the server's."""
+def cached_upload(file) -> Path | None:
+    """The path of an upload Gradio has stored in its own cache (its temp folder), or None for anything else:
+    a page never chooses a server path. The path is never shown to the user."""
     if isinstance(file, dict):
         file = file.get("path")
     path = Path(file if isinstance(file, str) else getattr(file, "name", "") or "")
     try:
-        cached = path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file()
-        size = path.stat().st_size if cached else 0
+        return path if path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file() else None
     except (OSError, ValueError):
-        cached = False
-    if not cached:
+        return None
+
+
+def uploaded_bytes(file) -> bytes:
+    """The bytes of an uploaded trace: refused if it is not a file Gradio holds or is larger than a trace can be."""
+    path = cached_upload(file)
+    if path is None:
         raise Refusal("import_no_file")
-    if size > MAX_TRACE_BYTES:
+    if path.stat().st_size > MAX_TRACE_BYTES:
         raise Refusal("import_too_big", limit=f"{MAX_TRACE_BYTES:,}")
     return path.read_bytes()
