@@ -34,7 +34,7 @@ def build(app: App, default_model: str) -> gr.Blocks:
             page.build_controls()
             with gr.Column(scale=3):
                 page.build_text()
-                with gr.Tabs() as page.tabs_block:  # the lesson view opens a step's tab
+                with gr.Tabs(overflow_behavior="wrap") as page.tabs_block:  # all on view (a menu hid half); a lesson opens a step's tab
                     for view in views:
                         with gr.Tab(t(view.title), id=view.tab) as view.tab_block:
                             view.build(page)

@@ -54,6 +54,12 @@ def page(url):
         browser.close()
 
 
+def open_view(page, name: str):
+    """Click the tab `name` (every tab is on view: the row wraps) and wait until it is the selected one."""
+    page.get_by_role("tab", name=name, exact=True).click()
+    page.get_by_role("tab", name=name, exact=True, selected=True).wait_for(timeout=30_000)
+
+
 def marker(page):
     return page.locator("#tbt-marker")
 

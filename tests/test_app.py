@@ -338,3 +338,11 @@ def test_play_ends_when_its_page_starts_another_text(client, server):
     session = page.store.get(client.session_hash)
     assert session.prefill.prompt == "Another text" and len(session.steps) == 0
     assert [step_of(o) for o in job.outputs() if o[3]] == [1]  # no step of the old text was sent after Start
+
+
+def test_no_two_components_share_an_elem_id(lm):
+    """The page's script and its tests find components by id: two with one id would make one of them unreachable."""
+    demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore()), "smollm2")
+    ids = [block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)]
+    assert len(ids) > 50
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})

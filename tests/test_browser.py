@@ -1,5 +1,5 @@
 """The page in headless Chromium (Debian's, driven by Playwright): type, step, see every chart, switch language."""
-from browser import ARTIFACTS, marker, needs_chromium, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, needs_chromium, open_view, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
 from viz.style import SMALL_SIZE, TITLE_SIZE
 
 pytestmark = [needs_chromium, under_load]
@@ -35,12 +35,12 @@ def test_step_three_times_see_every_chart_and_switch_language(page):
 
     for tab, plot in [("Temperature", "tbt-plot-temperature"), ("Attention", "tbt-plot-attention"),
                       ("KV cache", "tbt-plot-kv")]:
-        page.get_by_role("tab", name=tab).click()
+        open_view(page, tab)
         plot_drawn(page, plot)
     assert "future" in page.locator("#tbt-plot-attention").inner_text()
     assert "formula" in page.locator("#tbt-plot-kv").inner_text()
 
-    page.get_by_role("tab", name="Candidates").click()
+    open_view(page, "Candidates")
     page.keyboard.press("ArrowRight")  # the presenter's key for Next token
     wait_for_step(page, 4)
     page.keyboard.press("ArrowLeft")

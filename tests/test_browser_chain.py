@@ -1,6 +1,6 @@
 """The Chain rule and Training vs generation tabs in headless Chromium, in English and Chinese: both draw with no
 console error, a click on a point of the chain chart goes back to that step, the on-demand buttons answer."""
-from browser import ARTIFACTS, marker, needs_chromium, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, needs_chromium, open_view, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
 
 pytestmark = [needs_chromium, under_load]
 PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times."
@@ -55,7 +55,7 @@ def shoot(page, name: str, anchor: str):
 
 def test_chain_tab_click_a_point_goes_back_to_that_step(page):
     start_and_step(page, "The old lighthouse keeper opened the door and", 6)
-    page.get_by_role("tab", name="Chain rule").click()
+    open_view(page, "Chain rule")
     plot_drawn(page, "tbt-plot-chain")
     wait_for_chain_points(page, 6)
     assert chain_points(page) == [1, 2, 3, 4, 5, 6]
@@ -87,7 +87,7 @@ def test_chain_tab_click_a_point_goes_back_to_that_step(page):
 
 def test_training_tab_compares_and_scores_in_both_languages(page):
     start_and_step(page, "The best way to learn a language is", 5)
-    page.get_by_role("tab", name="Training vs generation").click()
+    open_view(page, "Training vs generation")
     page.get_by_role("button", name="Run the whole text in one pass and compare").click()
     plot_drawn(page, "tbt-plot-training")
     page.wait_for_function("() => document.querySelector('#tbt-compare-result')?.innerText.includes('float rounding')",

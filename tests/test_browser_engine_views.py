@@ -1,6 +1,6 @@
 """The Speculative decoding, The class batched and Paged KV blocks tabs in headless Chromium, in English and
 Chinese: each view's buttons answer, its figures draw, no console error; screenshots of each."""
-from browser import ARTIFACTS, marker, needs_chromium, under_load, page, url  # noqa: F401 (fixtures)
+from browser import ARTIFACTS, marker, open_view, needs_chromium, under_load, page, url  # noqa: F401 (fixtures)
 
 pytestmark = [needs_chromium, under_load]
 REPEATING = "red, green, blue, red, green, blue, red, green, blue, red, green,"
@@ -24,21 +24,6 @@ def title_has(page, plot_id: str, words: str, timeout=120_000):
 def text_has(page, elem_id: str, words: str, timeout=120_000):
     page.wait_for_function(f"() => (document.querySelector('#{elem_id}')?.innerText || '').includes({words!r})",
                            timeout=timeout)
-
-
-def open_view(page, name: str):
-    """Open the tab `name`; at 1280 px the later tabs sit in Gradio's "More tabs" menu."""
-    clicked = page.evaluate("""(name) => {
-        const tab = [...document.querySelectorAll('[role=tab]')].find((b) => b.innerText.trim() === name);
-        if (tab && tab.offsetParent !== null) { tab.click(); return true; }
-        return false;
-    }""", name)
-    if not clicked:
-        page.get_by_label("More tabs").click()
-        page.wait_for_function("""(name) => [...document.querySelectorAll('.overflow-dropdown button')]
-            .some((b) => b.innerText.trim() === name && b.offsetParent !== null)""", arg=name, timeout=30_000)
-        page.evaluate("""(name) => [...document.querySelectorAll('.overflow-dropdown button')]
-            .find((b) => b.innerText.trim() === name && b.offsetParent !== null).click()""", name)
 
 
 def shoot(page, name: str, anchor: str):

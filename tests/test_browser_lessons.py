@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, page, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, open_view, page, url, wait_for_step  # noqa: F401 (fixtures)
 
 pytestmark = [needs_chromium, under_load]
 SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
@@ -18,19 +18,9 @@ WORDS = {
 }
 
 
-def click_tab(tab, name):
-    """A tab by its name, from the row or, when the row is full, from Gradio's overflow menu (the ... button)."""
-    visible = tab.get_by_role("tab", name=name, exact=True)
-    if visible.count() and visible.first.is_visible():
-        visible.first.click()
-        return
-    tab.locator(".overflow-menu > button").first.click()
-    tab.locator(".overflow-dropdown button", has_text=name).first.click()
-
-
 def open_lesson_tab(tab, words):
     wait_for_step(tab, 0)  # the page's own start on load has answered
-    click_tab(tab, words["tab"])
+    open_view(tab, words["tab"])
     tab.get_by_role("button", name=words["start"]).wait_for(timeout=30_000)
 
 

@@ -105,3 +105,12 @@ def test_the_scan_finds_a_missing_key(tmp_path):
     tree = ast.parse('t("no_such_key_anywhere", lang)\nlabels.add(box, "another_missing_key")')
     assert looked_up({tmp_path / "x.py": tree}) == {"no_such_key_anywhere", "another_missing_key"}
     assert built_keys({tmp_path / "y.py": ast.parse('t(f"{key}_panel", lang)')}) == [""]
+
+
+def test_no_key_is_written_twice_in_its_table():
+    """A dict literal keeps the last of two equal keys, silently: the first text would never be seen."""
+    for path in (ROOT / "ui" / "strings.py", ROOT / "viz" / "i18n.py", ROOT / "model" / "errors.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Dict):
+                keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+                assert len(keys) == len(set(keys)), (path.name, sorted({k for k in keys if keys.count(k) > 1}))

@@ -327,7 +327,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "btn_delete_branch": ("Delete this branch", "删除这个分支"),
     "compare_a": ("Compare A (empty: the text shown now)", "比较 A（留空：当前显示的文本）"),
     "compare_b": ("with B (empty: the one it split from)", "与 B（留空：它分出来的那个分支）"),
-    "btn_compare": ("Compare", "比较"),
+    "btn_branch_compare": ("Compare", "比较"),
     "branch_pick_first": ("Pick a branch in the list first.", "请先在列表中选一个分支。"),
     "compare_need_two": ("There is only one text so far: go back, step differently, then compare.",
                          "目前只有一段文本：先后退，换一种方式生成，再来比较。"),
@@ -366,6 +366,18 @@ PAGE: dict[str, tuple[str, str]] = {
                            "你还没有加入课堂：请输入老师的课堂码并按“加入”。"),
     "room_nothing_yet": ("The teacher has not shown a text yet: wait for the first step.",
                          "老师还没有展示文本：请等待第一步。"),
+    # the teacher's lesson asks the room (ui/views/room.py on the students' side, ui/views/lesson.py on the teacher's)
+    "room_guess_pick": ("The teacher asks: your guess", "老师提问：你的猜测"),
+    "btn_room_guess": ("Send my guess", "提交我的猜测"),
+    "room_guess_sent": ("Your guess is in. The teacher sees how many chose each answer, not who. You can still change it.",
+                        "你的猜测已提交。老师只看到每个选项有多少人选，看不到是谁。揭晓前仍可修改。"),
+    "room_guess_revealed": ("The teacher has revealed the answer: look at the chart below.",
+                            "老师已揭晓答案：请看下面的图。"),
+    "room_guess_no_question": ("The teacher is not asking anything right now.", "老师现在没有提问。"),
+    "room_guess_unknown": ("Pick one of the answers shown, then send it.", "请从给出的选项中选一个，再提交。"),
+    "room_guess_no_room": ("Open a room in the Room tab first: your class's guesses are counted there.",
+                           "请先在“课堂”标签页开设课堂：全班的猜测在那里统计。"),
+    "btn_class_guesses": ("Show the class's guesses", "显示全班的猜测"),
 }
 
 

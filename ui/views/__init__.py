@@ -21,6 +21,7 @@ from ui.views.speculative import SpeculativeView
 from ui.views.temperature import TemperatureView
 from ui.views.training import TrainingView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, KVCacheView, ChainView, TrainingView, CalculatorView,
-         SpeculativeView, BatchingView, PagedView, BranchesView, SessionView, RoomView,
-         LessonView]
+VIEWS = [CandidatesView, TemperatureView, AttentionView, KVCacheView,  # one step
+         ChainView, TrainingView, BranchesView,  # why token by token
+         CalculatorView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
+         LessonView, RoomView, SessionView]  # the class

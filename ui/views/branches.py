@@ -57,7 +57,8 @@ class BranchesView:
                                           allow_custom_value=True), "compare_a")
             self.side_b = add(gr.Dropdown([], label=t("compare_b"), elem_id="tbt-compare-b", scale=3,
                                           allow_custom_value=True), "compare_b")
-            self.compare_btn = add(gr.Button(t("btn_compare"), elem_id="tbt-compare", scale=1), "btn_compare", "value")
+            self.compare_btn = add(gr.Button(t("btn_branch_compare"), elem_id="tbt-compare-branches", scale=1),
+                                   "btn_branch_compare", "value")
         self.compare_html = gr.HTML("", elem_id="tbt-branch-compare")
         self.compare_plot = gr.Plot(elem_id="tbt-plot-branch-logp", show_label=False)
 
