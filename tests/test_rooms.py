@@ -1,5 +1,6 @@
 """Rooms through the API (ui/rooms.py, ui/views/room.py): one gradio Client per page, the real model behind it."""
 import html
+import json
 import math
 import re
 import uuid
@@ -11,6 +12,7 @@ from gradio_client.exceptions import AppError
 import app as app_module
 from model.records import SamplingConfig
 from model.sessions import ModelRegistry, SessionStore
+from ui.protocol import carried_figure
 from ui.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
 from ui.strings import t
 
@@ -71,7 +73,7 @@ def test_a_follower_sees_the_teachers_steps_in_order(server, room):
     teacher, follower, code = room
     steps = []
     for n in range(3):
-        status, text, chart, _ = room_state(follower)
+        status, text, chart, *_ = room_state(follower)
         assert f'data-step="{n}"' in status and code in status
         steps.append(step_of(status))
         teacher_tokens = [html.escape(s.token.display) for s in app.store.get(teacher.session_hash).steps]
@@ -209,3 +211,85 @@ def test_codes_are_unguessable_and_a_wrong_code_says_so(server, room):
         with pytest.raises(AppError, match=re.escape(t("room_unknown", lang, code=wrong))):
             follower.predict(wrong.lower(), lang, api_name="/join_room")
     assert follower.predict(f" {code[:4].lower()}-{code[4:]} ", "en", api_name="/join_room")[0].startswith("Joined")
+
+
+def ask_room(teacher):
+    """The teacher opens the first lesson: its first step asks which token comes next (choices ␣Paris, ...)."""
+    return teacher.predict("one-token-at-a-time", **DEFAULTS, api_name="/lesson_open")
+
+
+def question_of(tick) -> tuple:
+    """(question words, choices as (label, value), choices interactive, said) of a tick (its box and button are not
+    among an API call's outputs: no question is no words and no choices)."""
+    words, answer, said = tick[4:7]
+    return words, [tuple(c) for c in answer["choices"]], answer.get("interactive"), said
+
+
+def class_counts(teacher, lang="en") -> dict:
+    plot = teacher.predict(lang, api_name="/lesson_class_guesses")  # a gr.Plot update: {"value": {"plot": json}}
+    plot = plot.get("value", plot) if isinstance(plot, dict) else plot
+    data = json.loads(plot["plot"] if isinstance(plot, dict) else plot)["data"][0]
+    return dict(zip(data["y"], data["x"]))
+
+
+def test_the_class_guesses_before_the_reveal_and_sees_the_chart_only_after(server, room):
+    app, url, _ = server
+    teacher, follower, code = room
+    others = [Client(url, verbose=False) for _ in range(3)]
+    for other in others:
+        other.predict(code, "zh", api_name="/join_room")
+    room_state(follower)
+    ask_room(teacher)
+    tick = room_state(follower)
+    words, choices, open_, _ = question_of(tick)
+    assert "The capital of France is" in words and open_ is not False
+    assert [v for _, v in choices] == [" Paris", " the", " London", " a"]
+    assert "tbt-figdata" in tick[2] and t("guesses_wait_title", "en") in tick[2]  # the chart is withheld ...
+    assert "%" not in tick[2] and "Paris" not in tick[2]  # ... with no candidate in it
+    for other in others:  # each follower's page shows the question, in its language
+        assert question_of(room_state(other, "zh"))[0].startswith("**在")
+
+    follower.predict(" London", "en", api_name="/room_guess")
+    for other, guess in zip(others, [" Paris", " Paris", " London"]):
+        other.predict(guess, "zh", api_name="/room_guess")
+    others[2].predict(" Paris", "zh", api_name="/room_guess")  # a changed mind counts once
+    with pytest.raises(AppError):
+        follower.predict(" Rome", "en", api_name="/room_guess")  # not one of the choices
+    with pytest.raises(AppError, match=re.escape(t("room_guess_unknown", "en"))):
+        follower.predict(None, "en", api_name="/room_guess")  # Send pressed before picking
+    counts = class_counts(teacher)
+    assert counts == {"␣Paris": 3, "␣the": 0, "␣London": 1, "␣a": 0}
+    assert list(class_counts(teacher, "zh").values()) == [3, 0, 1, 0]
+
+    teacher.predict(" Paris", **DEFAULTS, api_name="/lesson_guess")  # the teacher reveals
+    tick = room_state(follower)
+    assert question_of(tick)[2] is False and t("room_guess_revealed", "en") in question_of(tick)[3]
+    assert t("guesses_wait_title", "en") not in tick[2] and "Paris" in tick[2]  # the candidates, now
+    with pytest.raises(AppError, match=re.escape(t("room_guess_revealed", "en"))):
+        follower.predict(" the", "en", api_name="/room_guess")
+    assert class_counts(teacher) == counts  # closed as it was at the reveal
+    teacher.predict(**DEFAULTS, api_name="/lesson_next")  # a step without a question: the box goes away
+    assert question_of(room_state(follower))[:2] == ("", [])
+    for other in others:
+        other.close()
+
+
+def test_a_student_without_a_question_or_a_teacher_without_a_room_is_told(server, room):
+    app, url, _ = server
+    teacher, follower, _ = room
+    with pytest.raises(AppError, match=re.escape(t("room_guess_no_question", "zh"))):
+        follower.predict(None, "zh", api_name="/room_guess")
+    alone = Client(url, verbose=False)
+    ask_room(alone)
+    with pytest.raises(AppError, match=re.escape(t("room_guess_no_room", "en"))):
+        alone.predict("en", api_name="/lesson_class_guesses")
+    app.store.drop(alone.session_hash)
+
+
+def test_the_mirror_is_drawn_in_the_followers_language(server, room):
+    teacher, follower, _ = room
+    call(teacher, "/next_token")  # the teacher's page is in English
+    _, text, chart, *_ = room_state(follower, lang="zh")
+    assert t("chips_legend_room", "zh") in html.unescape(text) and t("chips_legend", "zh") not in html.unescape(text)
+    zh, en = (json.dumps(carried_figure(c), ensure_ascii=False) for c in (chart, room_state(follower, lang="en")[2]))
+    assert re.search(r"[\u4e00-\u9fff]", zh) and not re.search(r"[\u4e00-\u9fff]", en)

@@ -465,3 +465,17 @@ def test_figure_carrier_round_trips_the_figure_and_escapes_markup():
     assert carried_figure(carrier) == json.loads(candidate_figure(dist).to_json())
     revs = {figure_carrier(fig, "x").split('data-rev="')[1].split('"')[0] for _ in range(3)}
     assert len(revs) == 3  # every carrier is drawn once, even of the same figure
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_class_guesses_chart_counts_each_choice_and_names_no_one(lang):
+    from viz.guesses import after_reveal_chart, class_guesses_chart, class_guesses_figure
+
+    fig = class_guesses_figure(["␣Paris", "␣the", "␣London"], [3, 0, 1], 5, lang)
+    go.Figure(json.loads(fig.to_json()))  # every property a valid one
+    assert list(fig.data[0].y) == ["␣Paris", "␣the", "␣London"] and list(fig.data[0].x) == [3, 0, 1]
+    assert t("guesses_sub", lang, answered=4, followers=5) == fig.layout.title.subtitle.text
+    assert fig.layout.meta["lang"] == lang and fig.layout.font.size >= 14
+    waiting = go.Figure(**after_reveal_chart(lang))
+    assert waiting.data == () and waiting.layout.title.text == t("guesses_wait_title", lang)
+    assert class_guesses_chart([], [], 0, lang)["data"][0]["x"] == []  # a room with no question yet: no bar

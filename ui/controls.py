@@ -199,10 +199,16 @@ class Page:
     def on_load(self, demo: gr.Blocks, start_in_default: bool = True):
         """On a page load: start a session on the prompt shown, in the browser's language."""
         start = self.handler(self.start_session, "prompt", "mode", "model")
-        Event(demo.load, start, [self.prompt, self.mode, self.model, *self.page_in], self.step_out, "model").bind()
-        demo.load(None, None, self.lang,
-                  js="() => (navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en'")
+        inputs = [self.prompt, self.mode, self.model, *self.page_in]
+        # the first text is drawn in the browser's language too (the switch below may land before it exists)
+        at = inputs.index(self.lang)
+        Event(demo.load, start, inputs, self.step_out, "model",
+              options={"js": f"(...a) => {{ a[{at}] = {BROWSER_LANG}; return a; }}"}).bind()
+        demo.load(None, None, self.lang, js=f"() => {BROWSER_LANG}")
         demo.unload(self.unload)
+
+
+BROWSER_LANG = "((navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en')"
 
 
 def client_of(request: gr.Request) -> str | None:

@@ -2,7 +2,8 @@
 the teacher's page was last shown (its records and rendered chart), handed over by App.render's hook.
 
 Only the teacher's session id writes a room; a student's page reads it by a code that is random (secrets) and
-long enough not to be guessed. A room closes when its teacher's page unloads, when the teacher closes it, or
+long enough not to be guessed. While the teacher's lesson asks a question, the room holds it and each follower's
+guess (one per follower, counted, never named) until the teacher reveals the answer. A room closes when its teacher's page unloads, when the teacher closes it, or
 after ROOM_IDLE_S without a teacher's render; rooms and followers are bounded.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from model.records import PrefillRecord, StepRecord
-from ui.strings import Refusal
+from ui.strings import LANGS, Refusal
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, none read as another (no I/1, O/0)
 CODE_LENGTH = 8  # 32**8 = 2**40 codes: at 20 open rooms, a guess finds one once in 5e10
@@ -36,8 +37,22 @@ class Snapshot:
     steps: list[StepRecord]
     ids: list[int]
     tab: str
-    chart: str | None  # the figure carrier of the teacher's open tab (ui.protocol.figure_carrier), or None yet
+    charts: dict[str, str]  # the teacher's open tab's chart (its figure carrier) in each language of the page
     finished: bool
+
+
+@dataclass
+class Question:
+    """A lesson's predict-then-reveal question, as the followers see it: its words and its choices (label, value)
+    in each language. A new key is a new question (its guesses start from none)."""
+
+    key: str
+    words: dict[str, str]
+    choices: dict[str, list[tuple[str, str]]]
+    open: bool = True  # False once the teacher revealed the answer
+
+    def values(self) -> list[str]:
+        return [value for _, value in next(iter(self.choices.values()))]
 
 
 @dataclass
@@ -48,14 +63,17 @@ class Room:
     touched: float
     snapshot: Snapshot | None = None
     followers: set[str] = field(default_factory=set)
+    question: Question | None = None
+    guesses: dict[str, str] = field(default_factory=dict)  # follower -> the value they picked
 
 
 class Rooms:
     """Every open room by code; who follows which. All of it under one lock, each call a few dict operations."""
 
     def __init__(self, clock=time.monotonic, max_rooms: int = MAX_ROOMS, max_followers: int = MAX_FOLLOWERS,
-                 idle_s: float = ROOM_IDLE_S):
+                 idle_s: float = ROOM_IDLE_S, langs=LANGS):
         self.clock, self.max_rooms, self.max_followers, self.idle_s = clock, max_rooms, max_followers, idle_s
+        self.langs = langs
         self._rooms: dict[str, Room] = {}
         self._by_teacher: dict[str, str] = {}
         self._following: dict[str, str] = {}  # follower's session id -> code
@@ -91,12 +109,13 @@ class Rooms:
         with self._lock:
             return self._by_teacher.get(teacher)
 
-    def on_render(self, user: str, session, view, outputs: list) -> None:
-        """App.render's hook: a teacher's page was just shown `outputs`; keep them for the followers."""
+    def on_render(self, user: str, session, view, outputs: list, draw) -> None:
+        """App.render's hook: a teacher's page was just shown `outputs`; keep them for the followers, with the
+        chart drawn again (`draw(lang)`, no model pass) in the page's other languages."""
         code = self._by_teacher.get(user)  # (a dict read: every user's render passes here)
         if code is None or not session.started:
             return
-        chart = outputs[1]
+        charts = {view.lang: outputs[1], **{lang: draw(lang) for lang in self.langs if lang != view.lang}}
         with self._lock:
             room = self._rooms.get(code)
             if room is None:
@@ -106,9 +125,42 @@ class Rooms:
             else:
                 steps, ids, prefill = list(session.steps), list(session.ids), session.prefill
             self._revision += 1
-            room.snapshot = Snapshot(self._revision, session.lm.name, prefill, steps, ids, view.tab, chart,
+            room.snapshot = Snapshot(self._revision, session.lm.name, prefill, steps, ids, view.tab, charts,
                                      bool(steps) and session.finished)
             room.touched = self.clock()
+
+    def ask(self, teacher: str, question: Question | None) -> None:
+        """The teacher's lesson shows `question` (None: a step without one); its followers may guess until the
+        reveal. The same question asked again keeps its guesses (the teacher went back to it)."""
+        with self._lock:
+            room = self._rooms.get(self._by_teacher.get(teacher))
+            if room is None:
+                return
+            if question is None or room.question is None or room.question.key != question.key:
+                room.guesses = {}
+            room.question = question
+            room.touched = self.clock()
+
+    def reveal(self, teacher: str) -> None:
+        """The teacher revealed the answer: no more guesses."""
+        with self._lock:
+            room = self._rooms.get(self._by_teacher.get(teacher))
+            if room is not None and room.question is not None:
+                room.question.open = False
+
+    def tally(self, teacher: str) -> tuple[Question | None, dict[str, int], int]:
+        """The question of the teacher's room, the count of each of its values (every value, zeros too) and the
+        number of followers; Refusal('room_guess_no_room') without a room."""
+        with self._lock:
+            room = self._rooms.get(self._by_teacher.get(teacher))
+            if room is None:
+                raise Refusal("room_guess_no_room")
+            if room.question is None:
+                return None, {}, len(room.followers)
+            counts = {value: 0 for value in room.question.values()}
+            for value in room.guesses.values():
+                counts[value] += 1
+            return room.question, counts, len(room.followers)
 
     # ---- a follower ----------------------------------------------------------------------------------
     def join(self, follower: str, code) -> str:
@@ -130,13 +182,31 @@ class Rooms:
             self._following[follower] = code
             return code
 
+    def guess(self, follower: str, value) -> str:
+        """A follower's guess at the teacher's question (a later one replaces it); a refusal when there is no open
+        question or `value` is not one of its choices."""
+        with self._lock:
+            room = self._rooms.get(self._following.get(follower))
+            if room is None:
+                raise Refusal("room_not_following")
+            question = room.question
+            if question is None:
+                raise Refusal("room_guess_no_question")
+            if not question.open:
+                raise Refusal("room_guess_revealed")
+            if value not in question.values():
+                raise Refusal("room_guess_unknown")
+            room.guesses[follower] = value
+            return value
+
     def leave(self, follower: str) -> None:
         with self._lock:
             self._leave(follower)
 
-    def state(self, follower: str) -> tuple[str, Snapshot | None]:
-        """(code, the teacher's last snapshot) of the room `follower` follows; Refusal('room_closed') once it
-        closed, Refusal('room_not_following') if they follow none."""
+    def state(self, follower: str) -> tuple[str, Snapshot | None, Question | None, str | None]:
+        """(code, the teacher's last snapshot, the question asked, this follower's guess at it) of the room
+        `follower` follows; Refusal('room_closed') once it closed, Refusal('room_not_following') if they follow
+        none."""
         with self._lock:
             self._expire()
             code = self._following.get(follower)
@@ -146,7 +216,7 @@ class Rooms:
             if room is None:
                 self._following.pop(follower, None)
                 raise Refusal("room_closed")
-            return code, room.snapshot
+            return code, room.snapshot, room.question, room.guesses.get(follower)
 
     def followers(self, code: str) -> int:
         with self._lock:
@@ -161,6 +231,7 @@ class Rooms:
         code = self._following.pop(follower, None)
         if code in self._rooms:
             self._rooms[code].followers.discard(follower)
+            self._rooms[code].guesses.pop(follower, None)
 
     def _close(self, code: str, why: str) -> None:
         room = self._rooms.pop(code)

@@ -14,6 +14,7 @@ from model.sessions import ModelRegistry, SessionStore
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
+from ui.rooms import Rooms
 
 
 class App:
@@ -27,9 +28,11 @@ class App:
         self.store = store
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
-        # called as hook(user, session, view, outputs) after every render a page handler asks for (user: its
-        # session id); a room (ui/rooms.py) keeps its teacher's. Inside the session's read lock: keep it quick.
+        # called as hook(user, session, view, outputs, draw) after every render a page handler asks for (user: its
+        # session id; draw(lang): the same chart in another language); a room (ui/rooms.py) keeps its teacher's.
+        # Inside the session's read lock: keep it quick.
         self.on_render: list = []
+        self.rooms = Rooms()  # the Room view opens and follows them; a lesson asks its questions in them
 
     def session(self, request: gr.Request) -> DecodeSession:
         """The user's session, or a refusal saying to start (or that it expired)."""
@@ -67,21 +70,23 @@ class App:
                 self._chart(session, cfg, view, dist),
                 gr.update(choices=force_choices(dist, view.lang), value=None),
             ]
-            self._rendered(session, view, outputs)
+            self._rendered(session, cfg, view, dist, outputs)
             return outputs
 
     def chart(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist=None) -> str:
         """The chart of the open tab, in a carrier naming the tab's plot (only what the page shows is sent)."""
         with session.reading():
-            chart = self._chart(session, session.replay_config() or cfg, view, dist)
-            self._rendered(session, view, [None, chart, None])
+            cfg = session.replay_config() or cfg
+            chart = self._chart(session, cfg, view, dist)
+            self._rendered(session, cfg, view, dist, [None, chart, None])
             return chart
 
-    def _rendered(self, session: DecodeSession, view: View, outputs: list) -> None:
+    def _rendered(self, session: DecodeSession, cfg: SamplingConfig, view: View, dist, outputs: list) -> None:
         """Tell on_render what a page handler's user is now shown (None: an output this render left as it was)."""
         user = USER.get()
+        draw = lambda lang: self._chart(session, cfg, replace(view, lang=lang), dist)  # noqa: E731
         for hook in self.on_render if user is not None else ():
-            hook(user, session, view, outputs)
+            hook(user, session, view, outputs, draw)
 
     def _chart(self, session, cfg, view, dist) -> str:
         return self.views[view.tab].chart(session, cfg, view, dist)

@@ -47,8 +47,9 @@ def _swatch(prob: float) -> str:
     return f'<span class="tbt-swatch{light}" style="--shade:{background}">{format_prob(prob)}</span>'
 
 
-def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], lang: str = "en") -> str:
-    """HTML of the text so far, one chip per token, with a one-line legend.
+def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], lang: str = "en",
+                     legend_key: str = "chips_legend") -> str:
+    """HTML of the text so far, one chip per token, with a one-line legend (`legend_key`: its words).
 
     Prompt chips have class "tbt-chip tbt-prompt". Generated chips have class "tbt-chip tbt-gen" (plus
     "tbt-forced" when the user forced the token), data-step="<step number>" so the page can go back to that
@@ -68,5 +69,5 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
             classes += " tbt-forced"
         chips.append(_chip(step.token.display, title, classes, background, step=step.step))
     swatches = "".join(_swatch(p) for p in (0.01, 0.1, 0.5, 0.9))
-    legend = f'<div class="tbt-chips-legend">{html.escape(t("chips_legend", lang))} {swatches}</div>'
+    legend = f'<div class="tbt-chips-legend">{html.escape(t(legend_key, lang))} {swatches}</div>'
     return f'<div class="tbt-chips" lang="{lang}">{"".join(chips)}</div>{legend}'

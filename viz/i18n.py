@@ -418,6 +418,15 @@ WORDS: dict[str, tuple[str, str]] = {
     "compare_chart_title": ("log p of each token, the two branches", "两个分支中每个词元的 log p"),
     "compare_split_mark": ("split", "分叉"),
     "compare_axis_logp": ("log p (0 = certain)", "log p（0 = 确定）"),
+    "guesses_title": ("The class's guesses, before the reveal", "揭晓之前，全班的猜测"),
+    "guesses_sub": ("{answered} of {followers} students in the room answered · counts only, no names",
+                    "课堂中 {followers} 名学生里有 {answered} 人作答 · 只计人数，不记名字"),
+    "guesses_axis": ("students", "学生人数"),
+    "guesses_wait_title": ("The teacher's chart appears after the reveal", "老师揭晓答案后，这里显示图表"),
+    "guesses_wait_sub": ("It would give the answer away: send your guess first.", "现在显示会泄露答案：请先提交你的猜测。"),
+    "chips_legend_room": (
+        "Grey outline: the teacher's prompt. Blue: written by the model, darker = the model found it more likely (T = 1). Dashed: forced by the teacher. Read-only: press Explore from here to try your own tokens.",
+        "灰色边框：老师的提示词。蓝色：模型写出的词元，颜色越深表示模型认为它越可能（T = 1）。虚线：老师强制选择的词元。只读：点“从这里自己探索”可以尝试你自己的词元。"),
     "hover_logit_penalized": ("logit after the repetition penalty (already in the text)",
                               "重复惩罚后的 logit（已在文本中出现）"),
 }

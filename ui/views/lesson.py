@@ -16,10 +16,13 @@ from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes
 from model.records import SamplingConfig
 from ui.controls import client_of
 from ui.events import Event
+from ui.handlers import friendly
 from ui.lessons import (CURRENT_MODEL, MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
                         read_lesson, say)
-from ui.strings import Refusal, t
+from ui.rooms import Question
+from ui.strings import LANGS, Refusal, t
 from ui.views.session_io import cached_upload
+from viz.guesses import class_guesses_chart
 
 SIZE_SPREADS = ((1, 4, 16, 64), (1 / 4, 1, 4, 16), (1 / 16, 1 / 4, 1, 4), (1 / 64, 1 / 16, 1 / 4, 1))
 
@@ -62,6 +65,10 @@ class LessonView:
                                              elem_id="tbt-lesson-guess"), "lesson_guess")
                 self.commit = add(gr.Button(t("lesson_commit"), variant="primary", scale=1,
                                             elem_id="tbt-lesson-commit"), "lesson_commit", "value")
+            # a teacher with a room open: the students guess in their Room tab, counted here before the reveal
+            self.class_btn = add(gr.Button(t("btn_class_guesses"), size="sm", elem_id="tbt-lesson-class"),
+                                 "btn_class_guesses", "value")
+            self.class_plot = gr.Plot(visible=False, elem_id="tbt-lesson-class-plot", show_label=False)
         self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
         self.open_view = gr.Button("", visible=False, elem_id="tbt-lesson-open")  # "Open the Attention tab ▶"
         self.reveal_plot = gr.Plot(visible=False, elem_id="tbt-lesson-plot", show_label=False)
@@ -147,6 +154,7 @@ class LessonView:
             figure, force = gr.skip(), gr.update(choices=[], value=None)  # nothing of the candidates before a guess
         builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
         progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
+        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index))  # if this user has a room
         return [
             lesson, index, None, progress,
             self._step_text(lesson, index, view.lang), self._open_button(step, view.lang, predict is None),
@@ -158,7 +166,7 @@ class LessonView:
             prompt, step["mode"], page.default_model,
             *(getattr(cfg, name) for name in SETTING_NAMES),
             gr.Tabs(selected=self.tab), step["view"] if stepped and predict is None else gr.skip(),
-            text, figure, force,
+            text, figure, force, gr.update(value=None, visible=False),
         ]
 
     def commit_guess(self, request, lesson, index, guess, cfg, view):
@@ -177,6 +185,7 @@ class LessonView:
         session = self.app.session(request)
         cfg = step_config(step)
         answer = reveal_record(session, step, guess, cfg)
+        self.app.rooms.reveal(request.session_hash)  # the class's guesses are closed
         stepped = step["view"] in self.app.views
         if stepped:
             figure, force = self.app.answer(session, cfg, replace(view, tab=step["view"]))[1:]
@@ -191,6 +200,23 @@ class LessonView:
         if lesson is None:
             return gr.skip()
         return gr.Tabs(selected=lesson["steps"][int(index)]["view"])
+
+    def class_guesses(self, request: gr.Request, lesson, index, lang="en"):
+        """How many of the teacher's room picked each answer of this step's question (counts, no names)."""
+        question, counts, followers = self.app.rooms.tally(request.session_hash)
+        if lesson is None or question is None or question.key != question_key(lesson, int(index)):
+            raise Refusal("room_guess_no_question")
+        labels = [label for label, _ in question.choices[lang]]
+        chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
+        return gr.update(value=go.Figure(**chart), visible=True)
+
+    def _room_question(self, lesson, index):
+        """The step's question as a room shows it to the students, in every language of the page; None without."""
+        predict = lesson["steps"][index]["predict"]
+        if predict is None:
+            return None
+        return Question(question_key(lesson, index), {lang: self._question(predict, lang) for lang in LANGS},
+                        {lang: self._choices(predict, lang) for lang in LANGS})
 
     def redraw(self, lesson, index, answer, lang):
         """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
@@ -245,7 +271,7 @@ class LessonView:
         shown = [self.lesson, self.index, self.revealed, self.progress, self.step_md, self.open_view, self.predict_box,
                  self.question,
                  self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
-                 *page.settings, page.tabs_block, page.tab_state, *page.step_out]
+                 *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot]
         revealed = [self.revealed, self.reveal, self.reveal_plot, self.commit, self.guess, self.open_view, page.figure,
                     page.force]
         held = [self.lesson, self.index]
@@ -265,6 +291,8 @@ class LessonView:
             Event(self.tab_block.select, self.saved_progress, [self.progress, page.lang],
                   [self.resume_md, self.resume], "page", "lesson_saved"),
             Event(self.open_view.click, self.open_step_view, held, [page.tabs_block], "page", "lesson_open_tab"),
+            Event(self.class_btn.click, friendly(self.class_guesses), [*held, page.lang], [self.class_plot], "page",
+                  "lesson_class_guesses"),
             Event(page.lang.change, self.redraw, [*held, self.revealed, page.lang],
                   [self.step_md, self.open_view, self.question, self.guess, self.reveal], "page"),
         ]
@@ -273,6 +301,11 @@ class LessonView:
 SETTING_NAMES = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
 ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": "lesson_order_temperature_last",
                "same": "lesson_order_same"}
+
+
+def question_key(lesson, index: int) -> str:
+    """Which question a room holds: a lesson's step (the same step asked again keeps the class's guesses)."""
+    return f"{lesson['id']}#{index}"
 
 
 def step_config(step) -> SamplingConfig:

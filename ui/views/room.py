@@ -1,6 +1,8 @@
 """Room: a teacher opens one and gets a code; students who join see the teacher's text, step and chart as the
-teacher moves (read-only, polled twice a second), may explore from the teacher's step in a session of their own,
-and go back to following. The registry is ui/rooms.py; what it shows comes from App.render's hook."""
+teacher moves (read-only, polled twice a second, in the student's language), may explore from the teacher's step
+in a session of their own, and go back to following. When the teacher's lesson asks a question, the students see
+it here and send a guess; the teacher's Lesson tab counts them. The registry is ui/rooms.py (App.rooms); what it
+shows comes from App.render's hook."""
 from __future__ import annotations
 
 import html
@@ -18,8 +20,10 @@ from ui.controls import client_of, plot
 from ui.events import Event
 from ui.handlers import friendly
 from ui.protocol import PROTOCOL, chart_id
-from ui.rooms import Rooms, Snapshot
+from ui.rooms import Question, Snapshot
+from ui.state import carrier
 from ui.strings import LANGS, Refusal, t
+from viz.guesses import after_reveal_chart
 
 POLL_S = 0.5  # a follower's page asks for the room's state this often (a dict read when nothing changed)
 TARGET = re.compile(r'data-%s="[^"]*"' % PROTOCOL["envelope"]["target"])
@@ -28,14 +32,9 @@ NAMED = re.compile(r' data-(?:%s|%s)="[^"]*"' % (PROTOCOL["envelope"]["key"], PR
 ROOM_LINK_JS = """() => {
   const code = new URLSearchParams(window.location.search).get('room') || '';
   const names = %s;
-  const find = () => [...document.querySelectorAll('[role=tab], .overflow-dropdown button')]
-    .find((b) => names.includes(b.textContent.trim()) && b.offsetParent);
-  const join = () => setTimeout(() => document.querySelector('#tbt-room-join')?.click(), 300);
   if (code) setTimeout(() => {
-    const tab = find();
-    if (tab) { tab.click(); join(); return; }
-    document.querySelector('[aria-label="More tabs"]')?.click();  // at 1280 px the later tabs sit in this menu
-    setTimeout(() => { find()?.click(); join(); }, 200);
+    [...document.querySelectorAll('[role=tab]')].find((b) => names.includes(b.textContent.trim()))?.click();
+    setTimeout(() => document.querySelector('#tbt-room-join')?.click(), 300);
   }, 400);
   return code;
 }"""
@@ -47,7 +46,7 @@ class RoomView:
 
     def __init__(self, app):
         self.app = app
-        self.rooms = Rooms()
+        self.rooms = app.rooms
         app.on_render.append(self.rooms.on_render)
 
     def build(self, page):
@@ -67,10 +66,18 @@ class RoomView:
             self.back_btn = add(gr.Button(t("btn_room_back"), elem_id="tbt-room-back", scale=1), "btn_room_back",
                                 "value")
         self.status = gr.HTML("", elem_id="tbt-room-status")
+        with gr.Group(visible=False, elem_id="tbt-room-question") as self.question_box:  # the teacher's question
+            self.question = gr.Markdown("")
+            with gr.Row(equal_height=True):
+                self.answer = add(gr.Radio([], label=t("room_guess_pick"), elem_id="tbt-room-guess", scale=3),
+                                  "room_guess_pick")
+                self.send = add(gr.Button(t("btn_room_guess"), variant="primary", elem_id="tbt-room-send", scale=1),
+                                "btn_room_guess", "value")
+            self.sent = gr.HTML("", elem_id="tbt-room-sent")
         self.mirror = gr.HTML("", elem_id="tbt-room-text")
         plot(self.tab)
         self.timer = gr.Timer(POLL_S, active=False)
-        self.seen = gr.State(-1)  # the revision of the room this page shows
+        self.seen = gr.State(None)  # what of the room this page shows: (revision, question, open, language)
 
     # ---- the teacher ---------------------------------------------------------------------------------
     def open_room(self, request, cfg, view):
@@ -95,18 +102,42 @@ class RoomView:
     # ---- a follower ----------------------------------------------------------------------------------
     def join_room(self, request: gr.Request, code, lang="en"):
         code = self.rooms.join(request.session_hash, code)
-        return [t("room_waiting", lang, code=code), gr.Timer(active=True), -1]
+        return [t("room_waiting", lang, code=code), gr.Timer(active=True), None]
 
     def follow(self, request: gr.Request, seen, lang="en"):
-        """The timer's tick: the teacher's page as last rendered, if it changed since `seen`; no model pass."""
+        """The timer's tick: the teacher's page as last rendered and the question asked, in this page's language,
+        if either changed since `seen`; no model pass."""
         try:
-            code, snap = self.rooms.state(request.session_hash)
+            code, snap, question, guessed = self.rooms.state(request.session_hash)
         except SessionError as err:  # closed, or not following
-            return [f'<div class="tbt-room-ended">{html.escape(err.text(lang))}</div>', gr.skip(), gr.skip(), -1,
-                    gr.Timer(active=False)]
-        if snap is None or snap.revision == seen:
-            return [gr.skip()] * 4 + [gr.skip()]
-        return [self._status(code, snap, lang), self._text(snap, lang), self._chart(snap), snap.revision, gr.skip()]
+            return [ended(err, lang), gr.skip(), gr.skip(), None, gr.Timer(active=False), gr.update(visible=False),
+                    gr.skip(), gr.skip(), gr.skip(), gr.skip()]
+        now = (snap.revision if snap else None, question.key if question else None, question.open if question else None,
+               lang)
+        if snap is None or now == seen:
+            return [gr.skip()] * 10
+        ask = seen is None or now[1:] != tuple(seen)[1:]  # the question changed: show it again
+        chart = self._chart(snap, lang) if question is None or not question.open else \
+            carrier(after_reveal_chart(lang), self.tab)  # the teacher's chart would give the answer away
+        return [self._status(code, snap, lang), self._text(snap, lang), chart, now, gr.skip(),
+                *(self._question(question, guessed, lang) if ask else [gr.skip()] * 5)]
+
+    @staticmethod
+    def _question(question: Question | None, guessed: str | None, lang: str) -> list:
+        """The question box: hidden without a question; after the reveal, the choices stay but take no guess."""
+        if question is None:
+            return [gr.update(visible=False), "", gr.update(choices=[], value=None), gr.update(), ""]
+        said = t("room_guess_sent", lang) if guessed is not None else ""
+        if not question.open:
+            said = t("room_guess_revealed", lang)
+        return [gr.update(visible=True), question.words[lang],
+                gr.update(choices=question.choices[lang], value=guessed, interactive=question.open),
+                gr.update(interactive=question.open), html.escape(said)]
+
+    def send_guess(self, request: gr.Request, value, lang="en"):
+        """A follower's guess at the teacher's question: counted (without a name) on the teacher's page."""
+        self.rooms.guess(request.session_hash, value)
+        return html.escape(t("room_guess_sent", lang))
 
     def _status(self, code: str, snap: Snapshot, lang: str) -> str:
         view = self.app.views.get(snap.tab)
@@ -118,21 +149,22 @@ class RoomView:
     @staticmethod
     def _text(snap: Snapshot, lang: str) -> str:
         """The teacher's text in the follower's language; its chips do not go back a step when clicked."""
-        chips = viz.token_chips_html(snap.prefill.tokens, snap.steps, lang).replace(' data-step="', ' data-room-step="')
-        return f'<div id="tbt-room-chips">{chips}</div>'
+        chips = viz.token_chips_html(snap.prefill.tokens, snap.steps, lang, legend_key="chips_legend_room")
+        return f'<div id="tbt-room-chips">{chips.replace(" data-step=", " data-room-step=")}</div>'
 
-    def _chart(self, snap: Snapshot):
-        """The teacher's chart, drawn into this tab's plot: the carrier re-addressed, its step key dropped (the
-        page's drawn-ahead charts are its own, not the teacher's)."""
-        if snap.chart is None:
+    def _chart(self, snap: Snapshot, lang: str):
+        """The teacher's chart in the follower's language, drawn into this tab's plot: the carrier re-addressed,
+        its step key dropped (the page's drawn-ahead charts are its own, not the teacher's)."""
+        chart = snap.charts.get(lang) or next(iter(snap.charts.values()), None)
+        if chart is None:
             return gr.skip()
-        return NAMED.sub("", TARGET.sub(f'data-{PROTOCOL["envelope"]["target"]}="{chart_id(self.tab)}"', snap.chart,
+        return NAMED.sub("", TARGET.sub(f'data-{PROTOCOL["envelope"]["target"]}="{chart_id(self.tab)}"', chart,
                                         count=1), count=2)
 
     def explore(self, request, cfg, view):
         """The teacher's text as the follower's own session (records copied, the cache by one prefill); the
         mirror pauses until Back to the teacher."""
-        _, snap = self.rooms.state(request.session_hash)
+        snap = self.rooms.state(request.session_hash)[1]
         if snap is None:
             raise Refusal("room_nothing_yet")
         session = session_from(self.app.models.new_session(snap.model), snap)
@@ -141,8 +173,11 @@ class RoomView:
         return [*page, t("room_exploring", view.lang, step=len(snap.steps)), gr.Timer(active=False)]
 
     def back_to_teacher(self, request: gr.Request, lang="en"):
-        code, _ = self.rooms.state(request.session_hash)
-        return [t("room_waiting", lang, code=code), gr.Timer(active=True), -1]
+        try:
+            code = self.rooms.state(request.session_hash)[0]
+        except SessionError as err:  # the room closed while this student explored
+            return [ended(err, lang), gr.Timer(active=False), None]
+        return [t("room_waiting", lang, code=code), gr.Timer(active=True), None]
 
     def unload(self, request: gr.Request):
         self.rooms.close(request.session_hash, "left")
@@ -150,7 +185,8 @@ class RoomView:
 
     def events(self, page):
         h = page.handler
-        follow_out = [self.status, self.mirror, page.figure, self.seen, self.timer]
+        follow_out = [self.status, self.mirror, page.figure, self.seen, self.timer, self.question_box, self.question,
+                      self.answer, self.send, self.sent]
         return [
             Event(get_blocks_context().root_block.load, None, [], [self.code], "page",
                   options={"js": ROOM_LINK_JS % json.dumps([t(self.title, lang) for lang in LANGS])}),
@@ -165,7 +201,14 @@ class RoomView:
                   "model", "explore"),
             Event(self.back_btn.click, friendly(self.back_to_teacher), [page.lang], [self.status, self.timer, self.seen],
                   "page", "back_to_teacher"),
+            Event(self.send.click, friendly(self.send_guess), [self.answer, page.lang], [self.sent], "page",
+                  "room_guess"),
         ]
+
+def ended(err: SessionError, lang: str) -> str:
+    """The room's status when there is no room to follow (closed, or never joined)."""
+    return f'<div class="tbt-room-ended">{html.escape(err.text(lang))}</div>'
+
 
 @torch.no_grad()
 def session_from(fresh: DecodeSession, snap: Snapshot) -> DecodeSession:
