@@ -1,14 +1,17 @@
 """The Branches tab in headless Chromium, English and Chinese: go back, force an unlikely token, and the tree shows
 both texts; Compare lays them side by side; Continue this branch gives the old text back, chip for chip."""
-from browser import ARTIFACTS, marker, open_view, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401 (fixtures)
+from pathlib import Path
+
+from browser import marker, open_view, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401 (fixtures)
 
 pytestmark = [needs_chromium, under_load]
+SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
 PROMPT = "The old lighthouse keeper opened the door and"
 WORDS = {
     "en": dict(tab="Branches", pick="Branch", switch="Continue this branch", compare="Compare",
-               split="They split at step 3", title="Branches"),
+               split="They split at step 3", title="Branches", tokens="6 tokens"),
     "zh": dict(tab="分支", pick="分支", switch="继续这个分支", compare="比较", split="它们在第 3 步分开",
-               title="分支"),
+               title="分支", tokens="6 个词元"),
 }
 
 
@@ -27,9 +30,9 @@ def tree_branches(page) -> list:
 
 
 def shoot(page, name: str, anchor: str):
-    ARTIFACTS.mkdir(exist_ok=True)
+    """A screenshot kept with the others (assets/screenshots/), the view scrolled to `anchor`."""
     page.locator(anchor).scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+    page.screenshot(path=str(SHOTS / f"{name}.png"))
 
 
 def fork_the_text(page):
@@ -72,6 +75,9 @@ def test_branches_tab(page):
         page.wait_for_function("() => (document.getElementById('tbt-fig-branches')?.data || []).length >= 2",
                                timeout=120_000)
         assert sorted(tree_branches(page)) == [[0, False], [1, True]]
+        if lang == "zh":  # the list picked from in English is relabelled, for this text's branches
+            page.wait_for_function(f"""() => (document.querySelector('#tbt-branch-pick input')?.value || '')
+                .includes({w['tokens']!r})""", timeout=60_000)
         page.get_by_role("button", name=w["compare"], exact=True).click()
         page.locator("#tbt-branch-compare .tbt-branch-table").wait_for(timeout=120_000)
         page.wait_for_function(f"() => document.querySelector('#tbt-branch-compare')?.innerText"

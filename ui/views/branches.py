@@ -6,6 +6,7 @@ import gradio as gr
 
 import viz
 from model.branches import repeated_mask
+from model.errors import SessionError
 from ui.controls import plot
 from ui.events import Event
 from ui.state import carrier
@@ -75,6 +76,15 @@ class BranchesView:
         """The dropdowns' entries again (a dropdown opened: a step may have made a branch since)."""
         return self._choices(self.app.session(request), view.lang)
 
+    def relabel(self, request, cfg, view):
+        """The dropdowns' entries in the page's language, for the text shown now (the tab opened, the language
+        switched); nothing before there is a text."""
+        try:
+            session = self.app.session(request)
+        except SessionError:
+            return [gr.skip()] * 3
+        return self._choices(session, view.lang)
+
     def switch(self, request, branch, cfg, view):
         """Make the picked branch the current text: one prefill; its steps and charts are what they were."""
         session = self.app.session(request)
@@ -113,6 +123,8 @@ class BranchesView:
         refresh = h(self.refresh)
         return [
             Event(self.pick.focus, refresh, page_in, lists, "views", "branch_choices"),
+            *(Event(trigger, h(self.relabel), page_in, lists, "views") for trigger in (self.tab_block.select,
+                                                                                       page.lang.change)),
             *(Event(d.focus, refresh, page_in, lists) for d in (self.side_a, self.side_b)),
             Event(self.switch_btn.click, h(self.switch, "branch"), [self.pick, *page_in],
                   [*page.step_out, *lists], "model", "switch_branch"),
