@@ -32,6 +32,7 @@ class Branch:
     ids: list[int]  # prompt + generated token ids
     steps: list[StepRecord]  # every generated step, 1..len
     next_logits: torch.Tensor | None = None  # (V,) the logits after its last token, so its next chart is the same
+    tops: list | None = None  # an engine session's answers after each prefix (EngineSession): it asks nothing again
 
     @property
     def length(self) -> int:
@@ -79,12 +80,11 @@ class BranchBook:
         """Texts in the tree, the current one included."""
         return len(self.kept) + 1
 
-    def cut(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor) -> None:
+    def cut(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor, tops: list | None = None) -> None:
         """The current text is about to lose its last steps (going back): remember it whole, unless a longer
         version of it is already pending (going back twice keeps the first, longer one)."""
         if self.pending is None:
-            self.pending = Branch(self.current_id, self.current_parent, self.current_fork, list(ids), list(steps),
-                                  next_logits)
+            self.pending = self.leave(steps, ids, next_logits, tops)
 
     def diverges(self, at: int, token: int, config, forced: bool) -> bool:
         """Whether a step at generated index `at` (0-based) with this token and settings leaves the pending text."""
@@ -113,11 +113,13 @@ class BranchBook:
         elif at + 1 >= p.length:
             self.pending = None  # the new text holds all of it (the same tokens, the same settings)
 
-    def leave(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor) -> Branch:
+    def leave(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor,
+              tops: list | None = None) -> Branch:
         """The current text as a Branch record, to keep when another is chosen (its pending whole, if any)."""
         if self.pending is not None:
             return self.pending
-        return Branch(self.current_id, self.current_parent, self.current_fork, list(ids), list(steps), next_logits)
+        return Branch(self.current_id, self.current_parent, self.current_fork, list(ids), list(steps), next_logits,
+                      None if tops is None else list(tops))
 
     def get(self, branch_id) -> Branch:
         """A kept branch, or SessionError if there is none by that number (the current one is not 'kept')."""
@@ -163,7 +165,7 @@ def branch_summaries(book: BranchBook, current: Branch, text_of, at: int | None 
             holders[id(s)] = holders.get(id(s), 0) + 1
     out = []
     for b in texts:
-        own = sum(s.attention.nbytes for s in b.steps if holders[id(s)] == 1)
+        own = sum(_attention_bytes(s) for s in b.steps if holders[id(s)] == 1)
         own += 0 if b.next_logits is None else b.next_logits.numel() * b.next_logits.element_size()
         out.append(BranchSummary(b.id, b.parent, b.fork, b.length, b.logprob_t1, b is current,
                                  text_of(b.ids[len(b.ids) - b.length:]), own,
@@ -178,10 +180,15 @@ def branch_bytes(book: BranchBook, current: Branch) -> int:
         for s in b.steps:
             if id(s) not in seen:
                 seen.add(id(s))
-                total += s.attention.nbytes
+                total += _attention_bytes(s)
         if b.next_logits is not None:
             total += b.next_logits.numel() * b.next_logits.element_size()
     return total
+
+
+def _attention_bytes(step: StepRecord) -> int:
+    """A step's attention row in bytes (0 on an engine's model: it sends none)."""
+    return 0 if step.attention is None else step.attention.nbytes
 
 
 # ---- repetition -------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from .branches import Branch
 from .engine import EngineClient, EngineTop
 from .errors import SessionError
 from .kv import DTYPE_BYTES, formula_bytes
@@ -49,6 +50,14 @@ class EngineModel:
     engine: bool = field(default=True, init=False)
 
 
+def engine_model_name(served: str) -> str:
+    """The picker's name of the model an engine serves as `served`: "vllm:<name>".
+
+    A model served from a folder is named by its path: the page shows the folder's name only (no server paths).
+    """
+    return ENGINE_PREFIX + (Path(served).name if served.startswith("/") else served)
+
+
 def load_engine_model(client: EngineClient, folder: Path) -> EngineModel:
     """The engine's model: its tokenizer and config.json from `folder` (the engine is sent token ids, so the app
     needs the same tokenizer), its context length from the engine's card when the engine says it."""
@@ -60,8 +69,7 @@ def load_engine_model(client: EngineClient, folder: Path) -> EngineModel:
                              name=folder.name)
     config = AutoConfig.from_pretrained(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    # A model served from a folder is named by its path: the page shows the folder's name only (no server paths).
-    name = ENGINE_PREFIX + (Path(client.model).name if client.model.startswith("/") else client.model)
+    name = engine_model_name(client.model)
     dtype = str(json.loads((folder / "config.json").read_text()).get("torch_dtype") or "float32")
     info = replace(model_info(name, config), dtype=dtype, bytes_per_value=DTYPE_BYTES.get(dtype, 4))
     try:
@@ -128,10 +136,12 @@ def _logits(top: EngineTop, vocab: int) -> torch.Tensor:
 
 
 class EngineSession(DecodeSession):
-    """DecodeSession's interface over an engine: start, step, back, go_to, reset, preview, sweep, replay, export.
+    """DecodeSession's interface over an engine: start, step, back, go_to, reset, preview, sweep, replay, export,
+    branches.
 
-    Per position it keeps the engine's EngineTop (a few hundred bytes), so Back asks the engine nothing. If the
-    engine fails (down, slow, ...), the SessionError reaches the caller and the session is as it was.
+    Per position it keeps the engine's EngineTop (a few hundred bytes), so Back asks the engine nothing, and nor
+    does choosing a branch again (a branch keeps its own). If the engine fails (down, slow, ...), the SessionError
+    reaches the caller and the session is as it was.
     """
 
     has_attention = False  # the engine sends no attention weights
@@ -140,6 +150,9 @@ class EngineSession(DecodeSession):
     def __init__(self, lm: EngineModel, **kwargs):
         super().__init__(lm, batcher=None, **kwargs)
         self._tops: list[EngineTop] = []  # the engine's answer after each prefix: prompt, then every step
+
+    def sibling(self) -> "EngineSession":
+        return EngineSession(self.lm, max_prompt_tokens=self.max_prompt_tokens, max_tokens=self.max_tokens)
 
     @property
     def top(self) -> EngineTop:
@@ -173,6 +186,7 @@ class EngineSession(DecodeSession):
                                    attention=None, kv=self._kv(len(ids)), timings=Timings(ms))
             self.prefill, self.steps, self.ids, self._tops, self._replay = record, [], ids, [top], []
             self._next_logits = self._prefill_logits = _logits(top, self.lm.info.vocab)
+            self.branches.clear()  # a new prompt starts a new tree
             return record
 
     # ---- the distribution ------------------------------------------------------------------------------
@@ -208,6 +222,8 @@ class EngineSession(DecodeSession):
             if forced is not None:
                 dist = replace(dist, forced=forced)
             sampling_ms = (time.perf_counter() - t0) * 1000
+            at = len(self.steps)
+            self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before the engine is asked
             outside = dist.chosen.id not in self.top.ids  # forced from outside the N: ask the engine its number
             ids = [*self.ids, dist.chosen.id]
             top, forward_ms = self._ask(ids, last_logprob=outside)  # a SessionError here changes nothing
@@ -221,6 +237,7 @@ class EngineSession(DecodeSession):
             record = StepRecord(step=len(self.steps) + 1, position=dist.position, distribution=dist, attention=None,
                                 kv=self._kv(len(ids)), timings=Timings(forward_ms, sampling_ms), text=self.text)
             self.steps.append(record)
+            self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
             return record
 
     def back(self, n: int = 1) -> None:
@@ -231,6 +248,7 @@ class EngineSession(DecodeSession):
                 raise SessionError("back_count_invalid", n=n)
             if n > len(self.steps):
                 raise SessionError("back_too_far", n=n, generated=len(self.steps))
+            self.branches.cut(self.steps, self.ids, self._next_logits, self._tops)  # kept if the next step differs
             del self.steps[-n:], self.ids[-n:], self._tops[-n:]
             self._next_logits = _logits(self.top, self.lm.info.vocab)
             self._replay = []
@@ -240,6 +258,28 @@ class EngineSession(DecodeSession):
             self.prefill, self.steps, self.ids, self._tops = other.prefill, other.steps, other.ids, other._tops
             self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
             self._replay = list(other._replay)
+            self.branches.adopt(other.branches)
+
+    # ---- branches: each keeps the engine's answers along it, so nothing is asked again ------------------
+    def _as_branch(self) -> Branch:
+        return self.branches.leave(self.steps, self.ids, self._next_logits, self._tops)
+
+    def _prompt_branch(self) -> Branch:
+        return replace(super()._prompt_branch(), tops=self._tops[:1])
+
+    def _resume(self, base: Branch, fork: int) -> None:
+        self._tops = list(base.tops[: fork + 1])
+        self._next_logits = _logits(self.top, self.lm.info.vocab)
+
+    def switch_branch(self, branch_id: int) -> None:
+        """Make a kept branch the current text: its own steps, next logits and engine answers, no engine call."""
+        with self._locked():
+            self._require_started()
+            chosen = self.branches.get(branch_id)
+            self.branches.switch(chosen, self._as_branch())
+            self.steps, self.ids, self._tops = list(chosen.steps), list(chosen.ids), list(chosen.tops)
+            self._next_logits = chosen.next_logits
+            self._replay = []
 
     # ---- nothing computed ahead, nothing cached here ------------------------------------------------------
     def prefetch(self, cfg: SamplingConfig) -> bool:

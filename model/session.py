@@ -364,18 +364,30 @@ class DecodeSession(LookAhead):
         token, forced) steps (a replayed trace; None = from the prompt). Its prefix records are the parent's; its
         own are made by a prefill of the prefix and one pass per step, on a session of its own: this one is not
         touched until the branch is complete."""
-        base = self.branch_record(parent) if parent is not None else Branch(-1, None, 0, self.ids[: self.prompt_len], [])
+        base = self.branch_record(parent) if parent is not None else self._prompt_branch()
         if not 0 <= fork <= base.length or branch_id in self.branches.kept or branch_id == self.branches.current_id:
             raise SessionError("trace_branch_damaged", branch=branch_id)
-        work = DecodeSession(self.lm, self.max_prompt_tokens, self.max_tokens, self.batcher)
+        work = self.sibling()
         work.prefill, work._prefill_logits = self.prefill, self._prefill_logits
         work.ids, work.steps = base.ids[: self.prompt_len + fork], list(base.steps[:fork])
-        work._cache, out, _ = work._prefill(work.ids, logits_to_keep=1)
-        work._next_logits = self._prefill_logits if fork == 0 else out.logits[0, -1].clone()
+        work._resume(base, fork)
         for config, token, forced in steps:
             work.step(config, force_token=token, forced=forced)
         with self._locked():
-            self.branches.kept[branch_id] = Branch(branch_id, parent, fork, work.ids, work.steps, work._next_logits)
+            self.branches.kept[branch_id] = replace(work._as_branch(), id=branch_id, parent=parent, fork=fork)
+
+    def sibling(self) -> "DecodeSession":
+        """A new, empty session on the same model with the same limits (a trace or a branch rebuilt aside)."""
+        return DecodeSession(self.lm, self.max_prompt_tokens, self.max_tokens, self.batcher)
+
+    def _prompt_branch(self) -> Branch:
+        """The prompt alone, as the base of a branch that forks at step 0."""
+        return Branch(-1, None, 0, self.ids[: self.prompt_len], [])
+
+    def _resume(self, base: Branch, fork: int) -> None:
+        """Set the cache and next logits for self.ids, `base`'s first `fork` steps (add_branch's work session)."""
+        self._cache, out, _ = self._prefill(self.ids, logits_to_keep=1)
+        self._next_logits = self._prefill_logits if fork == 0 else out.logits[0, -1].clone()
 
     def delete_branch(self, branch_id: int) -> None:
         """Forget a kept branch (not the current text); refused for a missing one."""

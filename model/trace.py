@@ -216,7 +216,7 @@ def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
     """
     prompt, chat, steps = parse_trace(trace, session)  # checked whole first: a bad trace costs no forward pass
     tree = parse_branches(trace, steps, session)  # so are its branches
-    fresh = DecodeSession(session.lm, session.max_prompt_tokens, session.max_tokens, session.batcher)
+    fresh = session.sibling()  # an engine's session replays on the engine
     fresh.start(prompt, chat)
     for config, token, forced in steps + tree.tail:
         fresh.step(config, force_token=token, forced=forced)

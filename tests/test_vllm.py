@@ -329,6 +329,120 @@ def test_the_page_on_the_engine_model(engine_lm, lm):
         demo.close()
 
 
+# ---- branches and a trace on the engine model (the session stays the engine's) --------------------------------
+BRANCHING = dict(temperature=0.9, top_k=40, top_p=0.95, min_p=0.0, repetition_penalty=1.0, order="transformers",
+                 seed=7)
+PAGE = dict(**BRANCHING, lang="en", layer=0, head="mean")
+
+
+@pytest.fixture(scope="module")
+def engine_app(engine_lm, lm):
+    """The app on both models, launched once for the branch and trace tests: (its App, its URL)."""
+    import app as app_module
+    from model.sessions import ModelRegistry, SessionStore
+
+    models = ModelRegistry("smollm2", {"smollm2": lm})
+    models.add_engine(engine_lm)
+    page = app_module.App(models, SessionStore(max_sessions=8))
+    demo = app_module.build(page, "smollm2")
+    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    try:
+        yield page, demo.local_url
+    finally:
+        demo.close()
+
+
+def branch_on_the_engine(client, engine_lm) -> list:
+    """On the engine model: 4 tokens, back to step 1, its least likely candidate forced, one step more. Two texts:
+    #0 (the 4 tokens) and #1 (shown now). Returns the page's answer after the 4th token."""
+    call = lambda api, *lead: client.predict(*lead, **PAGE, api_name=api)
+    client.predict("The capital of France is", "raw", engine_lm.name, **PAGE, api_name="/start")
+    for _ in range(4):
+        after_four = call("/next_token")
+    back = call("/go_to", 1)
+    call("/force", back[2]["choices"][-1][1])
+    call("/next_token")
+    return after_four
+
+
+def next_probs(session) -> list[float]:
+    """The T = 1 probabilities of the next token's candidates, as the candidate chart shows them."""
+    return [c.prob_t1 for c in session.preview(SamplingConfig(**BRANCHING)).candidates]
+
+
+def test_a_branch_switch_on_the_engine_model_gives_back_its_chips_and_candidates(engine_app, engine_lm):
+    from gradio_client import Client
+
+    import viz
+    from ui.protocol import carried_figure
+
+    page, url = engine_app
+    client = Client(url, verbose=False)
+    call = lambda api, *lead: client.predict(*lead, **PAGE, api_name=api)
+    try:
+        after_four = branch_on_the_engine(client, engine_lm)
+        session = page.store.get(client.session_hash)
+        assert isinstance(session, EngineSession) and session.lm is engine_lm
+        first = session.branch_record(0)
+        chips = viz.token_chips_html(session.prefill.tokens, first.steps, "en")
+        assert len(first.steps) == 4 and chips in after_four[0]
+        labels = [label for label, _ in call("/branch_choices")[0]["choices"]]
+        assert len(labels) == 2 and labels[0].startswith("#0 · 4 tokens") and "shown now" in labels[1]
+        assert "They split at step 2" in call("/compare_branches", None, None)[0]
+        second_probs = next_probs(session)
+
+        asked, real = [], engine_lm.client.next_token
+        engine_lm.client.next_token = lambda *a, **k: asked.append(a) or real(*a, **k)
+        try:
+            switched = call("/switch_branch", 0)
+            assert page.store.get(client.session_hash) is session and session.lm is engine_lm
+            assert chips in switched[0] and carried_figure(switched[1]) == carried_figure(after_four[1])
+            assert [s.token.id for s in session.steps] == [s.token.id for s in first.steps]
+            session.back(1)  # the branch's own answer after step 3: step 4's candidates as they were
+            assert next_probs(session) == [c.prob_t1 for c in first.steps[-1].distribution.candidates]
+            call("/switch_branch", 1)
+            assert len(session.steps) == 3 and next_probs(session) == second_probs
+            assert asked == []  # every text kept the engine's answers along it
+        finally:
+            engine_lm.client.next_token = real
+    finally:
+        page.store.drop(client.session_hash)
+
+
+def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine_lm):
+    import json
+
+    from gradio_client import Client, handle_file
+
+    page, url = engine_app
+    author, reader = Client(url, verbose=False), Client(url, verbose=False)
+    try:
+        branch_on_the_engine(author, engine_lm)
+        path = author.predict("en", api_name="/export")
+        trace = json.loads(open(path, encoding="utf-8").read())
+        original = page.store.get(author.session_hash)
+        assert trace["model"] == engine_lm.name and len(trace["branches"]) == 1
+
+        loaded = reader.predict(handle_file(path), **PAGE, api_name="/import_trace")
+        session = page.store.get(reader.session_hash)
+        assert isinstance(session, EngineSession) and session.lm is engine_lm
+        assert "3 recorded steps left" in loaded[0]
+        for _ in range(3):
+            reader.predict(**{**PAGE, "temperature": 0.1, "seed": 99}, api_name="/next_token")  # the trace's knobs
+        recorded = [(s["distribution"]["chosen"]["id"], s["distribution"]["forced"]) for s in trace["steps"]]
+        assert [(s.token.id, s.distribution.forced) for s in session.steps] == recorded
+        for mine, theirs in zip(session.steps, trace["steps"]):
+            assert mine.distribution.chosen_logprob_t1 == pytest.approx(
+                theirs["distribution"]["chosen_logprob_t1"], abs=TOLERANCE)
+        shape = lambda s: [(r.id, r.parent, r.fork, r.length) for r in s.branch_tree()]
+        assert shape(session) == shape(original)
+        session.switch_branch(0)  # the imported branch, made on the engine too
+        assert [s.token.id for s in session.steps] == [s.token.id for s in original.branch_record(0).steps]
+    finally:
+        page.store.drop(author.session_hash)
+        page.store.drop(reader.session_hash)
+
+
 def test_the_engine_stopped_mid_session(engine_lm, engine):  # noqa: F811  (last: it stops the engine)
     session = EngineSession(engine_lm)
     session.start("Hello there")
