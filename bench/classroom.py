@@ -1,6 +1,7 @@
 """A classroom on one server: N students, each with their own session, stepping at their own pace.
 
     .venv/bin/python -m bench.classroom --students 10 30 60 --minutes 3
+    .venv/bin/python -m bench.classroom --engine --students 30 60 --minutes 2 --scenarios click --name classroom_engine
 
 Each student is a gradio_client.Client (its own session) in its own thread: /start, then /next_token every
 1-3 s (a seeded random.Random per student). In the second scenario a third of the students press Play:
@@ -13,6 +14,11 @@ splits each request's time into queue wait, handler (fn_call) and postprocess on
 Reported per scenario: step latency as the student's client sees it (median, p95, max), errors grouped by
 message, steps served per second, the server's resident memory at the start and end, and the server-side
 phases. Target: 30 students clicking, p95 <= 1 s and no errors.
+
+With --engine, a real vLLM (tests/engine_server.py: `make engine` installs it) is started once for all the
+scenarios, serving the app's converted SmolLM2 folder; each app server is pointed at it (TBT_ENGINE_URL, ...) and
+the students pick its model ("vllm:smollm2-v1") at /start. On one machine the engine shares its cores with the
+app and the students, so this measures the app's overhead on an engine model, not an engine's speed.
 """
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ from dataclasses import dataclass, field
 
 from bench import save, table
 from bench.appserver import AppServer, OthersWatch
+
+LOCAL_MODEL = "smollm2"
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -86,8 +94,8 @@ def ended(result) -> bool:
     return 'data-ended="1"' in str(result[0])
 
 
-def run_student(student: Student, url: str, deadline: float, stop: threading.Event, seed: int) -> None:
-    """Connect, start, then step until the deadline: every 1-3 s, or in Play bursts."""
+def run_student(student: Student, url: str, deadline: float, stop: threading.Event, seed: int, model: str) -> None:
+    """Connect, start on `model`, then step until the deadline: every 1-3 s, or in Play bursts."""
     from gradio_client import Client
 
     rng = random.Random(seed * 1000 + student.index)
@@ -105,7 +113,7 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 if not started:
-                    _, seconds = call(client, "/start", prompt, "raw", "smollm2", **DEFAULTS)
+                    _, seconds = call(client, "/start", prompt, "raw", model, **DEFAULTS)
                     student.start_latency_s.append(seconds)
                     started = True
                     continue
@@ -168,9 +176,11 @@ class RssMonitor(threading.Thread):
             self.stop.wait(self.every_s)
 
 
-def scenario(n_students: int, play_share: float, minutes: float, seed: int) -> dict:
-    """One scenario on a fresh server: N students for `minutes`, a share of them pressing Play."""
-    with AppServer(env={"GRADIO_PROFILING": "1"}) as server:
+def scenario(n_students: int, play_share: float, minutes: float, seed: int, model: str = LOCAL_MODEL,
+             env: dict[str, str] | None = None) -> dict:
+    """One scenario on a fresh server (its environment `env` added): N students on `model` for `minutes`, a share
+    of them pressing Play."""
+    with AppServer(env={"GRADIO_PROFILING": "1", **(env or {})}) as server:
         time.sleep(2)
         rss_start = server.rss_bytes()
         players = set(random.Random(seed).sample(range(n_students), round(n_students * play_share)))
@@ -180,8 +190,8 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int) -> d
         monitor.start()
         t0 = time.monotonic()
         deadline = t0 + minutes * 60
-        threads = [threading.Thread(target=run_student, args=(s, server.url, deadline, stop, seed), daemon=True)
-                   for s in students]
+        threads = [threading.Thread(target=run_student, args=(s, server.url, deadline, stop, seed, model),
+                                    daemon=True) for s in students]
         with OthersWatch() as watch:
             for t in threads:
                 t.start()
@@ -193,7 +203,8 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int) -> d
         monitor.stop.set()
         rss_end = server.rss_bytes()
         traces = server.profiling_traces()
-    return summarise(students, elapsed, minutes, hung, rss_start, rss_end, monitor.peak, traces, watch.share, play_share)
+    return {"model": model, **summarise(students, elapsed, minutes, hung, rss_start, rss_end, monitor.peak, traces,
+                                        watch.share, play_share)}
 
 
 def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, traces, others, play_share) -> dict:
@@ -251,16 +262,45 @@ def main(argv=None) -> None:
     ap.add_argument("--scenarios", nargs="+", choices=["click", "play"], default=["click", "play"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="classroom", help="results file name (default classroom)")
+    ap.add_argument("--engine", action="store_true",
+                    help="start vLLM here and have the students use its model, not the app's own")
     args = ap.parse_args(argv)
-    results = []
-    for n in args.students:
-        for name in args.scenarios:
-            share = args.play_share if name == "play" else 0.0
-            print(f"{n} students, {name}: {args.minutes:g} min ...", flush=True)
-            results.append(scenario(n, share, args.minutes, args.seed))
-            save(args.name, {"scenarios": results, "complete": False})  # keep what is done if stopped midway
+    if args.engine:
+        from model.engine_session import engine_model_name  # torch and transformers: only when needed
+
+        engine = start_engine()
+        model, env = engine_model_name(engine.model), engine_env(engine)
+    else:
+        engine, model, env = None, LOCAL_MODEL, {}
+    try:
+        about = {"model": model, "engine_started_s": engine.started_s if engine else None}
+        results = []
+        for n in args.students:
+            for name in args.scenarios:
+                share = args.play_share if name == "play" else 0.0
+                print(f"{n} students, {name} on {model}: {args.minutes:g} min ...", flush=True)
+                results.append(scenario(n, share, args.minutes, args.seed, model, env))
+                save(args.name, {**about, "scenarios": results, "complete": False})  # kept if stopped midway
+    finally:
+        if engine:
+            engine.stop()
+    print(f"Model: {model}" + (" (vLLM on this machine's cores: the app's overhead)" if engine else ""))
     print(report(results))
-    print(f"wrote {save(args.name, {'scenarios': results, 'complete': True})}")
+    print(f"wrote {save(args.name, {**about, 'scenarios': results, 'complete': True})}")
+
+
+def start_engine():
+    """vLLM on the app's converted SmolLM2 folder (tests/engine_server.py), answering; stop() it after."""
+    from tests.engine_server import start_engine as start
+
+    engine = start()
+    print(f"vLLM answered {engine.started_s:.0f} s after launch, at {engine.url}", flush=True)
+    return engine
+
+
+def engine_env(engine) -> dict[str, str]:
+    """The app server's environment that points it at `engine` (app.py reads TBT_ENGINE_*)."""
+    return {"TBT_ENGINE_URL": engine.url, "TBT_ENGINE_MODEL": engine.model, "TBT_ENGINE_FOLDER": str(engine.folder)}
 
 
 if __name__ == "__main__":

