@@ -13,7 +13,6 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-import numpy as np
 import torch
 from transformers import DynamicCache
 

@@ -23,7 +23,7 @@ from .errors import SessionError
 from .kv import DTYPE_BYTES, formula_bytes
 from .loading import ModelLoadError, model_info
 from .sampling import TOP_N, derive
-from .records import Distribution, KVBytes, ModelInfo, PrefillRecord, SamplingConfig, StepRecord, Timings
+from .records import Distribution, KVBytes, ModelInfo, PrefillRecord, SamplingConfig, Timings
 from .session import DecodeSession
 from .tokens import TokenDisplay
 
@@ -210,35 +210,20 @@ class EngineSession(DecodeSession):
                                   known_mass=1.0 - top.tail_mass)
 
     # ---- one step --------------------------------------------------------------------------------------
-    def _step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
-        with self._locked():
-            self._require_started()
-            if len(self.ids) >= self.max_tokens:
-                raise SessionError("token_limit", limit=self.max_tokens)
-            if self.finished:
-                raise SessionError("text_ended")
-            t0 = time.perf_counter()
-            dist = self.preview(cfg, force_token)
-            if forced is not None:
-                dist = replace(dist, forced=forced)
-            sampling_ms = (time.perf_counter() - t0) * 1000
-            at = len(self.steps)
-            self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before the engine is asked
-            outside = dist.chosen.id not in self.top.ids  # forced from outside the N: ask the engine its number
-            ids = [*self.ids, dist.chosen.id]
-            top, forward_ms = self._ask(ids, last_logprob=outside)  # a SessionError here changes nothing
-            if outside:
-                dist = replace(dist, chosen_logprob_t1=top.last_logprob, chosen_rank=top.last_rank,
-                               candidates=[replace(c, prob_t1=math.exp(top.last_logprob), logit=top.last_logprob,
-                                                   rank=top.last_rank) if c.token.id == dist.chosen.id else c
-                                           for c in dist.candidates])
-            self.ids, self._tops = ids, [*self._tops, top]
-            self._next_logits = _logits(top, self.lm.info.vocab)
-            record = StepRecord(step=len(self.steps) + 1, position=dist.position, distribution=dist, attention=None,
-                                kv=self._kv(len(ids)), timings=Timings(forward_ms, sampling_ms), text=self.text)
-            self.steps.append(record)
-            self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
-            return record
+    def _advance(self, dist):
+        """The engine asked for the chosen token's next answer (DecodeSession._step does the rest): (the
+        distribution as recorded, no attention, the formula's cache bytes, the request's ms)."""
+        outside = dist.chosen.id not in self.top.ids  # forced from outside the N: ask the engine its number
+        ids = [*self.ids, dist.chosen.id]
+        top, forward_ms = self._ask(ids, last_logprob=outside)  # a SessionError here changes nothing
+        if outside:
+            dist = replace(dist, chosen_logprob_t1=top.last_logprob, chosen_rank=top.last_rank,
+                           candidates=[replace(c, prob_t1=math.exp(top.last_logprob), logit=top.last_logprob,
+                                               rank=top.last_rank) if c.token.id == dist.chosen.id else c
+                                       for c in dist.candidates])
+        self.ids, self._tops = ids, [*self._tops, top]
+        self._next_logits = _logits(top, self.lm.info.vocab)
+        return dist, None, self._kv(len(ids)), forward_ms
 
     def back(self, n: int = 1) -> None:
         """Undo the last n steps: the engine's answers for the shorter text are kept, nothing is asked again."""

@@ -245,29 +245,35 @@ class DecodeSession(LookAhead):
             sampling_ms = (time.perf_counter() - t0) * 1000
             at = len(self.steps)
             self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
-            result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
-            if result is None:
-                before = snapshot(self._cache)
-                try:
-                    result = self._forward_one(dist.chosen.id)
-                except BaseException:
-                    restore(self._cache, before)  # the forward may have appended to some layers before failing
-                    raise
-            logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
-            self.ids.append(dist.chosen.id)
-            self._next_logits = logits
+            dist, row, kv, forward_ms = self._advance(dist)
             record = StepRecord(
                 step=len(self.steps) + 1,
                 position=dist.position,
                 distribution=dist,
                 attention=row,
-                kv=kv_bytes(self._cache, self.lm.info),
+                kv=kv,
                 timings=Timings(forward_ms, sampling_ms),
                 text=self.text,
             )
             self.steps.append(record)
             self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
             return record
+
+    def _advance(self, dist: Distribution):
+        """The chosen token appended, its pass run (or taken from the one run ahead): (the distribution as
+        recorded, its attention row, the cache's bytes, the pass's ms). A failure changes nothing."""
+        result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
+        if result is None:
+            before = snapshot(self._cache)
+            try:
+                result = self._forward_one(dist.chosen.id)
+            except BaseException:
+                restore(self._cache, before)  # the forward may have appended to some layers before failing
+                raise
+        logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
+        self.ids.append(dist.chosen.id)
+        self._next_logits = logits
+        return dist, row, kv_bytes(self._cache, self.lm.info), forward_ms
 
     def _forward_one(self, token_id: int):
         """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms).
