@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-import app as app_module
-from model.sessions import ModelRegistry, SessionStore
+from served import served
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -26,11 +25,8 @@ under_load = pytest.mark.flaky(reruns=2, reruns_delay=10)
 
 @pytest.fixture(scope="module")
 def url(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore())
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield demo.local_url
-    demo.close()
+    with served(lm) as (page, url, _):
+        yield url
 
 
 def open_tab(browser, url, locale="en-US"):

@@ -13,6 +13,7 @@ import app as app_module
 from ui import play as ui_play
 from model.sessions import ModelRegistry, SessionStore
 from ui.protocol import carried_figure
+from served import served
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -20,12 +21,8 @@ DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penal
 
 @pytest.fixture(scope="module")
 def server(lm):
-    store = SessionStore(max_sessions=6)
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), store)
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)  # None: first free port
-    yield page, demo.local_url
-    demo.close()
+    with served(lm, SessionStore(max_sessions=6)) as (page, url, _):
+        yield page, url
 
 
 @pytest.fixture

@@ -19,11 +19,11 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from gradio_client.utils import QueueError
 
-import app as app_module
 from model.records import SamplingConfig
 from model.session import DecodeSession, SessionError
 from model.sessions import ModelRegistry, SessionStore
 from ui.guard import WAITING_PER_SESSION
+from served import served
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -40,11 +40,8 @@ WRONG_TYPE = r"Could not preprocess input component .*Expected a `float"
 # ---- the server and its two users ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def server(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=40))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url
-    demo.close()
+    with served(lm, SessionStore(max_sessions=40)) as (page, url, _):
+        yield page, url
 
 
 def new_client(url) -> Client:

@@ -10,6 +10,7 @@ from model.branches import MAX_BRANCHES, Repeat, repeated_mask, repeated_ngrams
 from model.records import SamplingConfig, attention_matrix
 from model.session import DecodeSession, SessionError
 from model.trace import parse_trace, read_trace, replay, to_trace
+from served import served
 
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, repetition_penalty=1.3, seed=7)
 PROMPT = "The capital of France is"
@@ -245,14 +246,10 @@ def test_brute_force_agrees_on_random_texts():
 # ---- the Branches tab through the API ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def server(lm):
-    import app as app_module
-    from model.sessions import ModelRegistry, SessionStore
+    from model.sessions import SessionStore
 
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=4))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url
-    demo.close()
+    with served(lm, SessionStore(max_sessions=4)) as (page, url, _):
+        yield page, url
 
 
 API = dict(temperature=0.9, top_k=40, top_p=0.95, min_p=0.0, repetition_penalty=1.3, order="transformers", seed=7,

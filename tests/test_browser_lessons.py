@@ -2,8 +2,6 @@
 reveal (screenshots kept in assets/screenshots/), no console errors, and progress that survives a reload."""
 from pathlib import Path
 
-import pytest
-
 from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, open_view, page, url, wait_for_step  # noqa: F401 (fixtures)
 
 pytestmark = [needs_chromium, under_load]

@@ -9,13 +9,13 @@ import torch
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-import app as app_module
 from model.chain import chain_rule
-from model.sessions import ModelRegistry, SessionStore
+from model.sessions import SessionStore
 from model.teacher import score_text
 from model.chain import StepwiseComparison
 from ui.protocol import carried_figure
 from ui.views.training import comparison_text
+from served import served
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -26,11 +26,8 @@ PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times,
 
 @pytest.fixture(scope="module")
 def server(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=10))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url
-    demo.close()
+    with served(lm, SessionStore(max_sessions=10)) as (page, url, _):
+        yield page, url
 
 
 @pytest.fixture

@@ -8,8 +8,8 @@ import torch
 from gradio_client import Client
 from gradio_client.utils import Status
 
-import app as app_module
-from model.sessions import ModelRegistry, SessionStore
+from model.sessions import SessionStore
+from served import served
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -20,11 +20,8 @@ SHARED_PROMPT = ("Once upon a time, in a small village by the sea, there lived a
 
 @pytest.fixture(scope="module")
 def server(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=10))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url
-    demo.close()
+    with served(lm, SessionStore(max_sessions=10)) as (page, url, _):
+        yield page, url
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -19,10 +18,10 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from gradio_client.utils import QueueError
 
-import app as app_module
 from model.admission import OpeningLimit
-from model.sessions import ModelRegistry, SessionStore
+from model.sessions import SessionStore
 from ui.views.session_io import EXPORT_KEEP_S
+from served import served
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -32,11 +31,8 @@ BUG = re.compile(r"Something went wrong|Traceback|object at 0x|/work/|site-packa
 
 @pytest.fixture(scope="module")
 def server(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=40))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url, demo
-    demo.close()
+    with served(lm, SessionStore(max_sessions=40)) as (page, url, demo):
+        yield page, url, demo
 
 
 @pytest.fixture

@@ -9,13 +9,13 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-import app as app_module
 from model.records import SamplingConfig
 from model.session import DecodeSession
-from model.sessions import ModelRegistry, SessionStore
+from model.sessions import SessionStore
 from ui.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from ui.views import VIEWS
 from ui.views.lesson import predict_cache_bytes, reveal_html, size_choices
+from served import served
 
 TABS = tuple(View.tab for View in VIEWS)
 PAGE = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
@@ -36,11 +36,8 @@ def lessons():
 
 @pytest.fixture(scope="module")
 def server(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=8))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url
-    demo.close()
+    with served(lm, SessionStore(max_sessions=8)) as (page, url, _):
+        yield page, url
 
 
 @pytest.fixture

@@ -1,19 +1,17 @@
 """The session as one web page (viz/offline.py, the Save / load view's 'Export as a web page'): exported through the
 API, opened in headless Chromium from file:// with every other request aborted, stepped through, and read back
 from its DOM against the session's own records."""
-import re
 import tempfile
 from pathlib import Path
 
 import pytest
 from gradio_client import Client
 
-import app as app_module
 from browser import CHROMIUM, FLAGS, needs_chromium
 from model.records import SamplingConfig
-from model.sessions import ModelRegistry, SessionStore
 from viz.i18n import t
 from viz.style import format_prob
+from served import served
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULTS = dict(temperature=0.8, top_k=0, top_p=0.9, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=4,
@@ -23,11 +21,8 @@ STEPS = 5
 
 @pytest.fixture(scope="module")
 def server(lm):
-    page = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore())
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    yield page, demo.local_url
-    demo.close()
+    with served(lm) as (page, url, _):
+        yield page, url
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,12 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-import app as app_module
 from model.records import SamplingConfig
-from model.sessions import ModelRegistry, SessionStore
+from model.sessions import SessionStore
 from ui.protocol import carried_figure
 from ui.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
 from ui.strings import t
+from served import served
 
 DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
                 lang="en", layer=0, head="mean")
@@ -22,12 +22,8 @@ DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penal
 
 @pytest.fixture(scope="module")
 def server(lm):
-    app = app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(max_sessions=60))
-    demo = app_module.build(app, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    rooms = next(hook.__self__ for hook in app.on_render if hasattr(hook, "__self__"))  # the room view's registry
-    yield app, demo.local_url, rooms
-    demo.close()
+    with served(lm, SessionStore(max_sessions=60)) as (app, url, _):
+        yield app, url, app.rooms
 
 
 def call(client, api, *leading, **settings):

@@ -19,6 +19,7 @@ from model.engine import EngineClient, EngineTop, fault, parse_top
 from model.engine_session import EngineSession, load_engine_model, tail_independent
 from model.errors import SessionError
 from model.records import SamplingConfig
+from served import served
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, a little", "1, 2, 3, 4,",
            "我们今天学习"]
@@ -223,16 +224,12 @@ def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):  # noqa: 
 def test_through_the_api_on_the_engine_model(engine_lm, lm):
     from gradio_client import Client
 
-    import app as app_module
     from model.sessions import ModelRegistry, SessionStore
     from ui.protocol import carried_figure
 
     models = ModelRegistry("smollm2", {"smollm2": lm})
     models.add_engine(engine_lm)
-    page = app_module.App(models, SessionStore(max_sessions=4))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    try:
+    with served(models, SessionStore(max_sessions=4)) as (page, url, demo):
         client = Client(demo.local_url, verbose=False)
         settings = dict(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
                         order="transformers", seed=0, lang="en", layer=0, head="mean")
@@ -269,8 +266,6 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
             with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
                 client.predict(*args, **extra, api_name=api)
         assert session.ids == before
-    finally:
-        demo.close()
 
 
 def test_the_page_on_the_engine_model(engine_lm, lm):
@@ -278,18 +273,14 @@ def test_the_page_on_the_engine_model(engine_lm, lm):
     from browser import CHROMIUM, FLAGS, needs_chromium, open_tab, plot_drawn, wait_for_step
     from playwright.sync_api import sync_playwright
 
-    import app as app_module
     from model.sessions import ModelRegistry, SessionStore
 
     if needs_chromium.args[0]:
         pytest.skip(needs_chromium.kwargs["reason"])
     models = ModelRegistry(engine_lm.name, {"smollm2": lm})  # the engine's model is the page's default here
     models.add_engine(engine_lm)
-    page_state = app_module.App(models, SessionStore())
-    demo = app_module.build(page_state, engine_lm.name)
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
     shots = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
-    try:
+    with served(models, SessionStore(), engine_lm.name) as (page_state, url, demo):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
             page = open_tab(browser, demo.local_url)
@@ -325,8 +316,6 @@ def test_the_page_on_the_engine_model(engine_lm, lm):
             page.screenshot(path=str(shots / "engine_candidates_zh.png"))
             assert session_before == 2 and page.problems == []
             browser.close()
-    finally:
-        demo.close()
 
 
 # ---- branches and a trace on the engine model (the session stays the engine's) --------------------------------
@@ -338,18 +327,12 @@ PAGE = dict(**BRANCHING, lang="en", layer=0, head="mean")
 @pytest.fixture(scope="module")
 def engine_app(engine_lm, lm):
     """The app on both models, launched once for the branch and trace tests: (its App, its URL)."""
-    import app as app_module
     from model.sessions import ModelRegistry, SessionStore
 
     models = ModelRegistry("smollm2", {"smollm2": lm})
     models.add_engine(engine_lm)
-    page = app_module.App(models, SessionStore(max_sessions=8))
-    demo = app_module.build(page, "smollm2")
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
-    try:
+    with served(models, SessionStore(max_sessions=8)) as (page, url, demo):
         yield page, demo.local_url
-    finally:
-        demo.close()
 
 
 def branch_on_the_engine(client, engine_lm) -> list:
