@@ -21,7 +21,7 @@ from ui.lessons import (CURRENT_MODEL, MAX_LESSON_BYTES, ORDER_CHOICES, LessonEr
                         read_lesson, say)
 from ui.rooms import Question
 from ui.strings import LANGS, Refusal, t
-from ui.views.session_io import cached_upload
+from ui.views.session_io import upload_bytes
 from viz.guesses import class_guesses_chart
 
 SIZE_SPREADS = ((1, 4, 16, 64), (1 / 4, 1, 4, 16), (1 / 16, 1 / 4, 1, 4), (1 / 64, 1 / 16, 1 / 4, 1))
@@ -405,9 +405,5 @@ def reveal_html(answer: dict, lang: str) -> str:
 
 def uploaded_lesson(file) -> bytes:
     """The bytes of a lesson the user uploaded (a file in Gradio's own cache, at most MAX_LESSON_BYTES)."""
-    path = cached_upload(file)
-    if path is None:
-        raise Refusal("lesson_no_file")
-    if path.stat().st_size > MAX_LESSON_BYTES:
-        raise LessonError("lesson_too_big", limit=f"{MAX_LESSON_BYTES:,}")
-    return path.read_bytes()
+    return upload_bytes(file, MAX_LESSON_BYTES, Refusal("lesson_no_file"),
+                        LessonError("lesson_too_big", limit=f"{MAX_LESSON_BYTES:,}"))

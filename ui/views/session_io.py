@@ -132,11 +132,18 @@ def cached_upload(file) -> Path | None:
         return None
 
 
-def uploaded_bytes(file) -> bytes:
-    """The bytes of an uploaded trace: refused if it is not a file Gradio holds or is larger than a trace can be."""
+def upload_bytes(file, limit: int, no_file: Exception, too_big: Exception) -> bytes:
+    """The bytes of a file the user uploaded: `no_file` raised if it is not a file Gradio holds, `too_big` if it
+    is larger than `limit` bytes."""
     path = cached_upload(file)
     if path is None:
-        raise Refusal("import_no_file")
-    if path.stat().st_size > MAX_TRACE_BYTES:
-        raise Refusal("import_too_big", limit=f"{MAX_TRACE_BYTES:,}")
+        raise no_file
+    if path.stat().st_size > limit:
+        raise too_big
     return path.read_bytes()
+
+
+def uploaded_bytes(file) -> bytes:
+    """The bytes of an uploaded trace, at most what a trace can be."""
+    return upload_bytes(file, MAX_TRACE_BYTES, Refusal("import_no_file"),
+                        Refusal("import_too_big", limit=f"{MAX_TRACE_BYTES:,}"))
