@@ -3,7 +3,7 @@
 1. One session: a ~100-token prompt, then steps up to MAX_TOKENS (512). Reports the bytes of what it records,
    by part (attention rows, candidate records, the rest of the step records, the KV cache: measured on its
    tensors, and the formula), and the process RSS growth. Target: the parts add up to the RSS growth within
-   a few MB, and the KV bytes measured equal the formula (FACTS section 4).
+   a few MB, and the KV bytes measured equal the formula (docs/what-it-teaches.md: Its size).
 2. The server's case: 60 sessions, each a prompt and 20 steps, all open at once, then dropped and collected.
    Reports RSS at the start, at the peak and at the end, after gc and after glibc's malloc_trim (which hands
    freed heap pages back to the OS). Target: every session is collected (a weak reference to each is dead),

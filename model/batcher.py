@@ -1,7 +1,7 @@
 """Continuous batching: the decode steps of many sessions share one forward pass.
 
 A decode step reads every weight once and is bound by memory bandwidth, so a batch of sessions costs
-little more than one (FACTS.md section 8). Each session keeps its own DynamicCache; for a batched step
+little more than one (docs/what-it-teaches.md: Batching). Each session keeps its own DynamicCache; for a batched step
 their caches are left-padded to one length, the padding masked out, each session's new token placed at
 its own position, and afterwards each cache gets its own new keys and values back. A batch of one runs
 exactly the unbatched computation.

@@ -1,6 +1,6 @@
 """The chain rule over a generated text, and the records of teacher forcing: plain records, no torch.
 
-P(x_1 … x_T | prompt) = Π_t P(x_t | x_<t) (FACTS.md section 1). chain_rule() reads it off a session's step
+P(x_1 … x_T | prompt) = Π_t P(x_t | x_<t) (docs/what-it-teaches.md). chain_rule() reads it off a session's step
 records, no model run. The records of one parallel pass over a whole text (teacher forcing, scoring a pasted
 text, the comparison with stepwise decoding) are defined here too, so viz/ can import them without torch;
 model/teacher.py computes them.

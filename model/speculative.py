@@ -8,7 +8,8 @@ deterministic, so q is one-hot and draft x is kept with probability min(1, p(x) 
 u < p(x) for a seeded u. At the first rejection the target draws from the residual norm(max(0, p - q)),
 which is p without x, renormalised; if every draft is kept, it draws one bonus token from p at the next
 position. Under greedy settings (T = 0) p is one-hot, so a draft is kept iff it is the argmax, and the
-output is the target's own greedy output (FACTS.md section 10).
+output is the target's own greedy output (docs/what-it-teaches.md:
+Speculative decoding).
 
 Seeded draws, so a seed reproduces a run: the bonus token uses draw_u(seed, position), the same u as a
 plain step there (a round without a draft is exactly a plain step); the acceptance check and the residual

@@ -1,9 +1,10 @@
 """Training versus generation: one parallel forward pass scores every position of a text (teacher forcing).
 
 Generation is serial: step t needs the token chosen at step t - 1. Training is not: every input is a true token,
-so one pass over the whole text gives the next-token distribution at every position at once (FACTS.md
-sections 2 and 9). Here: that pass over any token ids, its comparison with a session's stepwise cached decoding
-(same logits up to float error, far less time), and scoring a pasted text GLTR-style. Records: model/chain.py.
+so one pass over the whole text gives the next-token distribution at every position at once
+(docs/what-it-teaches.md: Training versus generation). Here: that pass over any token ids, its comparison
+with a session's stepwise cached decoding (same logits up to float error, far less time), and scoring a pasted
+text GLTR-style. Records: model/chain.py.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 of weights a pass reads against its time (effective memory bandwidth), and prefill against decode tokens/s.
 
 A decode step reads every weight once for the whole batch, so its time hardly grows with the batch while the
-tokens it makes do (FACTS.md sections 5, 8, 11). The model lock is taken per pass, never for the whole
-measurement: the class's steps run between the passes.
+tokens it makes do (docs/what-it-teaches.md: What it saves, Batching). The model lock is taken per pass, never for
+the whole measurement: the class's steps run between the passes.
 """
 from __future__ import annotations
 

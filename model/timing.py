@@ -1,4 +1,5 @@
-"""Measured time of a decode step with the KV cache against recomputing the whole prefix (FACTS section 5).
+"""Measured time of a decode step with the KV cache against recomputing the whole prefix
+(docs/what-it-teaches.md: What it saves).
 
 The app runs this on demand ("Measure now"), so it is bounded: every length is measured once, and further
 runs (up to `repeats`) are taken only while the whole measurement stays within `budget_s`.

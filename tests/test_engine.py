@@ -131,7 +131,7 @@ def test_attention_rows_are_causal_and_sum_to_one(lm, session):
 def test_kv_bytes_measured_equal_formula_every_step(lm, session):
     p = session.start("Count with me: one, two,")
     per_token = kv_cache_bytes(30, 3, 64, 1, 4)
-    assert per_token == 46_080  # FACTS.md section 4, SmolLM2 in fp32
+    assert per_token == 46_080  # docs/what-it-teaches.md: Its size, SmolLM2 in fp32
     assert p.kv.measured == p.kv.formula == per_token * len(p.tokens)
     for _ in range(8):
         r = session.step(SAMPLED)

@@ -1,4 +1,4 @@
-"""The KV-cache calculator (model/kv.py): the formula's facts (docs FACTS.md section 4), its rows, its refusals."""
+"""The KV-cache calculator (model/kv.py): the formula's facts (what-it-teaches.md: Its size), its rows, its refusals."""
 import pytest
 
 from model.errors import SessionError

@@ -1,4 +1,4 @@
-"""Lessons: the built-in files check and agree with the model and FACTS.md; a bad file is refused naming its
+"""Lessons: the built-in files check and agree with the model and what-it-teaches.md; a bad file is refused naming its
 field; every step plays through the API in both languages; a predict step sends no candidates before the guess,
 and its reveal gives the engine's own probability of the guess."""
 import copy
@@ -56,7 +56,7 @@ def first_guess(predict) -> str:
             "order": lambda: "same"}.get(predict["kind"], lambda: None)() or str(size_choices(predict, INFO)[0])
 
 
-class INFO:  # SmolLM2-135M's shape (FACTS.md section 3), for the cache questions' choices
+class INFO:  # SmolLM2-135M's shape (docs/what-it-teaches.md: Grouped-query attention), for the cache questions' choices
     layers, kv_heads, head_dim = 30, 3, 64
 
 
@@ -102,7 +102,7 @@ def test_the_sampling_lesson_agrees_with_the_model(lm, lessons):
     first = session.preview(cfg).stages[-1].kept
     from dataclasses import replace
     last = session.preview(replace(cfg, order="temperature_last")).stages[-1].kept
-    assert last > first  # T = 0.5 < 1 sharpens before the cut: temperature last keeps more (FACTS.md section 6)
+    assert last > first  # T = 0.5 < 1 sharpens before the cut: temperature last keeps more (what-it-teaches.md)
     for step in predict_steps(lessons, "kept_by_top_p"):
         session = started(lm, step)
         probs = session.preview(SamplingConfig()).candidates  # T = 1: the cut is on these, sorted by rank

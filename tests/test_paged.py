@@ -9,7 +9,7 @@ from model.records import ModelInfo
 
 SMOLLM2 = ModelInfo(name="smollm2", layers=30, heads=9, kv_heads=3, head_dim=64, hidden=576, vocab=49152,
                     bytes_per_value=4, dtype="float32", context=8192)
-PER_TOKEN = 2 * 30 * 3 * 64 * 4  # 46,080 B (FACTS.md section 4)
+PER_TOKEN = 2 * 30 * 3 * 64 * 4  # 46,080 B (docs/what-it-teaches.md: Its size)
 BLOCK = 16 * PER_TOKEN
 MAX = 512
 

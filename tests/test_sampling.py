@@ -1,4 +1,4 @@
-"""The sampling stages on hand-made logits, against ../shared/FACTS.md section 6 and transformers itself."""
+"""The sampling stages on hand-made logits, against docs/what-it-teaches.md (the stages) and transformers."""
 import math
 
 import numpy as np

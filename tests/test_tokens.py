@@ -1,4 +1,5 @@
-"""Readable token display (FACTS.md section 7): visible space and newline marks, bytes of unfinished characters."""
+"""Readable token display (docs/what-it-teaches.md: Tokens are subwords): visible space and newline marks, bytes of
+unfinished characters."""
 import pytest
 
 from model.tokens import display_piece

@@ -334,7 +334,7 @@ def cache_shape(predict, info) -> tuple[int, int, int]:
 
 
 def predict_cache_bytes(predict, info) -> int:
-    """The right answer of a cache_size question, in bytes (FACTS.md section 4)."""
+    """The right answer of a cache_size question, in bytes (docs/what-it-teaches.md: Its size)."""
     return kv_cache_bytes(*cache_shape(predict, info), predict["tokens"], DTYPE_BYTES[predict["dtype"]])
 
 
