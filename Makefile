@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test browser bench clean engine
+.PHONY: run test test-fast screenshots browser bench clean engine
 
 $(STAMP): requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -44,8 +44,23 @@ $(ENGINE_STAMP):
 
 engine: $(ENGINE_STAMP)
 
+# Tests come in tiers, one pytest marker each (pytest.ini; tests/conftest.py refuses a test without one):
+#   unit     no model, no server, no browser, no engine     model    loads SmolLM2-135M, no server
+#   server   serves the app (Gradio)                        browser  headless Chromium on the page
+#   engine   the real vLLM (make engine; skips without it)
+# `make test-fast` runs the unit tier (under a minute); `make test` runs everything (CI: .ci/run). Any other
+# selection: make test ARGS="-m 'model or server'". The suite writes its screenshots under tests/artifacts/
+# (ignored); `make screenshots` runs the browser tests with TBT_SHOTS=assets to refresh the README's pictures.
+# Nothing is retried: a test that fails, failed (ARGS="--reruns 2" for a machine known to be overloaded; the
+# summary then lists each retry, -rR in pytest.ini).
 test: $(STAMP) browser engine
 	$(PY) -m pytest -q $(ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m unit $(ARGS)
+
+screenshots: $(STAMP) browser engine
+	TBT_SHOTS=$(CURDIR)/assets $(PY) -m pytest -q -m browser $(ARGS)
 
 bench: $(STAMP) browser
 	$(PY) -m bench.all

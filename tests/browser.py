@@ -1,32 +1,38 @@
-"""Shared pieces of the browser tests: Debian's Chromium driven by Playwright, against the app on its own port.
+"""Helpers of the browser tests: Debian's Chromium driven by Playwright, against the app on its own port.
 
-A test module uses them as fixtures: `from browser import url, page, needs_chromium, under_load` then
-`pytestmark = [needs_chromium, under_load]` (a module gets its own server and a fresh tab per test; `page.problems`
-collects console errors, page errors and failed requests).
+The fixtures are in conftest.py: `url` (the module's server), `chromium` (the module's browser), `page` and
+`new_tab(url, locale)` (a fresh tab per test; `tab.problems` collects console errors, page errors and failed
+requests). A test module marks itself `pytestmark = pytest.mark.browser`.
+
+Screenshots: screenshot(tab, name) writes SHOTS/screenshots/<name>.png, SHOTS being laid out as assets/: the suite
+writes under tests/artifacts/shots/ (ignored); `make screenshots` sets TBT_SHOTS=assets to refresh the pictures the
+README shows. artifact(tab, name) is for the rest (full pages, a failure's picture). No test writes a tracked file.
 """
 import os
 import shutil
 from pathlib import Path
 
-import pytest
-
-from served import served
-
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
-ARTIFACTS = Path(__file__).parent / "artifacts"
-needs_chromium = pytest.mark.skipif(not os.path.exists(CHROMIUM),
-                                    reason="Debian's chromium is not installed (make test installs it)")
-# A browser test shares 2 cores with its server, the model and Chromium: under load a wait can run out with
-# nothing wrong (the whole suite in one run saw this). A failure must happen three times to count.
-under_load = pytest.mark.flaky(reruns=2, reruns_delay=10)
+ARTIFACTS = Path(__file__).parent / "artifacts"  # ignored (.gitignore): logs, full-page shots, failure shots
+SHOTS = Path(os.environ.get("TBT_SHOTS") or ARTIFACTS / "shots")
 
 
-@pytest.fixture(scope="module")
-def url(lm):
-    with served(lm) as (page, url, _):
-        yield url
+def screenshot(tab, name: str, folder: str = "screenshots") -> Path:
+    """The tab as it is now (its viewport), as SHOTS/<folder>/<name>.png; folder "" for the README's first picture
+    (assets/screenshot.png)."""
+    path = SHOTS / folder / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(path))
+    return path
+
+
+def artifact(tab, name: str, full_page: bool = False) -> Path:
+    """The tab as it is now, as tests/artifacts/<name>.png: for looking at, never shown in the README."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+    return ARTIFACTS / f"{name}.png"
 
 
 def open_tab(browser, url, locale="en-US"):
@@ -38,16 +44,6 @@ def open_tab(browser, url, locale="en-US"):
     tab.on("response", lambda r: r.status >= 400 and tab.problems.append(f"{r.status} {r.request.method} {r.url}"))
     tab.goto(url)
     return tab
-
-
-@pytest.fixture
-def page(url):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield open_tab(browser, url)
-        browser.close()
 
 
 def open_view(page, name: str):

@@ -1,5 +1,15 @@
-"""Shared fixtures: the real default model, loaded once for the whole test run."""
+"""Shared fixtures and the test tiers.
+
+Fixtures: the real default model, loaded once for the whole run (`lm`, `session`, `held_elsewhere`); the app served
+on the default model, one server per test module (`url`); one headless Chromium per test module (`chromium`) with a
+fresh tab per test (`page`, `new_tab`); the real vLLM engine, one per run (`engine`). Helper functions live in
+browser.py, served.py and engine_server.py.
+
+Tiers: every test carries one of TIERS (registered in pytest.ini); collection stops, naming the tests, when one has
+none, or when a `unit` test asks for a fixture that loads the model, serves the app, opens Chromium or the engine.
+"""
 import contextlib
+import os
 import sys
 import threading
 from pathlib import Path
@@ -8,7 +18,26 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+TIERS = ("unit", "model", "server", "browser", "engine")
+# Fixtures a `unit` test may not use, directly or through another fixture (pytest lists both in fixturenames)
+HEAVY = {"lm": "model", "url": "browser", "chromium": "browser", "engine": "engine"}
 
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: every collected test is checked, whichever tier runs
+def pytest_collection_modifyitems(config, items):
+    untiered = [item.nodeid for item in items if not any(item.get_closest_marker(tier) for tier in TIERS)]
+    mismarked = [f"{item.nodeid} (uses {fixture}: {tier})" for item in items if item.get_closest_marker("unit")
+                 for fixture, tier in HEAVY.items() if fixture in getattr(item, "fixturenames", ())]
+    mismarked += [f"{item.nodeid} (uses {fixture}: not marked {tier})" for item in items
+                  for fixture, tier in HEAVY.items() if tier in ("browser", "engine")
+                  and fixture in getattr(item, "fixturenames", ()) and not item.get_closest_marker(tier)]
+    if untiered or mismarked:
+        lines = [f"  {nodeid}: no tier marker" for nodeid in untiered] + [f"  {line}" for line in mismarked]
+        raise pytest.UsageError(f"Every test needs a tier marker, one of {', '.join(TIERS)} (pytest.ini): a module's "
+                                "`pytestmark = pytest.mark.<tier>` or a decorator on the test.\n" + "\n".join(lines))
+
+
+# ---- the model --------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def lm():
     from model.loading import load_model
@@ -47,3 +76,68 @@ def _held_elsewhere(session):
 def held_elsewhere():
     """`with held_elsewhere(session):` a step of that session is under way on another thread."""
     return _held_elsewhere
+
+
+# ---- the page in Chromium -----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def url(lm):
+    """The app on the default model, one server for the test module: its URL."""
+    from served import served
+
+    with served(lm) as (_, address, _demo):
+        yield address
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's Chromium, headless, driven by Playwright: one per test module (each tab has its own context)."""
+    from browser import CHROMIUM, FLAGS
+
+    if not os.path.exists(CHROMIUM):
+        pytest.skip("Debian's chromium is not installed (make test installs it)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def new_tab(chromium):
+    """`new_tab(url, locale="en-US")`: a fresh tab (its own context: cookies and storage) on `url`, recording what
+    goes wrong in `tab.problems` (browser.open_tab); every tab the test opened is closed after it."""
+    from browser import open_tab
+
+    tabs = []
+
+    def opened(address: str, locale: str = "en-US"):
+        tabs.append(open_tab(chromium, address, locale))
+        return tabs[-1]
+
+    yield opened
+    for tab in tabs:
+        tab.close()  # (a page made by browser.new_page closes its own context with it)
+
+
+@pytest.fixture
+def page(url, new_tab):
+    """A fresh English tab on the module's server."""
+    return new_tab(url)
+
+
+# ---- the engine -----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def engine():
+    """A real vLLM server for the whole test run, stopped at the end (tests/engine_server.py; skips, saying why,
+    without `make engine`). TBT_TEST_ENGINE="url|folder|pid" uses one already started by
+    `python tests/engine_server.py`, to save its minutes of warm-up."""
+    from engine_server import running_engine, started_for_the_tests
+
+    spec = os.environ.get("TBT_TEST_ENGINE")
+    server = running_engine(spec) if spec else started_for_the_tests()
+    try:
+        yield server
+    finally:
+        if not spec:  # one started elsewhere is left running (unless a test stopped it)
+            server.stop()

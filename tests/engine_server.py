@@ -1,9 +1,8 @@
 """A real vLLM server for the engine tests: started from the engine's venv (`make engine`) on a free loopback port,
 serving the app's converted SmolLM2 folder; stopped at the end. Skips, saying why, when that venv is missing.
 
-    from engine_server import engine  # a module- or session-scoped fixture: yields an EngineServer
-
-start_engine() needs no pytest run: bench.classroom --engine starts its vLLM with it.
+The `engine` fixture (tests/conftest.py) starts one for the whole run. start_engine() needs no pytest run:
+bench.classroom --engine starts its vLLM with it.
 """
 from __future__ import annotations
 
@@ -24,6 +23,10 @@ ENGINE_VENV = Path(os.environ.get("TBT_ENGINE_VENV") or Path.home() / ".cache" /
 ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
 STAMP = ENGINE_VENV / ".installed"
 WARM_UP_S = 360  # vLLM's start on 2 shared cores: about 2 minutes; 6 allowed
+# A test's wait for one answer. The app's own (model/engine.py TIMEOUT_S, 30 s) is for an engine on its own machine;
+# here vLLM shares 2 cores with the model, the servers and Chromium of the same run (and other work): a fresh run on
+# a loaded machine saw "The engine did not answer within 30 s" for an answer that is well under a second when quiet.
+REQUEST_S = 180.0
 CONTEXT = 256  # tokens: small, so that a prompt over it is quick to write (and the cache is small)
 LOG = ROOT / "tests" / "artifacts" / "vllm.log"
 
@@ -126,20 +129,8 @@ def running_engine(spec: str) -> EngineServer:
     return EngineServer(url, folder, Path(folder), Started(int(pid)), 0.0)
 
 
-@pytest.fixture(scope="session")
-def engine():
-    """A real vLLM server for the whole test run, stopped at the end. TBT_TEST_ENGINE="url|folder|pid" uses one
-    already started by this module (`python tests/engine_server.py`), to save its minutes of warm-up."""
-    spec = os.environ.get("TBT_TEST_ENGINE")
-    server = running_engine(spec) if spec else _started_for_the_tests()
-    try:
-        yield server
-    finally:
-        if not spec:  # one started elsewhere is left running (unless a test stopped it)
-            server.stop()
-
-
-def _started_for_the_tests() -> EngineServer:
+def started_for_the_tests() -> EngineServer:
+    """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks."""
     try:
         return start_engine()
     except EngineMissing as why:

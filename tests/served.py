@@ -1,11 +1,19 @@
-"""The app served for a test: built over a model registry and a session store, on a free loopback port.
+"""The app served for a test: built over a model registry and a session store, on a free loopback port; and the
+page's default settings, as a test sends them with each call.
 
     with served(lm, SessionStore(max_sessions=10)) as (app, url, demo): ...
+    client.predict(**{**DEFAULTS, "temperature": 0}, api_name="/next_token")
 """
 import contextlib
+from types import MappingProxyType
 
 import app as app_module
 from model.sessions import ModelRegistry, SessionStore
+
+# The settings every event sends (the sampling knobs, then the page's language and the attention view's choice), at
+# the page's defaults. A test changes what it needs in a copy: {**DEFAULTS, "seed": 4} (read-only: shared by all).
+DEFAULTS = MappingProxyType(dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
+                                 order="transformers", seed=0, lang="en", layer=0, head="mean"))
 
 
 @contextlib.contextmanager

@@ -13,10 +13,8 @@ import app as app_module
 from ui import play as ui_play
 from model.sessions import ModelRegistry, SessionStore
 from ui.protocol import carried_figure
-from served import served
+from served import DEFAULTS, served
 
-DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-                lang="en", layer=0, head="mean")
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +51,7 @@ def figure(result, index=1) -> dict:
     return carried_figure(result[index])
 
 
+@pytest.mark.server
 def test_steps_grow_the_text_then_back_and_reset(client, server):
     page, _ = server
     first = start(client)
@@ -67,6 +66,7 @@ def test_steps_grow_the_text_then_back_and_reset(client, server):
     assert step_of(call(client, "/reset")) == 0
 
 
+@pytest.mark.server
 def test_force_a_candidate_branches(client, server, lm):
     page, _ = server
     start(client)
@@ -79,6 +79,7 @@ def test_force_a_candidate_branches(client, server, lm):
     assert page.store.get(client.session_hash).steps[-1].distribution.forced
 
 
+@pytest.mark.server
 def test_rederive_redraws_without_a_forward_pass(client, server, lm, monkeypatch):
     start(client, "Once upon a time")
     call(client, "/next_token")
@@ -95,6 +96,7 @@ def test_rederive_redraws_without_a_forward_pass(client, server, lm, monkeypatch
     assert bars(figure(cold, 0)) and bars(figure(hot, 0))
 
 
+@pytest.mark.server
 def test_two_clients_see_only_their_own_sessions(server):
     page, url = server
     alice, bob = Client(url, verbose=False), Client(url, verbose=False)
@@ -111,6 +113,7 @@ def test_two_clients_see_only_their_own_sessions(server):
     page.store.drop(bob.session_hash)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize(
     "api, leading, settings, message",
     [
@@ -138,6 +141,7 @@ def test_bad_input_returns_a_message_and_leaves_the_session(client, server, api,
     assert after is session and (list(after.ids), len(after.steps)) == before
 
 
+@pytest.mark.server
 def test_no_session_and_expired_session_say_so(server):
     page, url = server
     fresh = Client(url, verbose=False)
@@ -153,6 +157,7 @@ def test_no_session_and_expired_session_say_so(server):
         page.store.clock = time.monotonic
 
 
+@pytest.mark.server
 def test_export_then_import_replays(client, server, tmp_path):
     page, _ = server
     start(client, "A tiny story:")
@@ -176,6 +181,7 @@ def test_export_then_import_replays(client, server, tmp_path):
     page.store.drop(other.session_hash)
 
 
+@pytest.mark.server
 def test_language_switch_relabels(client):
     start(client)
     out = call(client, "/set_language", lang="zh")
@@ -184,6 +190,7 @@ def test_language_switch_relabels(client):
     assert "下一个词元" in carried_figure(out[-2])["layout"]["title"]["text"]  # the candidate chart, redrawn in Chinese
 
 
+@pytest.mark.server
 def test_kv_calculator_reference_numbers(client):
     out = client.predict("Llama-2-7B", "float16", 2048, 1, 1, 1, 1, 1, "en", api_name="/calculate")
     assert out[:4] == (32, 32, 32, 128)
@@ -192,6 +199,7 @@ def test_kv_calculator_reference_numbers(client):
     assert "1,073,741,824 B" in out[4]
 
 
+@pytest.mark.server
 def test_session_cap(server, monkeypatch):
     page, url = server
     monkeypatch.setattr(page.store, "max_sessions", len(page.store) + 2)
@@ -207,6 +215,7 @@ def test_session_cap(server, monkeypatch):
         page.store.drop(c.session_hash)
 
 
+@pytest.mark.server
 def test_temperature_charts_are_the_moves_own_charts_for_this_text_and_settings(client):
     start(client, "Once upon a time")
     stepped = call(client, "/next_token", temperature=0.7)
@@ -223,6 +232,7 @@ def test_temperature_charts_are_the_moves_own_charts_for_this_text_and_settings(
     assert f'data-key="{key}"' not in call(client, "/next_token", temperature=0.7)[1]  # another step
 
 
+@pytest.mark.model
 def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):
     import model.sessions as sessions
 
@@ -241,6 +251,7 @@ def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):
     assert trims == [1, 1] and len(store) == 0
 
 
+@pytest.mark.server
 def test_the_chart_drawn_ahead_is_the_next_steps_own_chart(client):
     start(client, "Once upon a time")
     for temperature in (0.0, 0.8):
@@ -270,6 +281,7 @@ def wait_outputs(job, n, timeout=60):
     return job.outputs()
 
 
+@pytest.mark.server
 def test_play_sends_each_step_once_the_page_took_the_one_before(client, server):
     page, url = server
     start(client)
@@ -302,6 +314,7 @@ def test_play_sends_each_step_once_the_page_took_the_one_before(client, server):
         server[0].store.drop(other.session_hash)
 
 
+@pytest.mark.server
 def test_play_stops_when_asked_or_when_the_page_is_gone(client, server, monkeypatch):
     page, url = server
     start(client)
@@ -317,6 +330,7 @@ def test_play_stops_when_asked_or_when_the_page_is_gone(client, server, monkeypa
     assert len(page.store.get(client.session_hash).steps) == 2
 
 
+@pytest.mark.server
 def test_the_play_route_knows_only_plays_that_run(server):
     _, url = server
     assert tell_play(url, "no-such-play", "shown").status_code == 404
@@ -324,6 +338,7 @@ def test_the_play_route_knows_only_plays_that_run(server):
     assert httpx.get(f"{url.rstrip('/')}/tbt/play/x/shown", timeout=10).status_code in (404, 405)
 
 
+@pytest.mark.server
 def test_play_ends_when_its_page_starts_another_text(client, server):
     page, url = server
     start(client)
@@ -337,6 +352,7 @@ def test_play_ends_when_its_page_starts_another_text(client, server):
     assert [step_of(o) for o in job.outputs() if o[3]] == [1]  # no step of the old text was sent after Start
 
 
+@pytest.mark.model
 def test_no_two_components_share_an_elem_id(lm):
     """The page's script and its tests find components by id: two with one id would make one of them unreachable."""
     demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore()), "smollm2")

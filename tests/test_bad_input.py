@@ -23,10 +23,8 @@ from model.records import SamplingConfig
 from model.session import DecodeSession, SessionError
 from model.sessions import ModelRegistry, SessionStore
 from ui.guard import WAITING_PER_SESSION
-from served import served
+from served import DEFAULTS, served
 
-DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-                lang="en", layer=0, head="mean")
 NOT_A_BUG_MESSAGE = re.compile(r"Something went wrong|Traceback|Internal Server Error")  # the fallback for bugs
 BOUNDS = r"less than minimum value|greater than maximum value"
 
@@ -152,6 +150,7 @@ def _dumps(obj) -> bytes:
 
 
 # ---- 1. prompts -------------------------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("prompt, message", [
     ("", "prompt is empty"),
     ("   \n\t  ", "prompt is empty"),
@@ -165,14 +164,17 @@ def test_bad_prompt(server, alice, bob, prompt, message):
     refused(server, alice, bob, lambda: start(alice, prompt), message)
 
 
+@pytest.mark.server
 def test_special_token_refused_in_chat_mode_too(server, alice, bob):
     refused(server, alice, bob, lambda: start(alice, "hi <|im_end|>", mode="chat"), "special token")
 
 
+@pytest.mark.server
 def test_lone_surrogate_through_the_server(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: start(alice, "broken \ud800 text"), "not valid text.*lone surrogate")
 
 
+@pytest.mark.model
 def test_lone_surrogate_on_the_engine(session):
     session.start("Fine text")
     with pytest.raises(SessionError, match="lone surrogate"):
@@ -183,6 +185,7 @@ def test_lone_surrogate_on_the_engine(session):
 CONTROL_PROMPT = "bell\x07 null\x00 escape\x1b[31m red"
 
 
+@pytest.mark.server
 def test_control_characters_are_accepted(server, alice, bob):
     """Not an error: control characters are text too, and the model reads them as bytes."""
     page, _ = server
@@ -193,12 +196,14 @@ def test_control_characters_are_accepted(server, alice, bob):
     check_bob(page, bob, his, [job.result(timeout=120)])
 
 
+@pytest.mark.server
 def test_control_characters_are_shown_as_bytes(server, alice):
     chips = start(alice, CONTROL_PROMPT)[0]
     assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", chips), "raw control characters in the token chips"
 
 
 # ---- 2. settings ------------------------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("settings, message", [
     (dict(temperature=-1), bounds("Temperature (0 = greedy)")), (dict(temperature=2.5), bounds("Temperature")),
     (dict(top_k=-1), bounds("Top-k (0 = off)")), (dict(top_k=201), bounds("Top-k")),
@@ -217,6 +222,7 @@ def test_setting_out_of_range_or_wrong_type(server, alice, bob, settings, messag
     refused(server, alice, bob, lambda: call(alice, "/next_token", **settings), message)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("settings, message", [
     (dict(temperature=math.nan), r"temperature must be a finite number, got nan"),
     (dict(top_k=math.nan), r"top_k must be a finite number"),
@@ -232,10 +238,12 @@ def test_nan_and_infinity_through_the_server(server, alice, bob, raw_json, setti
     refused(server, alice, bob, lambda: call(alice, "/next_token", **settings), message)
 
 
+@pytest.mark.server
 def test_rederive_refuses_nan_without_touching_the_session(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: call(alice, "/rederive", temperature=math.nan), "temperature must be a finite")
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("field", ["temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed"])
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
 def test_nan_and_infinity_on_the_engine(session, field, value):
@@ -251,6 +259,7 @@ def test_nan_and_infinity_on_the_engine(session, field, value):
 
 
 # ---- 3. view options: layer and head ----------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("settings, message", [
     (dict(layer=30), bounds("Layer")), (dict(layer=-1), bounds("Layer")), (dict(layer="abc"), WRONG_TYPE),
     (dict(head="9"), r"not in the list of choices"), (dict(head="-1"), r"not in the list of choices"),
@@ -261,6 +270,7 @@ def test_bad_layer_or_head(server, alice, bob, settings, message):
 
 
 # ---- 4. forcing a token -----------------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("token, message", [
     (49152, r"token id in \[0, 49152\)"), (10**12, r"token id in \[0, 49152\)"), (-1, r"token id in \[0, 49152\)"),
     ("abc", r"forced token must be a token id, got 'abc'"), ("", r"Pick a candidate"), (None, r"Pick a candidate"),
@@ -270,19 +280,23 @@ def test_force_a_bad_token(server, alice, bob, token, message):
     refused(server, alice, bob, lambda: call(alice, "/force", token), message)
 
 
+@pytest.mark.server
 def test_force_nan(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: call(alice, "/force", math.nan), r"forced token must be a token id, got nan")
 
 
+@pytest.mark.server
 def test_force_infinity(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: call(alice, "/force", math.inf), r"token id")
 
 
+@pytest.mark.server
 def test_force_a_fraction(server, alice, bob):
     refused(server, alice, bob, lambda: call(alice, "/force", 1.5), r"token id|whole number")
 
 
 # ---- 5. going back and jumping ----------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("steps, message", [
     (2, r"Cannot go back 2 steps: only 1 generated"),
     (0, r"whole number >= 1, got 0"), (-1, r"whole number >= 1, got -1"),
@@ -293,6 +307,7 @@ def test_back_too_far_or_not_a_count(server, alice, bob, steps, message):
     refused(server, alice, bob, lambda: call(alice, "/back", steps), message)
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("steps, message", [
     (0, r"Tokens to play: Value 0 is less than minimum value 1"),
     (201, r"Tokens to play: Value 201 is greater than maximum value 200"),
@@ -302,11 +317,13 @@ def test_play_a_bad_number_of_tokens(server, alice, bob, steps, message):
     refused(server, alice, bob, lambda: call(alice, "/play", steps), message)
 
 
+@pytest.mark.server
 def test_back_nan_and_infinity(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: call(alice, "/back", math.nan), r"Steps to go back must be a whole number, got nan")
     refused(server, alice, bob, lambda: call(alice, "/back", math.inf), r"Steps to go back must be a whole number, got inf")
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("step, message", [
     (2, r"Step must be between 0 and 1, got 2"), (-1, r"Step must be between 0 and 1, got -1"), ("x", WRONG_TYPE),
 ])
@@ -314,11 +331,13 @@ def test_go_to_out_of_range(server, alice, bob, step, message):
     refused(server, alice, bob, lambda: call(alice, "/go_to", step), message)
 
 
+@pytest.mark.server
 def test_go_to_nan(server, alice, bob, raw_json):
     refused(server, alice, bob, lambda: call(alice, "/go_to", math.nan), r"cannot convert float NaN to integer")
 
 
 # ---- 6. no session, an expired session ---------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("api, leading, message", [
     ("/next_token", (), r"No text yet"), ("/back", (1,), r"No text yet"), ("/force", (5,), r"No text yet"),
     ("/rederive", (), r"No text yet"), ("/play", (3,), r"No text yet"),
@@ -332,6 +351,7 @@ def test_a_session_that_was_never_started(server, bob, api, leading, message):
     assert snapshot(page, stranger) is None
 
 
+@pytest.mark.server
 def test_an_expired_session(server, bob):
     """Carol left her tab for over the idle time while Bob kept stepping: hers is closed, his is not."""
     page, url = server
@@ -356,15 +376,18 @@ def test_an_expired_session(server, bob):
 
 
 # ---- 7. model names ---------------------------------------------------------------------------------------
+@pytest.mark.server
 def test_unknown_model_name(server, alice, bob):
     refused(server, alice, bob, lambda: start(alice, "Hello", model="gpt-5"), r"gpt-5.*not in the list of choices")
 
 
+@pytest.mark.model
 def test_unknown_model_on_the_registry(lm):
     with pytest.raises(SessionError, match=r"Unknown model 'gpt-5': choose one of"):
         ModelRegistry("smollm2", {"smollm2": lm}).get("gpt-5")
 
 
+@pytest.mark.server
 def test_bad_mode(server, alice, bob):
     refused(server, alice, bob, lambda: start(alice, "Hello", mode="poem"), r"'poem'.*not in the list of choices")
 
@@ -408,6 +431,7 @@ TRACE_CASES = {
 }
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("case", list(TRACE_CASES))
 def test_import_a_bad_trace(server, alice, bob, good_trace, tmp_path, case):
     content, message = TRACE_CASES[case]
@@ -416,6 +440,7 @@ def test_import_a_bad_trace(server, alice, bob, good_trace, tmp_path, case):
     refused(server, alice, bob, lambda: call(alice, "/import_trace", handle_file(str(path))), message)
 
 
+@pytest.mark.server
 def test_replaying_more_steps_than_a_session_holds(lm, good_trace):
     """On the engine with a small session cap (the app's 512 would take ~70 s of replay to reach)."""
     from model.trace import replay
@@ -428,6 +453,7 @@ def test_replaying_more_steps_than_a_session_holds(lm, good_trace):
     assert (list(session.ids), len(session.steps), session.prefill.prompt) == (*before, "Already here")
 
 
+@pytest.mark.server
 def test_import_a_huge_file(server, alice, bob, good_trace, tmp_path):
     """The server refuses an upload larger than a trace can be as it arrives (its max_file_size), before any
     handler reads it; gradio_client, which reads that limit from the page's config, does not even send it."""
@@ -445,6 +471,7 @@ def test_import_a_huge_file(server, alice, bob, good_trace, tmp_path):
     call(bob, "/next_token", temperature=0)  # the server still serves the class
 
 
+@pytest.mark.server
 def test_the_good_trace_still_imports(server, alice, good_trace, tmp_path):
     """The control: the undamaged trace is accepted, so the refusals above are about the damage."""
     path = tmp_path / "good.json"
@@ -454,6 +481,7 @@ def test_the_good_trace_still_imports(server, alice, good_trace, tmp_path):
 
 
 # ---- 9. a burst of bad calls does not hang or slow the server --------------------------------------------
+@pytest.mark.server
 def test_a_burst_of_bad_calls_leaves_the_server_responsive(server, alice, bob):
     page, _ = server
     mine = snapshot(page, alice)

@@ -9,6 +9,8 @@ from model.batcher import StepBatcher, forward_batch, forward_one
 from model.records import SamplingConfig
 from model.session import DecodeSession
 
+pytestmark = pytest.mark.model
+
 PROMPTS = ["The capital of France is", "def add(a, b):", "Once upon a time, in a small village, there lived",
            "Water boils at"]
 

@@ -55,6 +55,7 @@ def forked_trace(lm):
     return json.dumps(to_trace(make_forked(s)))
 
 
+@pytest.mark.model
 def test_going_back_and_stepping_differently_keeps_the_old_text(session):
     session.start(PROMPT)
     for _ in range(6):
@@ -69,6 +70,7 @@ def test_going_back_and_stepping_differently_keeps_the_old_text(session):
     assert (session.branches.current_id, session.branches.current_parent, session.branches.current_fork) == (1, 0, 2)
 
 
+@pytest.mark.model
 def test_stepping_the_same_way_again_makes_no_branch(session):
     session.start(PROMPT)
     for _ in range(5):
@@ -83,6 +85,7 @@ def test_stepping_the_same_way_again_makes_no_branch(session):
     assert list(session.branches.kept) == [0] and session.branches.current_fork == 3
 
 
+@pytest.mark.model
 def test_switching_back_and_forth_shows_exactly_what_each_branch_showed(forked):
     s = forked
     new_views, new_ids = views_of(s), list(s.ids)
@@ -98,6 +101,7 @@ def test_switching_back_and_forth_shows_exactly_what_each_branch_showed(forked):
     assert len(s.steps) == 7 and s._cache.get_seq_length() == len(s.ids)
 
 
+@pytest.mark.model
 def test_a_switched_branch_steps_on_as_it_would_have(lm, forked):
     """The prefilled cache of a chosen branch goes on as the stepwise one would: same logits within float noise."""
     s = forked
@@ -114,6 +118,7 @@ def test_a_switched_branch_steps_on_as_it_would_have(lm, forked):
                                                                             abs=1e-3)
 
 
+@pytest.mark.model
 def test_tree_logprob_is_the_sum_of_each_branch_tokens(forked):
     s = forked
     tree = {b.id: b for b in s.branch_tree()}
@@ -130,6 +135,7 @@ def test_tree_logprob_is_the_sum_of_each_branch_tokens(forked):
     assert s.branch_memory() > 0 and tree[0].own_bytes > 0
 
 
+@pytest.mark.model
 def test_missing_branch_is_refused_and_changes_nothing(forked):
     s = forked
     before = (list(s.ids), len(s.steps), s.branches.current_id)
@@ -143,6 +149,7 @@ def test_missing_branch_is_refused_and_changes_nothing(forked):
     assert s.branches.current_parent is None
 
 
+@pytest.mark.model
 def test_the_branch_cap(session):
     session.start(PROMPT)
     session.step(SAMPLED)
@@ -165,6 +172,7 @@ def test_the_branch_cap(session):
     assert session.branches.count == MAX_BRANCHES
 
 
+@pytest.mark.model
 def test_a_trace_with_branches_round_trips(lm, forked):
     s = forked
     s.back(1)  # a pending tail too
@@ -185,6 +193,7 @@ def test_a_trace_with_branches_round_trips(lm, forked):
     assert other.ids == s.branch_record(0).ids
 
 
+@pytest.mark.model
 def test_a_version_1_trace_still_imports(lm, session):
     session.start(PROMPT)
     for _ in range(3):
@@ -196,6 +205,7 @@ def test_a_version_1_trace_still_imports(lm, session):
     assert parse_trace(read_trace(json.dumps(v1).encode()))[0] == PROMPT
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("mangle", [
     lambda t: t["branches"][0].update(parent=5),  # a parent that is not there
     lambda t: t["branches"][0].update(id=1),  # the current text's number
@@ -220,6 +230,7 @@ def test_a_bad_branch_is_refused_before_any_pass(lm, forked_trace, mangle, monke
 
 
 # ---- repeated n-grams --------------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_repeated_ngrams_finds_the_loops():
     ids = [1, 2, 3, 4, 9, 1, 2, 3, 4, 5, 6, 7, 5, 6, 7, 5]
     assert repeated_ngrams(ids) == [Repeat(5, 9, 0, 3), Repeat(12, 16, 9, 3)]
@@ -231,6 +242,7 @@ def test_repeated_ngrams_finds_the_loops():
         repeated_ngrams(ids, n=2)
 
 
+@pytest.mark.unit
 def test_brute_force_agrees_on_random_texts():
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -256,6 +268,7 @@ API = dict(temperature=0.9, top_k=40, top_p=0.95, min_p=0.0, repetition_penalty=
            layer=0, head="mean")
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("lang, split_words, missing_words", [
     ("en", "They split at step 2", "There is no branch 99"),
     ("zh", "它们在第 2 步分开", "没有可选择的分支 99"),
@@ -292,6 +305,7 @@ def test_branches_through_the_api(server, lang, split_words, missing_words):
         server[0].store.drop(client.session_hash)
 
 
+@pytest.mark.model
 def test_the_hover_shows_a_repeated_candidates_penalized_logit(session):
     """Checked against the text itself: exactly the candidates already in it get the line, with z/θ or z·θ."""
     from viz.candidates import _hover, _penalized_logit

@@ -1,8 +1,10 @@
 """The page in headless Chromium (Debian's, driven by Playwright): type, step, see every chart, switch language."""
-from browser import ARTIFACTS, marker, needs_chromium, open_view, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
+import pytest
+
+from browser import artifact, marker, open_view, plot_drawn, screenshot, wait_for_step
 from viz.style import SMALL_SIZE, TITLE_SIZE
 
-pytestmark = [needs_chromium, under_load]
+pytestmark = pytest.mark.browser
 
 
 def test_step_three_times_see_every_chart_and_switch_language(page):
@@ -54,8 +56,7 @@ def test_step_three_times_see_every_chart_and_switch_language(page):
     wait_for_step(page, 1)
     page.wait_for_function("() => document.querySelector('#tbt-plot-candidates')?.innerText.includes('下一个词元')",
                            timeout=30_000)
-    ARTIFACTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / "browser.png"), full_page=True)
+    artifact(page, "browser", full_page=True)
     assert page.problems == []
 
 
@@ -191,3 +192,26 @@ def test_play_shows_every_step_drawn_then_stops_when_pressed_again(page):
     page.wait_for_timeout(1000)
     assert int(marker(page).get_attribute("data-step")) == stopped < 30  # of 100
     assert not page.problems
+
+
+def test_the_readme_picture_the_candidates_after_four_steps_with_top_p(page):
+    """The README's first picture (assets/screenshot.png with `make screenshots`): four steps of a story at T = 1.2
+    and top-p 0.9, the candidate bars with their fates beside the draw."""
+    marker(page).wait_for(timeout=60_000)
+    page.locator("#tbt-prompt textarea").fill("Once upon a time, in a small village,")
+    for knob, value in (("tbt-temperature", "1.2"), ("tbt-top-p", "0.9")):
+        box = page.locator(f"#{knob} input[type='number']")
+        box.fill(value)
+        box.press("Enter")
+    rev = marker(page).get_attribute("data-rev")
+    page.locator("#tbt-start").click()
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+    for step in (1, 2, 3, 4):
+        page.locator("#tbt-next").click()
+        wait_for_step(page, step)
+    plot_drawn(page, "tbt-plot-candidates")
+    assert [page.locator(f"#{knob} input[type='number']").input_value() for knob in ("tbt-temperature", "tbt-top-p")] \
+        == ["1.2", "0.9"]
+    page.evaluate("window.scrollTo(0, 0)")
+    screenshot(page, "screenshot", folder="")
+    assert page.problems == []

@@ -1,11 +1,10 @@
 """The Branches tab in headless Chromium, English and Chinese: go back, force an unlikely token, and the tree shows
 both texts; Compare lays them side by side; Continue this branch gives the old text back, chip for chip."""
-from pathlib import Path
+import pytest
 
-from browser import marker, open_view, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401 (fixtures)
+from browser import marker, open_view, plot_drawn, screenshot
 
-pytestmark = [needs_chromium, under_load]
-SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
+pytestmark = pytest.mark.browser
 PROMPT = "The old lighthouse keeper opened the door and"
 WORDS = {
     "en": dict(tab="Branches", pick="Branch", switch="Continue this branch", compare="Compare",
@@ -30,9 +29,9 @@ def tree_branches(page) -> list:
 
 
 def shoot(page, name: str, anchor: str):
-    """A screenshot kept with the others (assets/screenshots/), the view scrolled to `anchor`."""
+    """A screenshot (browser.screenshot), the view scrolled to `anchor`."""
     page.locator(anchor).scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / f"{name}.png"))
+    screenshot(page, name)
 
 
 def fork_the_text(page):

@@ -1,8 +1,10 @@
 """The Chain rule and Training vs generation tabs in headless Chromium, in English and Chinese: both draw with no
 console error, a click on a point of the chain chart goes back to that step, the on-demand buttons answer."""
-from browser import ARTIFACTS, marker, needs_chromium, open_view, under_load, page, plot_drawn, url, wait_for_step  # noqa: F401 (fixtures)
+import pytest
 
-pytestmark = [needs_chromium, under_load]
+from browser import artifact, marker, open_view, plot_drawn, screenshot, wait_for_step
+
+pytestmark = pytest.mark.browser
 PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times."
 
 
@@ -46,11 +48,11 @@ def explanations(page) -> str:
     return " ".join(page.locator(".tbt-explain").all_inner_texts())
 
 
-def shoot(page, name: str, anchor: str):
-    ARTIFACTS.mkdir(exist_ok=True)
+def shoot(page, name: str, anchor: str, shown: bool = True):
+    """The view scrolled to `anchor`: a screenshot (browser.screenshot, if the docs show it) and the full page."""
     page.locator(anchor).scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.screenshot(path=str(ARTIFACTS / f"{name}_full.png"), full_page=True)
+    (screenshot if shown else artifact)(page, name)
+    artifact(page, f"{name}_full", full_page=True)
 
 
 def test_chain_tab_click_a_point_goes_back_to_that_step(page):
@@ -98,7 +100,7 @@ def test_training_tab_compares_and_scores_in_both_languages(page):
     page.locator("#tbt-scored .tbt-gltr").first.wait_for(timeout=120_000)
     assert "perplexity" in page.locator("#tbt-scored").inner_text()
     shoot(page, "training_tab_en", "#tbt-compare")
-    shoot(page, "training_score_en", "#tbt-scored")
+    shoot(page, "training_score_en", "#tbt-scored", shown=False)
 
     page.get_by_label("中文").check()
     page.get_by_role("button", name="用一次计算跑完整段文本并对比").click()
@@ -109,7 +111,7 @@ def test_training_tab_compares_and_scores_in_both_languages(page):
     page.get_by_role("button", name="给这段文本打分").click()
     page.wait_for_function("() => document.querySelector('#tbt-scored')?.innerText.includes('困惑度')", timeout=120_000)
     shoot(page, "training_tab_zh", "#tbt-compare")
-    shoot(page, "training_score_zh", "#tbt-scored")
+    shoot(page, "training_score_zh", "#tbt-scored", shown=False)
     # a refusal is said in the page's language, and leaves the answer on screen as it was
     page.locator("#tbt-score-text textarea").fill("")
     page.get_by_role("button", name="给这段文本打分").click()

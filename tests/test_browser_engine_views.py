@@ -1,8 +1,10 @@
 """The Speculative decoding, The class batched and Paged KV blocks tabs in headless Chromium, in English and
 Chinese: each view's buttons answer, its figures draw, no console error; screenshots of each."""
-from browser import ARTIFACTS, marker, open_view, needs_chromium, under_load, page, url  # noqa: F401 (fixtures)
+import pytest
 
-pytestmark = [needs_chromium, under_load]
+from browser import artifact, marker, open_view, screenshot
+
+pytestmark = pytest.mark.browser
 REPEATING = "red, green, blue, red, green, blue, red, green, blue, red, green,"
 
 
@@ -27,10 +29,10 @@ def text_has(page, elem_id: str, words: str, timeout=120_000):
 
 
 def shoot(page, name: str, anchor: str):
-    ARTIFACTS.mkdir(exist_ok=True)
+    """The view scrolled to `anchor`: a screenshot (browser.screenshot) and the full page (an artifact)."""
     page.locator(anchor).scroll_into_view_if_needed()
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
-    page.screenshot(path=str(ARTIFACTS / f"{name}_full.png"), full_page=True)
+    screenshot(page, name)
+    artifact(page, f"{name}_full", full_page=True)
 
 
 def speculative(page, lang):
@@ -45,7 +47,7 @@ def speculative(page, lang):
     if lang == "en":
         page.get_by_role("button", name=measure).click()
         text_has(page, "tbt-spec-speed", measured, timeout=240_000)
-    shoot(page, f"speculative_{lang}", "#tbt-plot-spec")
+    shoot(page, f"speculative_view_{lang}", "#tbt-plot-spec")
     page.get_by_role("button", name=keep, exact=True).click()
     text_has(page, "tbt-spec-summary", kept)
 
@@ -63,7 +65,7 @@ def batching(page, lang):
     page.get_by_role("button", name=measure).click()
     title_has(page, "tbt-plot-throughput", done, timeout=240_000)
     text_has(page, "tbt-batch-sentence", said)
-    shoot(page, f"batching_{lang}", "#tbt-plot-throughput")
+    shoot(page, f"batching_view_{lang}", "#tbt-plot-throughput")
 
 
 def paged(page, lang):
@@ -74,7 +76,7 @@ def paged(page, lang):
     page.get_by_role("button", name=refresh).click()
     title_has(page, "tbt-plot-paged", title)
     text_has(page, "tbt-paged-summary", "live sessions" if lang == "en" else "活跃会话")
-    shoot(page, f"paged_{lang}", "#tbt-plot-paged")
+    shoot(page, f"paged_view_{lang}", "#tbt-plot-paged")
 
 
 def to_chinese(page):

@@ -1,11 +1,10 @@
 """The Lesson tab in Chromium: a lesson walked through in English and in Chinese, a step before and after its
-reveal (screenshots kept in assets/screenshots/), no console errors, and progress that survives a reload."""
-from pathlib import Path
+reveal (screenshots: browser.screenshot), no console errors, and progress that survives a reload."""
+import pytest
 
-from browser import CHROMIUM, FLAGS, needs_chromium, under_load, open_tab, open_view, page, url, wait_for_step  # noqa: F401 (fixtures)
+from browser import open_view, screenshot, wait_for_step
 
-pytestmark = [needs_chromium, under_load]
-SHOTS = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
+pytestmark = pytest.mark.browser
 WORDS = {
     "en": dict(tab="Lesson", start="Start this lesson", commit="Commit my guess", next="Next step ▶",
                resume="Resume where you left off", step="Step {i} of {n}", choice="␣Paris", attention="Attention",
@@ -34,7 +33,7 @@ def walk(tab, words, lang):
     tab.locator("#tbt-lesson-question").wait_for(timeout=30_000)
     assert tab.locator("#tbt-lesson-reveal .tbt-lesson-reveal").count() == 0
     assert not tab.locator("#tbt-lesson-plot").is_visible()  # no chart before the guess
-    tab.screenshot(path=str(SHOTS / f"lesson-before-reveal-{lang}.png"))
+    screenshot(tab, f"lesson-before-reveal-{lang}")
 
     tab.locator("#tbt-lesson-guess input").click()
     tab.get_by_role("option", name=words["choice"]).click()
@@ -46,18 +45,18 @@ def walk(tab, words, lang):
     tab.locator("#tbt-lesson-plot .js-plotly-plot").first.wait_for(timeout=30_000)
     tab.locator("#tbt-lesson-reveal").scroll_into_view_if_needed()
     tab.evaluate("window.scrollBy(0, 120)")
-    tab.screenshot(path=str(SHOTS / f"lesson-after-reveal-{lang}.png"))
+    screenshot(tab, f"lesson-after-reveal-{lang}")
 
     tab.get_by_role("button", name=words["next"]).click()
     shows_step(tab, words, 2)
     wait_for_step(tab, 6)  # its six tokens were written as Start and Next token would
     tab.evaluate("window.scrollTo(0, 0)")
-    tab.screenshot(path=str(SHOTS / f"lesson-step-{lang}.png"))
+    screenshot(tab, f"lesson-step-{lang}")
     tab.get_by_role("button", name=words["open"]).click()
     tab.get_by_role("tab", name=words["attention"], selected=True).wait_for(timeout=60_000)  # the step's tab opens
     tab.locator("#tbt-plot-attention .js-plotly-plot").first.wait_for(timeout=30_000)
     tab.evaluate("window.scrollTo(0, 0)")
-    tab.screenshot(path=str(SHOTS / f"lesson-attention-step-{lang}.png"))
+    screenshot(tab, f"lesson-attention-step-{lang}")
 
 
 def test_a_lesson_in_english_and_its_progress_after_a_reload(page):
@@ -73,13 +72,8 @@ def test_a_lesson_in_english_and_its_progress_after_a_reload(page):
     assert page.problems == [], page.problems
 
 
-def test_a_lesson_in_chinese(url):  # noqa: F811 (the fixture)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        tab = open_tab(browser, url, locale="zh-CN")
-        tab.get_by_role("tab", name="候选词元").wait_for(timeout=30_000)  # the page switched to Chinese
-        walk(tab, WORDS["zh"], "zh")
-        assert tab.problems == [], tab.problems
-        browser.close()
+def test_a_lesson_in_chinese(url, new_tab):
+    tab = new_tab(url, locale="zh-CN")
+    tab.get_by_role("tab", name="候选词元").wait_for(timeout=30_000)  # the page switched to Chinese
+    walk(tab, WORDS["zh"], "zh")
+    assert tab.problems == [], tab.problems

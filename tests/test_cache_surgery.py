@@ -11,6 +11,8 @@ from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
 from model.cache_surgery import can_crop, crop_to, restore, snapshot
 
+pytestmark = pytest.mark.unit
+
 WINDOW = 4
 
 

@@ -54,6 +54,7 @@ def sampled(lm):
 
 # ---- part 1: the chain rule ------------------------------------------------------------------------------
 
+@pytest.mark.model
 def test_chain_rule_sum_equals_one_full_forward_pass(lm, sampled):
     chain = chain_rule(sampled.steps, sampled.prompt_len)
     logits = full_logits(lm, sampled.ids)
@@ -76,6 +77,7 @@ def test_chain_rule_sum_equals_one_full_forward_pass(lm, sampled):
     assert [k.position for k in chain.links] == list(range(P, P + 12))
 
 
+@pytest.mark.model
 def test_forks_are_the_steps_with_entropy_above_mean_plus_one_sd(sampled):
     chain = chain_rule(sampled.steps, sampled.prompt_len)
     h = np.array([s.distribution.entropy_t1_bits for s in sampled.steps])
@@ -85,6 +87,7 @@ def test_forks_are_the_steps_with_entropy_above_mean_plus_one_sd(sampled):
     assert chain.links[int(h.argmax())].fork and not chain.links[int(h.argmin())].fork
 
 
+@pytest.mark.model
 def test_forced_token_outside_the_kept_set_has_no_sampled_logprob(lm):
     s = DecodeSession(lm)
     s.start("One, two, three,", chat=False)
@@ -104,6 +107,7 @@ def test_forced_token_outside_the_kept_set_has_no_sampled_logprob(lm):
     assert next(tr for tr in spec["data"] if tr["meta"]["role"] == "sampled")["y"][1] is None
 
 
+@pytest.mark.unit
 def test_an_empty_chain_has_no_perplexity():
     chain = chain_rule([], 5)
     assert chain.links == [] and chain.logprob_t1 == 0.0 and chain.perplexity is None
@@ -111,6 +115,7 @@ def test_an_empty_chain_has_no_perplexity():
         go.Figure(json.loads(chain_figure(chain, lang).to_json()))
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_chain_chart_draws_the_records_numbers_with_the_step_on_every_point(sampled, lang):
     chain = chain_rule(sampled.steps, sampled.prompt_len)
@@ -133,6 +138,7 @@ def test_chain_chart_draws_the_records_numbers_with_the_step_on_every_point(samp
 
 # ---- part 2: teacher forcing against stepwise decoding ----------------------------------------------------
 
+@pytest.mark.model
 @pytest.mark.parametrize("chat", [False, True])
 def test_one_parallel_pass_equals_the_stepwise_cached_logits(lm, chat):
     s = DecodeSession(lm)
@@ -157,6 +163,7 @@ def test_one_parallel_pass_equals_the_stepwise_cached_logits(lm, chat):
     print(f"\nchat={chat}: max |logit diff| {cmp.max_abs_diff:.2e} on candidates, {cmp.next_max_abs_diff:.2e} next")
 
 
+@pytest.mark.model
 def test_comparison_finds_a_logit_that_differs(lm):
     s = DecodeSession(lm)
     s.start("Once upon a time", chat=False)
@@ -167,6 +174,7 @@ def test_comparison_finds_a_logit_that_differs(lm):
     assert cmp.diffs[1].max_abs_diff == pytest.approx(0.5, abs=1e-3) and cmp.diffs[0].max_abs_diff < ATOL_LOGIT
 
 
+@pytest.mark.model
 def test_teacher_forcing_argmax_rank_and_cross_entropy_equal_an_independent_computation(lm, sampled):
     record, cmp = compare_stepwise(sampled)
     ids = sampled.ids
@@ -188,6 +196,7 @@ def test_teacher_forcing_argmax_rank_and_cross_entropy_equal_an_independent_comp
                                           + sum(s.timings.forward_ms for s in sampled.steps))
 
 
+@pytest.mark.model
 def test_the_lock_is_held_around_the_pass(lm):
     held, calls = [], []
 
@@ -215,6 +224,7 @@ def test_the_lock_is_held_around_the_pass(lm):
 TEXT = "The quick brown fox jumps over the lazy dog. <b>Bold</b> & more\nA second line."
 
 
+@pytest.mark.model
 def test_score_text_equals_a_full_forward_pass(lm):
     record = score_text(lm, TEXT)
     ids = lm.tokenizer(TEXT)["input_ids"]
@@ -232,6 +242,7 @@ def test_score_text_equals_a_full_forward_pass(lm):
     assert score_text(lm, TEXT, edges=GLTR_EDGES).bucket_counts()[0] == sum(r <= 10 for r in ranks)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("text, kwargs, key", [
     ("", {}, "score_empty"),
     ("   \n ", {}, "score_empty"),
@@ -247,6 +258,7 @@ def test_score_text_refuses_what_a_prompt_refuses_with_its_own_key(lm, text, kwa
     assert "text" in str(err.value) and err.value.text("zh") != str(err.value)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_gltr_html_shades_each_token_by_its_bucket_and_escapes_it(lm, lang):
     record = score_text(lm, TEXT)
@@ -260,6 +272,7 @@ def test_gltr_html_shades_each_token_by_its_bucket_and_escapes_it(lm, lang):
     assert f'lang="{lang}"' in page and f"{record.perplexity:.2f}" in page
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_teacher_chart_draws_the_records_numbers(lm, sampled, lang):
     record, cmp = compare_stepwise(sampled)
@@ -281,6 +294,7 @@ def test_teacher_chart_draws_the_records_numbers(lm, sampled, lang):
     go.Figure(json.loads(teacher_figure(score_text(lm, TEXT), lang).to_json()))  # a pasted text: no prompt, no steps
 
 
+@pytest.mark.unit
 def test_viz_chain_never_imports_torch_or_gradio():
     code = ("import sys, viz.chain; bad = [m for m in sys.modules if m.split('.')[0] in ('torch', 'transformers', 'gradio')];"
             "print(bad); sys.exit(1 if bad else 0)")

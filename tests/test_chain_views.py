@@ -15,10 +15,8 @@ from model.teacher import score_text
 from model.chain import StepwiseComparison
 from ui.protocol import carried_figure
 from ui.views.training import comparison_text
-from served import served
+from served import DEFAULTS, served
 
-DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-                lang="en", layer=0, head="mean")
 SAMPLED = dict(temperature=0.8, top_p=0.9, seed=5)  # so the distribution drawn from differs from T = 1
 NOT_A_BUG_MESSAGE = re.compile(r"Something went wrong|Traceback|Internal Server Error")
 PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times."
@@ -66,6 +64,7 @@ def snapshot(page, client):
 
 
 # ---- Chain rule ------------------------------------------------------------------------------------------
+@pytest.mark.server
 def test_chain_chart_is_chain_rule_of_the_sessions_steps(client, server, lm):
     page, _ = server
     start(client)
@@ -93,6 +92,7 @@ def test_chain_chart_is_chain_rule_of_the_sessions_steps(client, server, lm):
     assert roles["t1"]["y"] == pytest.approx(expected[:2], abs=1e-3)
 
 
+@pytest.mark.server
 def test_chain_chart_in_chinese_and_before_any_step(client):
     start(client)
     empty = carried_figure(call(client, "/tab_chain", lang="zh"))
@@ -102,6 +102,7 @@ def test_chain_chart_in_chinese_and_before_any_step(client):
 
 
 # ---- Training vs generation --------------------------------------------------------------------------------
+@pytest.mark.server
 def test_compare_shows_the_parallel_pass_and_its_comparison(client, server, lm):
     page, _ = server
     start(client)
@@ -135,6 +136,7 @@ def test_compare_shows_the_parallel_pass_and_its_comparison(client, server, lm):
     assert "浮点舍入误差" in zh and "因果掩码" in zh
 
 
+@pytest.mark.server
 def test_score_text_shows_each_tokens_rank(client, server, lm):
     start(client)
     html = ask(client, "/score_text", PASTED)
@@ -152,6 +154,7 @@ def test_score_text_shows_each_tokens_rank(client, server, lm):
     assert "排名" in ask(client, "/score_text", PASTED, lang="zh")
 
 
+@pytest.mark.server
 def test_score_text_works_before_any_session(client):
     assert 'data-rank="' in ask(client, "/score_text", PASTED)
 
@@ -176,6 +179,7 @@ BAD_TEXTS = [
 ]
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("text,lang,message", BAD_TEXTS)
 def test_bad_text_to_score_is_refused_and_changes_nothing(client, server, text, lang, message):
     page, _ = server
@@ -186,6 +190,7 @@ def test_bad_text_to_score_is_refused_and_changes_nothing(client, server, text, 
     assert snapshot(page, client) == before
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("lang,message", [("en", r"No text yet"), ("zh", r"还没有文本")])
 def test_compare_without_a_session_is_refused(client, server, lang, message):
     refused(lambda: ask(client, "/compare_stepwise", lang=lang), message)
@@ -193,6 +198,7 @@ def test_compare_without_a_session_is_refused(client, server, lang, message):
         server[0].store.get(client.session_hash)  # and none was made
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("lang,message", [("en", r"Nothing generated yet"), ("zh", r"还没有生成任何词元")])
 def test_compare_before_any_step_is_refused(client, server, lang, message):
     page, _ = server
@@ -202,6 +208,7 @@ def test_compare_before_any_step_is_refused(client, server, lang, message):
     assert snapshot(page, client) == before
 
 
+@pytest.mark.unit
 def test_a_slower_parallel_pass_is_explained_not_hidden():
     """Wall times taken at different moments: if the one pass lost, the numbers stay and the reason is said."""
     slow = StepwiseComparison(diffs=[], max_abs_diff=2e-5, next_max_abs_diff=3e-5, parallel_ms=900.0, prefill_ms=200.0,

@@ -14,6 +14,7 @@ GREEDY = SamplingConfig(temperature=0)
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, min_p=0.02, repetition_penalty=1.1, seed=7)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize(
     "prompt, chat",
     [
@@ -33,6 +34,7 @@ def test_greedy_steps_equal_generate(lm, session, prompt, chat):
     assert session.ids[session.prompt_len :] == expected[0, session.prompt_len :].tolist()
 
 
+@pytest.mark.model
 def test_cached_step_logits_match_a_full_forward(lm, session):
     session.start("Once upon a time, in a small village,")
     step_logits = []
@@ -50,6 +52,7 @@ def test_cached_step_logits_match_a_full_forward(lm, session):
             assert c.logit == pytest.approx(float(full[r.position - 1, c.token.id]), abs=1e-3)
 
 
+@pytest.mark.model
 def test_chat_template_is_applied_and_shown(lm, session):
     p = session.start("Hi", chat=True)
     pieces = [t.piece for t in p.tokens]
@@ -60,6 +63,7 @@ def test_chat_template_is_applied_and_shown(lm, session):
     assert [t.piece for t in raw.tokens] == ["Hi"]
 
 
+@pytest.mark.model
 def test_same_seed_same_trace(lm):
     runs = []
     for _ in range(2):
@@ -72,6 +76,7 @@ def test_same_seed_same_trace(lm):
     assert [other.step(SamplingConfig(temperature=0.9, seed=8)).token.id for _ in range(10)] != runs[0]
 
 
+@pytest.mark.model
 def test_back_then_step_reproduces(session):
     session.start("My favourite colour is")
     records = [session.step(SAMPLED) for _ in range(6)]
@@ -89,6 +94,7 @@ def test_back_then_step_reproduces(session):
     assert session.step(SAMPLED).token.id == records[0].token.id
 
 
+@pytest.mark.model
 def test_forcing_a_token_branches_the_text(session):
     session.start("The capital of France is")
     first = session.preview(GREEDY)
@@ -104,6 +110,7 @@ def test_forcing_a_token_branches_the_text(session):
     assert session.step(GREEDY).token.display == "␣Paris"
 
 
+@pytest.mark.model
 def test_rederive_runs_no_model(lm, session, monkeypatch):
     session.start("Tea or coffee? I prefer")
     calls = []
@@ -113,6 +120,7 @@ def test_rederive_runs_no_model(lm, session, monkeypatch):
     assert cold.entropy_final_bits < hot.entropy_final_bits and cold.u == hot.u
 
 
+@pytest.mark.model
 def test_attention_rows_are_causal_and_sum_to_one(lm, session):
     info = lm.info
     p = session.start("Attention is all you need, they said")
@@ -128,6 +136,7 @@ def test_attention_rows_are_causal_and_sum_to_one(lm, session):
         assert np.allclose(r.attention.astype(np.float32).sum(-1), 1, atol=2e-3)
 
 
+@pytest.mark.model
 def test_kv_bytes_measured_equal_formula_every_step(lm, session):
     p = session.start("Count with me: one, two,")
     per_token = kv_cache_bytes(30, 3, 64, 1, 4)
@@ -141,12 +150,14 @@ def test_kv_bytes_measured_equal_formula_every_step(lm, session):
     assert session.steps[-1].kv.measured == per_token * len(session.ids)
 
 
+@pytest.mark.unit
 def test_kv_formula_reference_numbers():
     assert kv_cache_bytes(32, 32, 128, 2048, 2) == 1_073_741_824  # Llama-2-7B: 1 GiB
     assert kv_cache_bytes(32, 8, 128, 8192, 2) == 1_073_741_824  # Llama-3-8B GQA
     assert kv_cache_bytes(30, 3, 64, 1, 2) == 23_040
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("prompt", ["你好，世界！今天天气很好。", "I love 🍕 and 🎉!"])
 def test_multibyte_characters_decode(lm, session, prompt):
     session.start("Repeat exactly: " + prompt + "\nRepeat exactly: ")
@@ -162,6 +173,7 @@ def snapshot(s):
             None if s._next_logits is None else float(s._next_logits.sum()))
 
 
+@pytest.mark.model
 @pytest.mark.parametrize(
     "action, message",
     [
@@ -192,6 +204,7 @@ def test_bad_input_gives_a_message_and_changes_nothing(session, action, message)
     session.step(SAMPLED)  # still usable
 
 
+@pytest.mark.model
 def test_not_started_session_refuses_politely(session):
     with pytest.raises(SessionError, match="start"):
         session.step(GREEDY)
@@ -199,6 +212,7 @@ def test_not_started_session_refuses_politely(session):
         session.back(1)
 
 
+@pytest.mark.model
 def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monkeypatch):
     session.start("Fault injection test:")
     session.step(SAMPLED)
@@ -230,6 +244,7 @@ def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monk
     assert session.step(SAMPLED).kv.measured == session.steps[-1].kv.formula
 
 
+@pytest.mark.model
 def test_one_step_at_a_time(session, held_elsewhere):
     """A second click while a step is under way (another thread holds the session) is refused, not interleaved."""
     session.start("Double click")
@@ -245,6 +260,7 @@ def test_one_step_at_a_time(session, held_elsewhere):
     session.step(GREEDY)  # free again
 
 
+@pytest.mark.model
 def test_trace_round_trip_replays_the_same_session(lm, session):
     session.start("A short story:", chat=False)
     session.step(SAMPLED)
@@ -261,6 +277,7 @@ def test_trace_round_trip_replays_the_same_session(lm, session):
     assert to_trace(other)["logprob_t1"] == pytest.approx(trace["logprob_t1"])
 
 
+@pytest.mark.model
 @pytest.mark.parametrize(
     "mangle, message",
     [
@@ -283,6 +300,7 @@ def test_malformed_trace_is_refused_and_changes_nothing(lm, session, mangle, mes
     assert snapshot(other) == before
 
 
+@pytest.mark.model
 def test_logprob_sums_the_unfiltered_t1_logprobs(lm, session):
     session.start("Two plus two equals")
     for _ in range(5):

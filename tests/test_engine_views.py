@@ -9,10 +9,10 @@ from gradio_client import Client
 from gradio_client.utils import Status
 
 from model.sessions import SessionStore
-from served import served
+from served import DEFAULTS, served
 
-DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-                lang="en", layer=0, head="mean")
+pytestmark = pytest.mark.server
+
 REPEATING = "red, green, blue, red, green, blue, red, green, blue, red, green,"
 SHARED_PROMPT = ("Once upon a time, in a small village by the sea, there lived an old fisherman who every morning "
                  "walked down to the harbour before sunrise and")  # > 2 full blocks of 16 tokens

@@ -7,6 +7,8 @@ import pytest
 
 from model.errors import MESSAGES, SessionBusy, SessionError, SessionExpired, message
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 RAISED = re.compile(r"\b(SessionError|SessionBusy|SessionExpired|ModelLoadError)\(\s*([^)\s,]*)")
 CJK = re.compile(r"[\u4e00-\u9fff]")

@@ -16,6 +16,8 @@ from model.loading import LoadedModel, available_models, load_model, model_info
 from model.records import SamplingConfig
 from model.session import DecodeSession
 
+pytestmark = pytest.mark.model
+
 GREEDY = SamplingConfig(temperature=0)
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, seed=7)
 TEXT = "The history of the printing press begins in the fifteenth century, when movable type arrived. " * 40

@@ -60,6 +60,7 @@ def repeating(lm):
     return s
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("order", list(ORDERS))
 @pytest.mark.parametrize("settings", EXTREMES, ids=lambda d: ",".join(f"{k}={v}" for k, v in d.items()))
 def test_extreme_settings_in_range_give_a_distribution(repeating, order, settings):
@@ -79,6 +80,7 @@ def test_extreme_settings_in_range_give_a_distribution(repeating, order, setting
     repeating.back()
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("t", [1e-300, 5e-324, 1e-45])
 def test_a_tiny_temperature_is_greedy(repeating, t):
     """The limit of softmax(z / T) as T -> 0 is the argmax, as at T = 0 (whose fate for the rest is 'greedy')."""
@@ -88,6 +90,7 @@ def test_a_tiny_temperature_is_greedy(repeating, t):
     assert tiny.stages[1].kept == 1
 
 
+@pytest.mark.model
 def test_an_ordinary_temperature_is_unchanged_by_the_shift(repeating):
     """Subtracting the max logit before dividing by T changes no probability (softmax is shift-invariant)."""
     cfg = SamplingConfig(temperature=0.7, repetition_penalty=1.3, top_k=50)
@@ -99,6 +102,7 @@ def test_an_ordinary_temperature_is_unchanged_by_the_shift(repeating):
     assert torch.allclose(torch.softmax(after_t, -1), torch.softmax(plain, -1), atol=1e-6)
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("penalty", [1e-300, 0.05, 0.0999, 10.5])
 def test_a_repetition_penalty_outside_its_range_is_refused_by_key(penalty):
     with pytest.raises(SessionError) as err:
@@ -107,6 +111,7 @@ def test_a_repetition_penalty_outside_its_range_is_refused_by_key(penalty):
     assert "0.1" in err.value.text("zh")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("field", ["temperature", "top_p", "repetition_penalty", "seed"])
 def test_an_int_past_floats_range_is_refused_not_crashed(field):
     """A trace file can hold an int of up to 4,300 digits; math.isfinite(10**400) raises OverflowError."""
@@ -115,12 +120,14 @@ def test_an_int_past_floats_range_is_refused_not_crashed(field):
     assert err.value.key in ("setting_not_a_number", "seed_range")
 
 
+@pytest.mark.model
 def test_the_temperature_sweep_takes_a_tiny_temperature(repeating):
     s = repeating.sweep(SamplingConfig(top_p=0.9), [5e-324, 1e-300, 1.0, 100.0])
     assert s.nucleus_size[0] == s.nucleus_size[1] == 1 and all(math.isfinite(e) for e in s.entropy_bits)
 
 
 # ---- 2. reading an uploaded trace's bytes ------------------------------------------------------------------
+@pytest.mark.unit
 @pytest.mark.parametrize(
     "raw, key",
     [
@@ -143,6 +150,7 @@ def test_a_malformed_trace_file_is_refused_by_key(raw, key):
     assert err.value.text("zh") != str(err.value)
 
 
+@pytest.mark.model
 def test_a_good_trace_file_reads_back(session):
     session.start("A short trace:")
     session.step(SamplingConfig(temperature=0))
@@ -196,6 +204,7 @@ BAD_CLAIMS = {
 }
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("case", list(BAD_CLAIMS))
 def test_a_trace_claiming_too_much_costs_no_forward_pass(lm, small_trace, case):
     from model.session import DecodeSession
@@ -210,12 +219,14 @@ def test_a_trace_claiming_too_much_costs_no_forward_pass(lm, small_trace, case):
         assert isinstance(err.value, SessionError) and err.value.key == key
 
 
+@pytest.mark.model
 def test_the_end_token_ends_the_text(lm):
     from model.session import DecodeSession
 
     assert END in DecodeSession(lm)._eos_ids()
 
 
+@pytest.mark.model
 def test_a_trace_that_fits_exactly_still_replays(lm, small_trace):
     from model.session import DecodeSession
 
@@ -233,6 +244,7 @@ def _special_texts(lm):
     return texts
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("chat", [False, True])
 def test_every_added_special_token_is_refused(lm, session, chat):
     for text in _special_texts(lm):
@@ -241,6 +253,7 @@ def test_every_added_special_token_is_refused(lm, session, chat):
         assert err.value.key == "prompt_special_token" and text in str(err.value)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("chat", [False, True])
 def test_text_with_angle_brackets_still_works(lm, session, chat):
     """Ordinary text with '<' and '>', and near misses of the special tokens, is taken as plain text."""
@@ -253,6 +266,7 @@ def test_text_with_angle_brackets_still_works(lm, session, chat):
 
 
 # ---- 5. the cache timing lets others use the model between its passes ------------------------------------
+@pytest.mark.model
 def test_measuring_takes_the_model_lock_per_pass(lm):
     ids = lm.tokenizer("The history of the printing press begins in the fifteenth century. " * 8)["input_ids"][:96]
     model_lock, measuring, passes_unlocked = threading.Lock(), threading.Event(), []
@@ -286,18 +300,21 @@ def test_measuring_takes_the_model_lock_per_pass(lm):
     assert got_in  # and another thread ran between them
 
 
+@pytest.mark.model
 def test_measuring_without_a_lock_still_works(lm):
     ids = lm.tokenizer("One two three four five six seven eight nine ten.")["input_ids"]
     assert len(measure_cache_timing(lm, ids, [2, len(ids)], repeats=1).cached_ms) == 2
 
 
 # ---- 6. parsing a typed whole number ----------------------------------------------------------------------
+@pytest.mark.unit
 @pytest.mark.parametrize("value, expected", [(0, 0), (49151, 49151), ("42", 42), (" 7 ", 7), ("007", 7), (5.0, 5),
                                              (-3, -3)])  # a negative id is derive()'s to refuse, naming the vocabulary
 def test_a_token_id_is_parsed(value, expected):
     assert parse_token_id(value) == expected
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value", ["²", "①", "٣", "１２", "-1", "1.5", "", " ", "1e3", "0x10", "9" * 5000, True, 1.5,
                                    math.nan, None, [1], "4 2"])
 def test_a_token_id_that_is_not_ascii_digits_is_refused_by_key(value):
@@ -308,16 +325,19 @@ def test_a_token_id_that_is_not_ascii_digits_is_refused_by_key(value):
     assert len(str(err.value)) < 200  # a 5,000-digit paste is not echoed whole
 
 
+@pytest.mark.unit
 def test_the_forced_token_message_names_what_was_typed():
     with pytest.raises(SessionError, match="got '²'"):
         parse_token_id("²")
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value, expected", [(3, 3), ("12", 12), (5.0, 5), (0.0, 0)])
 def test_a_whole_number_is_parsed(value, expected):
     assert parse_whole(value, "forced_token_not_an_id") == expected
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("value", ["²", 2.5, math.inf, math.nan, -1, False, "1_000"])
 def test_a_number_that_is_not_whole_is_refused_with_the_given_key(value):
     with pytest.raises(SessionError) as err:
@@ -325,6 +345,7 @@ def test_a_number_that_is_not_whole_is_refused_with_the_given_key(value):
     assert err.value.key == "forced_token_not_an_id"
 
 
+@pytest.mark.unit
 def test_every_new_key_has_both_languages():
     for key in ("repetition_penalty_bounds", "trace_too_large", "trace_not_text", "trace_not_json",
                 "trace_too_deep", "trace_number_too_long", "trace_too_many_steps",

@@ -21,10 +21,8 @@ from gradio_client.utils import QueueError
 from model.admission import OpeningLimit
 from model.sessions import SessionStore
 from ui.views.session_io import EXPORT_KEEP_S
-from served import served
+from served import DEFAULTS, served
 
-DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-                lang="en", layer=0, head="mean")
 SETTINGS = [1.0, 0, 1.0, 0.0, 1.0, "transformers", 0, "en", "candidates", 0, "mean"]  # the raw inputs after them
 BUG = re.compile(r"Something went wrong|Traceback|object at 0x|/work/|site-packages")
 
@@ -84,6 +82,7 @@ def counted_passes(lm):
 
 
 # ---- 1. a tiny temperature --------------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("temperature", [1e-300, 5e-324])
 def test_a_tiny_temperature_steps_greedily(client, temperature):
     start(client)
@@ -93,6 +92,7 @@ def test_a_tiny_temperature_steps_greedily(client, temperature):
     assert step_of(tiny) == 1 and tiny[0].split('id="tbt-marker"')[0] == greedy[0].split('id="tbt-marker"')[0]
 
 
+@pytest.mark.server
 def test_a_trace_with_a_tiny_repetition_penalty_is_refused_plainly(server, client, tmp_path):
     trace = exported_trace(client)
     trace["steps"][0]["distribution"]["config"]["repetition_penalty"] = 1e-300
@@ -114,6 +114,7 @@ def upload(tmp_path, content) -> dict:
 
 
 # ---- 2. malformed trace files -----------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("content", [b"[" * 200_000 + b"]" * 200_000, b'{"format": ' + b"7" * 5000 + b"}"],
                          ids=["nested-200000-deep", "5000-digit-int"])
 def test_a_malformed_trace_is_not_a_valid_trace(client, tmp_path, content):
@@ -122,6 +123,7 @@ def test_a_malformed_trace_is_not_a_valid_trace(client, tmp_path, content):
 
 
 # ---- 3. forcing a digit that int() refuses ----------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("typed", ["²", "①", "٣"])
 def test_forcing_a_unicode_digit_is_refused_plainly(client, typed):
     start(client)
@@ -129,6 +131,7 @@ def test_forcing_a_unicode_digit_is_refused_plainly(client, typed):
 
 
 # ---- 4. special tokens typed into a prompt ----------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("mode", ["raw", "chat"])
 @pytest.mark.parametrize("special", ["<file_sep>", "<repo_name>", "<jupyter_code>", "<empty_output>"])
 def test_an_added_special_token_cannot_be_typed(client, special, mode):
@@ -136,6 +139,7 @@ def test_an_added_special_token_cannot_be_typed(client, special, mode):
 
 
 # ---- 5. a trace that claims too much ----------------------------------------------------------------------
+@pytest.mark.server
 def test_a_trace_claiming_98002_steps_runs_no_forward_pass(client, tmp_path, counted_passes):
     trace = exported_trace(client, steps=1)
     trace["steps"] = trace["steps"] * 98_002
@@ -154,6 +158,7 @@ def test_a_trace_claiming_98002_steps_runs_no_forward_pass(client, tmp_path, cou
 
 
 # ---- 6. one session cannot lock the class out ---------------------------------------------------------------
+@pytest.mark.server
 def test_a_burst_of_measurements_from_one_session_leaves_the_class_served(server, client):
     page, url, _ = server
     start(client, "A text to measure, long enough to take a few passes of the model.")
@@ -178,6 +183,7 @@ def test_a_burst_of_measurements_from_one_session_leaves_the_class_served(server
         other.close()
 
 
+@pytest.mark.server
 def test_a_second_slow_request_of_a_session_is_refused_with_a_reason(server, client):
     """What the refusal says, as a script posting to the queue sees it."""
     _, url, demo = server
@@ -191,6 +197,7 @@ def test_a_second_slow_request_of_a_session_is_refused_with_a_reason(server, cli
     assert answer.status_code == 503 and "still running" in answer.json()["detail"], answer.text
 
 
+@pytest.mark.server
 def test_a_step_goes_through_while_a_measurement_runs(server, client):
     """The measurement takes the model lock per pass: another user's step finishes before it does."""
     page, url, _ = server
@@ -209,6 +216,7 @@ def test_a_step_goes_through_while_a_measurement_runs(server, client):
 
 
 # ---- 7. exports leave nothing behind --------------------------------------------------------------------
+@pytest.mark.server
 def test_an_export_leaves_no_folder_in_the_temp_directory(client):
     start(client)
     call(client, "/next_token")
@@ -224,6 +232,7 @@ def test_an_export_leaves_no_folder_in_the_temp_directory(client):
 
 
 # ---- 8. uploads have a size limit (and see test_bad_input.test_import_a_huge_file) ------------------------
+@pytest.mark.server
 def test_the_upload_limit_is_the_trace_limit(server):
     from model.trace import MAX_TRACE_BYTES
 
@@ -231,6 +240,7 @@ def test_the_upload_limit_is_the_trace_limit(server):
 
 
 # ---- 9. unknown events ------------------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("fn_index", [999, -1, 2**64])
 def test_an_unknown_event_number_gets_422_without_a_traceback(server, fn_index, capfd):
     answer = httpx.post(f"{server[1]}gradio_api/queue/join", timeout=30,
@@ -239,6 +249,7 @@ def test_an_unknown_event_number_gets_422_without_a_traceback(server, fn_index, 
     assert "Traceback" not in capfd.readouterr().err
 
 
+@pytest.mark.server
 @pytest.mark.parametrize("name", ["open_candidates", "no_such_event"])
 @pytest.mark.parametrize("route", ["call", "call/v2"])
 def test_an_unknown_event_name_gets_404_without_a_traceback(server, name, route, capfd):
@@ -248,6 +259,7 @@ def test_an_unknown_event_name_gets_404_without_a_traceback(server, name, route,
 
 
 # ---- 10. internals do not reach the client --------------------------------------------------------------
+@pytest.mark.server
 def test_too_few_inputs_get_a_count_not_component_objects(server):
     stream = raw_call(server[1], "next_token", [1.0])
     assert "event: error" in stream and "inputs" in stream
@@ -255,6 +267,7 @@ def test_too_few_inputs_get_a_count_not_component_objects(server):
 
 
 # ---- 11. no server path in a message ----------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("path", ["app.py", "../../etc/passwd", "/etc/hostname"])
 def test_importing_a_server_path_names_no_path(server, path):
     stream = raw_call(server[1], "import_trace", [{"path": path, "meta": {"_type": "gradio.FileData"}}, *SETTINGS])
@@ -263,6 +276,7 @@ def test_importing_a_server_path_names_no_path(server, path):
 
 
 # ---- 12. how fast sessions can be opened, and sessions without a page ----------------------------------------
+@pytest.mark.model
 def test_one_address_cannot_take_every_session_but_a_class_gets_in(lm):
     now = [0.0]
     store = SessionStore(max_sessions=120, clock=lambda: now[0], opening=OpeningLimit(burst=45, refill_s=4.0,
@@ -282,6 +296,7 @@ def test_one_address_cannot_take_every_session_but_a_class_gets_in(lm):
     assert len(store) == 48
 
 
+@pytest.mark.server
 def test_the_api_opening_limit_answers_plainly(server, lm):
     page, url, _ = server
     limit, page.store.opening = page.store.opening, OpeningLimit(burst=2, refill_s=600)
@@ -298,6 +313,7 @@ def test_the_api_opening_limit_answers_plainly(server, lm):
             c.close()
 
 
+@pytest.mark.server
 def test_a_session_whose_page_never_connected_is_freed_soon(server, client):
     page, url, _ = server
     start(client)  # gradio_client keeps a heartbeat, as a page does

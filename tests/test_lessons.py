@@ -15,11 +15,10 @@ from model.sessions import SessionStore
 from ui.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from ui.views import VIEWS
 from ui.views.lesson import predict_cache_bytes, reveal_html, size_choices
-from served import served
+from served import DEFAULTS, served
 
 TABS = tuple(View.tab for View in VIEWS)
-PAGE = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-            layer=0, head="mean")
+PAGE = {name: value for name, value in DEFAULTS.items() if name != "lang"}  # (each call gives its language)
 # where things are in a step's answer through the API (gr.State outputs are not returned)
 PROGRESS, STEP_TEXT, QUESTION, GUESS, REVEAL, PLOT, PROMPT, MODE, MODEL = range(9)  # (buttons return nothing)
 SETTINGS = slice(9, 16)
@@ -61,6 +60,7 @@ class INFO:  # SmolLM2-135M's shape (docs/what-it-teaches.md: Grouped-query atte
 
 
 # ---- the built-in lessons ---------------------------------------------------------------------------------
+@pytest.mark.unit
 def test_at_least_seven_builtin_lessons_check_against_the_page(lessons):
     assert len(lessons) >= 7
     kinds = {s["predict"]["kind"] for lesson in lessons.values() for s in lesson["steps"] if s["predict"]}
@@ -86,6 +86,7 @@ def started(lm, step) -> DecodeSession:
     return session
 
 
+@pytest.mark.model
 def test_every_next_token_question_has_the_model_s_top_token_among_its_choices(lm, lessons):
     """A right answer exists, and every choice is one SmolLM2 token (its probability is that token's)."""
     for step in predict_steps(lessons, "next_token"):
@@ -96,6 +97,7 @@ def test_every_next_token_question_has_the_model_s_top_token_among_its_choices(l
         assert [top.token.id] in ids, (step["prompt"], top.token.display)
 
 
+@pytest.mark.model
 def test_the_sampling_lesson_agrees_with_the_model(lm, lessons):
     (order,) = predict_steps(lessons, "order")
     session, cfg = started(lm, order), SamplingConfig(**order["settings"])
@@ -118,6 +120,7 @@ def test_the_sampling_lesson_agrees_with_the_model(lm, lessons):
         assert (fate.stage_probs["top_p"] > 0) == kept
 
 
+@pytest.mark.unit
 def test_cache_questions_agree_with_facts(lessons):
     answers = {(s["predict"]["model"], s["predict"]["tokens"], s["predict"]["dtype"]): predict_cache_bytes(s["predict"], INFO)
                for s in predict_steps(lessons, "cache_size")}
@@ -129,6 +132,7 @@ def test_cache_questions_agree_with_facts(lessons):
         assert predict_cache_bytes(step["predict"], INFO) in choices and len(set(choices)) == 4
 
 
+@pytest.mark.model
 def test_the_subword_lesson_shows_a_chinese_character_as_several_byte_tokens(lm, lessons):
     step = next(s for s in lessons["subwords"]["steps"] if "猫" in s["prompt"]["en"])
     session = started(lm, step)
@@ -170,6 +174,7 @@ BAD = [
 ]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("edit, field, also", BAD)
 def test_a_malformed_lesson_is_refused_naming_its_field(edit, field, also):
     check_lesson(GOOD, TABS)  # the unbroken one passes
@@ -182,6 +187,7 @@ def test_a_malformed_lesson_is_refused_naming_its_field(edit, field, also):
     assert re.search(r"[\u4e00-\u9fff]", err.value.text("zh"))
 
 
+@pytest.mark.unit
 def test_not_json_and_too_big_are_refused():
     with pytest.raises(LessonError, match="not JSON"):
         read_lesson(b"{nope", TABS)
@@ -190,6 +196,7 @@ def test_not_json_and_too_big_are_refused():
 
 
 # ---- through the API ---------------------------------------------------------------------------------------
+@pytest.mark.server
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, lang):
     for lesson_id, lesson in lessons.items():
@@ -218,6 +225,7 @@ def probabilities_in(result) -> list[str]:
     return re.findall(r"\d+(?:\.\d+)?%", json.dumps(result, ensure_ascii=False))
 
 
+@pytest.mark.server
 def test_the_candidates_are_sent_only_after_the_guess(client, lessons, lm):
     lesson = lessons["one-token-at-a-time"]
     before = call(client, "/lesson_open", "one-token-at-a-time")
@@ -240,6 +248,7 @@ def test_the_candidates_are_sent_only_after_the_guess(client, lessons, lm):
     assert probabilities_in(reveal[0])  # the reveal says the probabilities
 
 
+@pytest.mark.server
 def test_a_typed_guess_is_read_as_the_word_after_the_prompt(client, lm):
     call(client, "/lesson_open", "one-token-at-a-time")
     reveal = call(client, "/lesson_guess", "Paris")  # typed, without the leading space
@@ -247,6 +256,7 @@ def test_a_typed_guess_is_read_as_the_word_after_the_prompt(client, lm):
     assert 'data-right="true"' in reveal[0]
 
 
+@pytest.mark.server
 def test_a_guess_is_needed_and_a_step_without_a_question_takes_none(client):
     call(client, "/lesson_open", "one-token-at-a-time")
     with pytest.raises(AppError, match="guess first"):
@@ -256,6 +266,7 @@ def test_a_guess_is_needed_and_a_step_without_a_question_takes_none(client):
         call(client, "/lesson_guess", " Paris")
 
 
+@pytest.mark.server
 def test_an_uploaded_lesson_is_checked_and_played(client, tmp_path):
     good = tmp_path / "mine.json"
     good.write_text(json.dumps(GOOD, ensure_ascii=False), encoding="utf-8")
@@ -269,6 +280,7 @@ def test_an_uploaded_lesson_is_checked_and_played(client, tmp_path):
         call(client, "/lesson_upload", handle_file(str(bad)), lang="zh")
 
 
+@pytest.mark.server
 def test_progress_from_the_browser_resumes_and_is_checked_again(client):
     result = client.predict({"id": "temperature", "step": 2, "file": None}, **PAGE, lang="en", api_name="/lesson_resume")
     assert result[PROGRESS]["step"] == 2 and "Step 3 of 3" in result[STEP_TEXT]
@@ -277,6 +289,7 @@ def test_progress_from_the_browser_resumes_and_is_checked_again(client):
         client.predict(tampered, **PAGE, lang="en", api_name="/lesson_resume")
 
 
+@pytest.mark.unit
 def test_the_reveal_is_said_in_both_languages():
     answer = {"kind": "order", "guess": "same", "right": False, "first": 7, "last": 141}
     assert "141" in reveal_html(answer, "en") and "141" in reveal_html(answer, "zh")

@@ -7,15 +7,14 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from browser import CHROMIUM, FLAGS, needs_chromium
+from browser import screenshot
 from model.records import SamplingConfig
 from viz.i18n import t
 from viz.style import format_prob
-from served import served
+from served import DEFAULTS as PAGE_DEFAULTS, served
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULTS = dict(temperature=0.8, top_k=0, top_p=0.9, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=4,
-                lang="en", layer=0, head="mean")
+DEFAULTS = {**PAGE_DEFAULTS, "temperature": 0.8, "top_p": 0.9, "seed": 4}
 STEPS = 5
 
 
@@ -42,6 +41,7 @@ def exported(server):
     app.store.drop(client.session_hash)
 
 
+@pytest.mark.server
 def test_the_page_holds_no_server_path_and_is_a_few_megabytes(exported):
     session, pages = exported
     for lang, html in pages.items():
@@ -73,15 +73,12 @@ def open_offline(browser, html: str, path: Path, lang: str):
     return tab
 
 
-@needs_chromium
+@pytest.mark.browser
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_page_replays_the_sessions_tokens_and_probabilities_offline(exported, lang, tmp_path):
-    from playwright.sync_api import sync_playwright
-
+def test_the_page_replays_the_sessions_tokens_and_probabilities_offline(exported, chromium, lang, tmp_path):
     session, pages = exported
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        tab = open_offline(browser, pages[lang], tmp_path / f"session-{lang}.html", lang)
+    tab = open_offline(chromium, pages[lang], tmp_path / f"session-{lang}.html", lang)
+    try:
         assert tab.locator("#status").get_attribute("data-step") == "0"
         assert tab.locator("#btn-next").inner_text() == t("offline_next", lang)
         for step in session.steps:
@@ -106,6 +103,7 @@ def test_the_page_replays_the_sessions_tokens_and_probabilities_offline(exported
         tab.wait_for_function(f"() => document.body.dataset.shown === '{len(session.steps) - 1}'")
         tab.click("#btn-last")
         tab.wait_for_timeout(300)
-        tab.screenshot(path=str(ROOT / "assets" / "screenshots" / f"offline_page_{lang}.png"))
+        screenshot(tab, f"offline_page_{lang}")
         assert tab.requests == [] and tab.problems == []
-        browser.close()
+    finally:
+        tab.close()

@@ -7,6 +7,8 @@ from model.errors import SessionError
 from model.paged import BLOCK_SIZE, block_hashes, bytes_per_token, paged_layout
 from model.records import ModelInfo
 
+pytestmark = pytest.mark.unit
+
 SMOLLM2 = ModelInfo(name="smollm2", layers=30, heads=9, kv_heads=3, head_dim=64, hidden=576, vocab=49152,
                     bytes_per_value=4, dtype="float32", context=8192)
 PER_TOKEN = 2 * 30 * 3 * 64 * 4  # 46,080 B (docs/what-it-teaches.md: Its size)

@@ -13,6 +13,8 @@ from model.session import DecodeSession
 from model.sessions import SessionStore
 from model.trace import replay, to_trace
 
+pytestmark = pytest.mark.model
+
 GREEDY = SamplingConfig(temperature=0)
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, min_p=0.02, repetition_penalty=1.1, seed=7)
 PROMPT = "Once upon a time, in a small village,"

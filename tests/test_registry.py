@@ -33,6 +33,7 @@ def in_thread(fn) -> tuple[threading.Thread, list]:
     return thread, out
 
 
+@pytest.mark.model
 def test_a_loaded_model_is_served_while_another_loads_and_that_one_loads_once(lm, slow_load):
     release, calls = slow_load
     registry = ModelRegistry("smollm2", preloaded={"smollm2": lm})
@@ -52,6 +53,7 @@ def test_a_loaded_model_is_served_while_another_loads_and_that_one_loads_once(lm
     assert first_out == [lm] and second_out[0].lm is lm
 
 
+@pytest.mark.model
 def test_a_failed_load_is_told_without_the_server_path_and_can_be_tried_again(lm, slow_load, monkeypatch, caplog):
     release, _ = slow_load
     failures = []
@@ -70,6 +72,7 @@ def test_a_failed_load_is_told_without_the_server_path_and_can_be_tried_again(lm
     assert "/srv/models/slow" in caplog.text  # the log has it
 
 
+@pytest.mark.unit
 def test_a_folder_that_is_no_model_names_its_path_in_the_log_text_only(tmp_path):
     with pytest.raises(ModelLoadError) as err:
         resolve(str(tmp_path))
@@ -79,6 +82,7 @@ def test_a_folder_that_is_no_model_names_its_path_in_the_log_text_only(tmp_path)
     assert tmp_path.name in str(shown)
 
 
+@pytest.mark.model
 def test_an_unknown_model_is_refused_with_the_choices(lm):
     registry = ModelRegistry("smollm2", preloaded={"smollm2": lm})
     with pytest.raises(SessionError, match="Unknown model 'nope': choose one of"):

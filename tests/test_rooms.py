@@ -14,10 +14,8 @@ from model.sessions import SessionStore
 from ui.protocol import carried_figure
 from ui.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
 from ui.strings import t
-from served import served
+from served import DEFAULTS, served
 
-DEFAULTS = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="transformers", seed=0,
-                lang="en", layer=0, head="mean")
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +62,7 @@ def room(server):
         server[2].close(c.session_hash, "left")
 
 
+@pytest.mark.server
 def test_a_follower_sees_the_teachers_steps_in_order(server, room):
     app, _, _ = server
     teacher, follower, code = room
@@ -81,6 +80,7 @@ def test_a_follower_sees_the_teachers_steps_in_order(server, room):
     assert step_of(status) == 3
 
 
+@pytest.mark.server
 def test_a_follower_cannot_step_the_teachers_session(server, room):
     app, _, _ = server
     teacher, follower, _ = room
@@ -99,6 +99,7 @@ def test_a_follower_cannot_step_the_teachers_session(server, room):
     assert step_of(status) == len(before) - app.store.get(teacher.session_hash).prompt_len
 
 
+@pytest.mark.server
 def test_explore_from_here_gives_an_independent_session_with_the_same_state(server, room, lm):
     app = server[0]
     teacher, follower, _ = room
@@ -125,6 +126,7 @@ def test_explore_from_here_gives_an_independent_session_with_the_same_state(serv
     assert step_of(status) == 3
 
 
+@pytest.mark.server
 def test_a_closed_room_tells_its_followers(server, room):
     teacher, follower, code = room
     room_state(follower)
@@ -137,6 +139,7 @@ def test_a_closed_room_tells_its_followers(server, room):
         follower.predict(code, "zh", api_name="/join_room")
 
 
+@pytest.mark.server
 def test_a_room_closes_when_its_teacher_leaves_or_idles(server):
     from ui.rooms import Rooms
     from model.errors import SessionError
@@ -156,6 +159,7 @@ def test_a_room_closes_when_its_teacher_leaves_or_idles(server):
     assert len(rooms) == 0
 
 
+@pytest.mark.unit
 def test_rooms_and_followers_are_bounded():
     from ui.rooms import Rooms
     from model.errors import SessionError
@@ -173,6 +177,7 @@ def test_rooms_and_followers_are_bounded():
         rooms.join("t1", a)
 
 
+@pytest.mark.server
 def test_thirty_followers_add_no_model_passes(server, room, lm, monkeypatch):
     app, url, _ = server
     teacher, _, code = room
@@ -197,6 +202,7 @@ def test_thirty_followers_add_no_model_passes(server, room, lm, monkeypatch):
         server[2].leave(f)
 
 
+@pytest.mark.server
 def test_codes_are_unguessable_and_a_wrong_code_says_so(server, room):
     codes = {new_code() for _ in range(2000)}
     assert len(codes) == 2000 and all(len(c) == CODE_LENGTH and set(c) <= set(CODE_ALPHABET) for c in codes)
@@ -228,6 +234,7 @@ def class_counts(teacher, lang="en") -> dict:
     return dict(zip(data["y"], data["x"]))
 
 
+@pytest.mark.server
 def test_the_class_guesses_before_the_reveal_and_sees_the_chart_only_after(server, room):
     app, url, _ = server
     teacher, follower, code = room
@@ -270,6 +277,7 @@ def test_the_class_guesses_before_the_reveal_and_sees_the_chart_only_after(serve
         other.close()
 
 
+@pytest.mark.server
 def test_a_student_without_a_question_or_a_teacher_without_a_room_is_told(server, room):
     app, url, _ = server
     teacher, follower, _ = room
@@ -282,6 +290,7 @@ def test_a_student_without_a_question_or_a_teacher_without_a_room_is_told(server
     app.store.drop(alone.session_hash)
 
 
+@pytest.mark.server
 def test_the_mirror_is_drawn_in_the_followers_language(server, room):
     teacher, follower, _ = room
     call(teacher, "/next_token")  # the teacher's page is in English

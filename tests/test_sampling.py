@@ -9,6 +9,8 @@ from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 from model.records import SamplingConfig, TokenInfo
 from model.sampling import derive, draw_u, inverse_cdf, temperature_sweep
 
+pytestmark = pytest.mark.unit
+
 
 class Ids:
     """Token display for hand-made vocabularies: the id as text."""

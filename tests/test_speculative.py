@@ -23,6 +23,7 @@ def ids_of(lm, text):
 
 
 # ---- the draft: the same choices as transformers' PromptLookupCandidateGenerator ------------------------
+@pytest.mark.unit
 def test_lookup_draft_matches_transformers_choices():
     rng = np.random.default_rng(7)
     cases = 0
@@ -38,6 +39,7 @@ def test_lookup_draft_matches_transformers_choices():
     assert cases > 100  # most cases drafted something: the comparison is not all empty drafts
 
 
+@pytest.mark.unit
 def test_lookup_draft_takes_the_longest_ngram_and_its_first_occurrence():
     # last 2-gram (7, 8) occurs at 0 and 4: the first (leftmost) occurrence's continuation is copied
     ids = [7, 8, 1, 2, 7, 8, 3, 4, 9, 7, 8]
@@ -47,6 +49,7 @@ def test_lookup_draft_takes_the_longest_ngram_and_its_first_occurrence():
 
 
 # ---- greedy: the target's own output ------------------------------------------------------------------
+@pytest.mark.model
 @pytest.mark.parametrize("name", list(PROMPTS))
 def test_greedy_equals_plain_greedy_and_transformers_prompt_lookup(lm, name):
     ids = ids_of(lm, PROMPTS[name])
@@ -62,6 +65,7 @@ def test_greedy_equals_plain_greedy_and_transformers_prompt_lookup(lm, name):
         assert run.passes < len(run.generated) and run.acceptance_rate > 0
 
 
+@pytest.mark.model
 def test_one_forward_pass_per_round(lm, monkeypatch):
     ids = ids_of(lm, PROMPTS["code"])
     calls = []
@@ -82,6 +86,7 @@ def test_one_forward_pass_per_round(lm, monkeypatch):
     assert run.rounds[-1].passes_so_far == run.passes and run.rounds[-1].tokens_so_far == len(run.generated)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("j", [0, 2, 4])
 def test_accepted_count_on_a_draft_right_for_exactly_j_tokens(lm, j):
     ids = ids_of(lm, PROMPTS["prose"])
@@ -113,6 +118,7 @@ def _independent_p(lm, seq, position, cfg):
     return torch.softmax(z, -1)
 
 
+@pytest.mark.model
 def test_sampling_decisions_follow_u_below_p(lm):
     ids = ids_of(lm, PROMPTS["list"])
     cfg = SamplingConfig(temperature=0.9, top_k=40, repetition_penalty=1.1)
@@ -146,6 +152,7 @@ def test_sampling_decisions_follow_u_below_p(lm):
     assert kept and rejected and bonus  # every branch was taken at least once
 
 
+@pytest.mark.model
 def test_residual_is_normalised_and_zero_at_the_draft(lm):
     ids = ids_of(lm, PROMPTS["prose"])
     logits = lm.model(input_ids=torch.tensor([ids])).logits[0, -1]
@@ -158,6 +165,7 @@ def test_residual_is_normalised_and_zero_at_the_draft(lm):
     assert torch.allclose(r[others], p[others] / (1 - p[x]), rtol=1e-4, atol=1e-9)
 
 
+@pytest.mark.model
 def test_a_seed_reproduces_a_run(lm):
     ids = ids_of(lm, PROMPTS["list"])
     cfg = SamplingConfig(temperature=1.0, seed=11)
@@ -166,6 +174,7 @@ def test_a_seed_reproduces_a_run(lm):
     assert a.generated == b.generated and [r.accepted for r in a.rounds] == [r.accepted for r in b.rounds]
 
 
+@pytest.mark.model
 def test_refusals_are_keyed(lm):
     with pytest.raises(SessionError) as err:
         SpeculativeDecoder(lm, [1, 2], GREEDY, draft_len=0)
@@ -180,6 +189,7 @@ def test_refusals_are_keyed(lm):
     assert err.value.key in ("spec_finished_length", "spec_finished_eos")
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_round_chart_draws_every_draft_and_replacement(lm, lang):
     import plotly.graph_objects as go

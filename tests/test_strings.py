@@ -3,10 +3,14 @@ import ast
 import string
 from pathlib import Path
 
+import pytest
+
 from model.errors import MESSAGES
 from model.records import FATES, STAGES_TRANSFORMERS
 from ui.strings import PAGE
 from viz.i18n import WORDS
+
+pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {"PAGE": PAGE, "WORDS": WORDS, "MESSAGES": MESSAGES}

@@ -19,6 +19,7 @@ def ids(lm):
     return ids[:150]
 
 
+@pytest.mark.unit
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 12, 100, 511, 512])
 def test_default_lengths_spread_up_to_the_current_length(n):
     lengths = default_lengths(n)
@@ -29,10 +30,12 @@ def test_default_lengths_spread_up_to_the_current_length(n):
         assert sum(lengths) <= 2.5 * n  # what keeps a measurement at 512 tokens short
 
 
+@pytest.mark.unit
 def test_no_tokens_no_lengths():
     assert default_lengths(0) == []
 
 
+@pytest.mark.model
 def test_lengths_are_honoured_and_times_positive(lm, ids):
     lengths = [40, 2, 150, 17]  # any order, returned as given
     timing = measure_cache_timing(lm, ids, lengths, repeats=1)
@@ -41,6 +44,7 @@ def test_lengths_are_honoured_and_times_positive(lm, ids):
     assert all(math.isfinite(ms) and ms > 0 for ms in timing.cached_ms + timing.full_ms)
 
 
+@pytest.mark.model
 def test_recomputing_the_longest_prefix_is_slower_than_a_cached_step(lm, ids):
     timing = measure_cache_timing(lm, ids, [150], repeats=3, budget_s=60)
     assert timing.full_ms[-1] > 1.5 * timing.cached_ms[-1]  # 150 tokens against 1: about 4x on this CPU
@@ -55,6 +59,7 @@ def prefilled(lm, ids):
     return base, logits
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("tokens", [0, 1, 37, 149])
 def test_a_cut_copy_of_the_cache_is_the_cache_of_that_prefix(lm, ids, prefilled, tokens):
     base, full = prefilled
@@ -67,6 +72,7 @@ def test_a_cut_copy_of_the_cache_is_the_cache_of_that_prefix(lm, ids, prefilled,
         assert torch.allclose(step, full[tokens], atol=1e-3, rtol=1e-4)
 
 
+@pytest.mark.unit
 def test_a_cut_copy_works_past_a_sliding_window():
     """Gemma 3 style: 5 of 6 layers see only the last `window` tokens; cutting back past the window still works."""
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
@@ -99,6 +105,7 @@ class CountingModel:
         return self.model(**kwargs)
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("budget_s, passes", [(0, 1 + 2 * 3), (60, 1 + 3 * 2 * 3)])
 def test_repeats_stop_at_the_budget(lm, ids, budget_s, passes):
     counting = CountingModel(lm.model)
@@ -107,6 +114,7 @@ def test_repeats_stop_at_the_budget(lm, ids, budget_s, passes):
     assert timing.seq_len == [3, 9, 27]
 
 
+@pytest.mark.model
 def test_measuring_leaves_the_session_alone(lm, session):
     session.start(TEXT[:200])
     session.step(SamplingConfig(temperature=0))
@@ -119,6 +127,7 @@ def test_measuring_leaves_the_session_alone(lm, session):
     assert session.step(SamplingConfig(temperature=0)).token == twin.step(SamplingConfig(temperature=0)).token
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("lengths, repeats", [([0], 1), ([151], 1), ([2.5], 1), ([True], 1), ([2], 0)])
 def test_bad_arguments_are_refused(lm, ids, lengths, repeats):
     with pytest.raises(ValueError):

@@ -4,6 +4,8 @@ import pytest
 
 from model.tokens import display_piece
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     "piece, byte_level, shown",

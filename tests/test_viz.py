@@ -21,6 +21,8 @@ from viz import attention_chart, candidate_chart, kv_growth_chart, temperature_c
 from viz.candidates import draw_segments, shown_candidates
 from viz.style import chart_json
 
+pytestmark = pytest.mark.unit
+
 ROOT = Path(__file__).resolve().parents[1]
 DISPLAYS = ["␣the", "␣a", "↵", "<E4>", "␣cat", "<b>", "␣dog", "␣and", ",", ".", "␣of", "␣to",
             "␣in", "␣is", "␣it", "␣on", "␣he", "␣she", "␣we", "␣you"]

@@ -9,17 +9,16 @@ import os
 import signal
 import time
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
 
-from engine_server import engine  # noqa: F401  (the fixture)
+from engine_server import REQUEST_S
 from model.engine import EngineClient, EngineTop, fault, parse_top
 from model.engine_session import EngineSession, load_engine_model, tail_independent
 from model.errors import SessionError
 from model.records import SamplingConfig
-from served import served
+from served import DEFAULTS, served
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, a little", "1, 2, 3, 4,",
            "我们今天学习"]
@@ -35,6 +34,7 @@ def answer(top: dict[int, float], prompt_last: tuple[int, float, int] | None = N
     return {"choices": [choice]}
 
 
+@pytest.mark.unit
 def test_an_answer_is_read_by_token_id_most_probable_first():
     top = parse_top(answer({7: -3.0, 3: -1.0, 9: -2.0}, (42, -6.5, 300)), [1, 42], last_logprob=True)
     assert top.ids == (3, 9, 7) and top.logprobs == (-1.0, -2.0, -3.0)
@@ -45,6 +45,7 @@ def test_an_answer_is_read_by_token_id_most_probable_first():
     assert err.value.key == "engine_bad_answer"
 
 
+@pytest.mark.unit
 def test_each_engine_error_is_one_keyed_sentence():
     assert fault(400, "This model's maximum context length is 256 tokens. However, ...", "m").key == "engine_context"
     assert fault(404, "The model `m` does not exist.", "m").key == "engine_model_unknown"
@@ -53,6 +54,7 @@ def test_each_engine_error_is_one_keyed_sentence():
     assert fault(400, "bad", "m").key == "engine_refused"
 
 
+@pytest.mark.unit
 def test_a_cut_is_exact_only_when_the_unknown_tail_cannot_matter():
     top = EngineTop(5, (1, 2, 3), (math.log(0.5), math.log(0.3), math.log(0.1)), 0.1)
     cfg = SamplingConfig()
@@ -67,6 +69,7 @@ def test_a_cut_is_exact_only_when_the_unknown_tail_cannot_matter():
     assert tail_independent(replace(top, tail_mass=0.0), cfg)
 
 
+@pytest.mark.unit
 def test_a_failing_engine_is_not_hammered():
     client = EngineClient(f"http://127.0.0.1:{_closed_port()}/v1", "m", timeout=2)
     with pytest.raises(SessionError) as first:
@@ -87,8 +90,9 @@ def _closed_port() -> int:
 
 # ---- the real engine -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def engine_lm(engine):  # noqa: F811
-    return load_engine_model(EngineClient(engine.url, engine.model), engine.folder)
+def engine_lm(engine):
+    """The engine's model, asked with a test's patience (engine_server.REQUEST_S: it shares the cores of the run)."""
+    return load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)
 
 
 def local_logprobs(lm, ids: list[int]) -> torch.Tensor:
@@ -96,7 +100,8 @@ def local_logprobs(lm, ids: list[int]) -> torch.Tensor:
         return torch.log_softmax(lm.model(input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
 
 
-def test_engine_top_logprobs_equal_the_local_models(engine_lm, lm, engine):  # noqa: F811
+@pytest.mark.engine
+def test_engine_top_logprobs_equal_the_local_models(engine_lm, lm, engine):
     print(f"\nvLLM answered /v1/models {engine.started_s:.0f} s after launch; top N = {engine_lm.client.top_n}")
     largest, positions = 0.0, 0
     for prompt in PROMPTS:
@@ -115,6 +120,7 @@ def test_engine_top_logprobs_equal_the_local_models(engine_lm, lm, engine):  # n
     print(f"largest |engine - local| log-probability over {positions} positions x {len(top.ids)} tokens: {largest:.2e}")
 
 
+@pytest.mark.engine
 def test_greedy_continuations_are_identical(engine_lm, lm):
     greedy = SamplingConfig(temperature=0)
     for prompt in PROMPTS[:3]:
@@ -131,6 +137,7 @@ def test_greedy_continuations_are_identical(engine_lm, lm):
         assert len(session.steps) == len(local) or session.finished
 
 
+@pytest.mark.engine
 def test_a_seed_reproduces_an_engine_session_and_back_asks_nothing(engine_lm):
     cfg = SamplingConfig(temperature=1.0, top_k=10, seed=7)
     runs = []
@@ -154,6 +161,7 @@ def test_a_seed_reproduces_an_engine_session_and_back_asks_nothing(engine_lm):
     assert [s.token.id for s in session.steps] == runs[0]
 
 
+@pytest.mark.engine
 def test_a_token_forced_from_outside_the_top_n_gets_the_engines_own_log_probability(engine_lm, lm):
     session = EngineSession(engine_lm)
     session.start("The capital of France is")
@@ -166,6 +174,7 @@ def test_a_token_forced_from_outside_the_top_n_gets_the_engines_own_log_probabil
     assert session.logprob_t1() == pytest.approx(float(local[outside]), abs=TOLERANCE)
 
 
+@pytest.mark.engine
 def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_approximate(engine_lm, lm):
     session = EngineSession(engine_lm)
     session.start("The capital of France is")
@@ -178,13 +187,14 @@ def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_appr
     assert sum(c.final_prob for c in plain.candidates) == pytest.approx(1.0)  # the draw is over the N
 
 
-def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):  # noqa: F811
+@pytest.mark.engine
+def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):
     session = EngineSession(engine_lm)
     session.start("Hello")
     session.step(SamplingConfig(temperature=0))
     state = (list(session.ids), len(session.steps), session.top)
 
-    unknown = replace(engine_lm, client=EngineClient(engine.url, "no-such-model"))
+    unknown = replace(engine_lm, client=EngineClient(engine.url, "no-such-model", timeout=REQUEST_S))
     other = EngineSession(unknown)
     with pytest.raises(SessionError) as err:
         other.start("Hello")
@@ -221,6 +231,7 @@ def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):  # noqa: 
     assert (session.ids, len(session.steps), session.top) == state
 
 
+@pytest.mark.engine
 def test_through_the_api_on_the_engine_model(engine_lm, lm):
     from gradio_client import Client
 
@@ -231,8 +242,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
     models.add_engine(engine_lm)
     with served(models, SessionStore(max_sessions=4)) as (page, url, demo):
         client = Client(demo.local_url, verbose=False)
-        settings = dict(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0,
-                        order="transformers", seed=0, lang="en", layer=0, head="mean")
+        settings = {**DEFAULTS, "temperature": 0.0}
         assert engine_lm.name in models.names()
         client.predict("The capital of France is", "raw", engine_lm.name, **settings, api_name="/start")
         session = page.store.get(client.session_hash)
@@ -268,60 +278,55 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         assert session.ids == before
 
 
-def test_the_page_on_the_engine_model(engine_lm, lm):
+@pytest.mark.engine
+@pytest.mark.browser
+def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
     """Headless Chromium: steps, a forced token, the candidate chart with its tail line, attention saying why not."""
-    from browser import CHROMIUM, FLAGS, needs_chromium, open_tab, plot_drawn, wait_for_step
-    from playwright.sync_api import sync_playwright
+    from browser import plot_drawn, screenshot, wait_for_step
 
     from model.sessions import ModelRegistry, SessionStore
 
-    if needs_chromium.args[0]:
-        pytest.skip(needs_chromium.kwargs["reason"])
     models = ModelRegistry(engine_lm.name, {"smollm2": lm})  # the engine's model is the page's default here
     models.add_engine(engine_lm)
-    shots = Path(__file__).resolve().parents[1] / "assets" / "screenshots"
     with served(models, SessionStore(), engine_lm.name) as (page_state, url, demo):
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-            page = open_tab(browser, demo.local_url)
-            page.locator("#tbt-prompt textarea").fill("The best way to learn is")
-            page.locator("#tbt-start").click()
-            wait_for_step(page, 0)
-            for n in (1, 2):
-                page.locator("#tbt-next").click()
-                wait_for_step(page, n)
-            session = next(s for _, s in page_state.store.live())
-            forced = session.top.ids[2]
-            session_before = len(session.steps)
-            page.locator("#tbt-force input").click()  # the force list, most probable first: its third entry
-            page.get_by_role("option").nth(2).click()
-            page.locator("#tbt-force-btn").click()
-            wait_for_step(page, 3)
-            assert session.steps[-1].distribution.forced and session.steps[-1].token.id == forced
-            plot_drawn(page, "tbt-plot-candidates")
-            text = page.locator("#tbt-plot-candidates").inner_text()
-            assert "From the engine" in text and "approximate" in text
-            page.screenshot(path=str(shots / "engine_candidates_en.png"))
-            page.get_by_role("tab", name="Attention").click()
-            page.wait_for_function("() => document.querySelector('#tbt-plot-attention')?.innerText"
-                                   ".includes('sends no attention weights')", timeout=30_000)
-            page.screenshot(path=str(shots / "engine_attention_en.png"))
-            page.get_by_label("中文").check()
-            page.wait_for_function("() => document.querySelector('#tbt-plot-attention')?.innerText"
-                                   ".includes('不提供注意力权重')", timeout=30_000)
-            page.screenshot(path=str(shots / "engine_attention_zh.png"))
-            page.get_by_role("tab", name="候选词元").click()
-            page.wait_for_function("() => document.querySelector('#tbt-plot-candidates')?.innerText"
-                                   ".includes('来自推理引擎')", timeout=30_000)
-            page.screenshot(path=str(shots / "engine_candidates_zh.png"))
-            assert session_before == 2 and page.problems == []
-            browser.close()
+        page = new_tab(demo.local_url)
+        page.locator("#tbt-prompt textarea").fill("The best way to learn is")
+        page.locator("#tbt-start").click()
+        wait_for_step(page, 0)
+        for n in (1, 2):
+            page.locator("#tbt-next").click()
+            wait_for_step(page, n)
+        session = next(s for _, s in page_state.store.live())
+        forced = session.top.ids[2]
+        session_before = len(session.steps)
+        page.locator("#tbt-force input").click()  # the force list, most probable first: its third entry
+        page.get_by_role("option").nth(2).click()
+        page.locator("#tbt-force-btn").click()
+        wait_for_step(page, 3)
+        assert session.steps[-1].distribution.forced and session.steps[-1].token.id == forced
+        plot_drawn(page, "tbt-plot-candidates")
+        text = page.locator("#tbt-plot-candidates").inner_text()
+        assert "From the engine" in text and "approximate" in text
+        screenshot(page, "engine_candidates_en")
+        page.get_by_role("tab", name="Attention").click()
+        page.wait_for_function("() => document.querySelector('#tbt-plot-attention')?.innerText"
+                               ".includes('sends no attention weights')", timeout=30_000)
+        screenshot(page, "engine_attention_en")
+        page.get_by_label("中文").check()
+        page.wait_for_function("() => document.querySelector('#tbt-plot-attention')?.innerText"
+                               ".includes('不提供注意力权重')", timeout=30_000)
+        screenshot(page, "engine_attention_zh")
+        page.get_by_role("tab", name="候选词元").click()
+        page.wait_for_function("() => document.querySelector('#tbt-plot-candidates')?.innerText"
+                               ".includes('来自推理引擎')", timeout=30_000)
+        screenshot(page, "engine_candidates_zh")
+        assert session_before == 2 and page.problems == []
 
 
 # ---- branches and a trace on the engine model (the session stays the engine's) --------------------------------
 BRANCHING = dict(temperature=0.9, top_k=40, top_p=0.95, min_p=0.0, repetition_penalty=1.0, order="transformers",
                  seed=7)
-PAGE = dict(**BRANCHING, lang="en", layer=0, head="mean")
+PAGE = {**DEFAULTS, **BRANCHING}
 
 
 @pytest.fixture(scope="module")
@@ -353,6 +358,7 @@ def next_probs(session) -> list[float]:
     return [c.prob_t1 for c in session.preview(SamplingConfig(**BRANCHING)).candidates]
 
 
+@pytest.mark.engine
 def test_a_branch_switch_on_the_engine_model_gives_back_its_chips_and_candidates(engine_app, engine_lm):
     from gradio_client import Client
 
@@ -392,6 +398,7 @@ def test_a_branch_switch_on_the_engine_model_gives_back_its_chips_and_candidates
         page.store.drop(client.session_hash)
 
 
+@pytest.mark.engine
 def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine_lm):
     import json
 
@@ -426,7 +433,8 @@ def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine
         page.store.drop(reader.session_hash)
 
 
-def test_the_engine_stopped_mid_session(engine_lm, engine):  # noqa: F811  (last: it stops the engine)
+@pytest.mark.engine
+def test_the_engine_stopped_mid_session(engine_lm, engine):  # (last: it stops the engine)
     session = EngineSession(engine_lm)
     session.start("Hello there")
     session.step(SamplingConfig(temperature=0))

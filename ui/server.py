@@ -1,7 +1,10 @@
 """Serving the page: the queue sized for a 2-core machine, the page's assets, the routes that are not events."""
 from __future__ import annotations
 
+import time
+
 import gradio as gr
+import httpx
 
 from ui import play
 from model.trace import MAX_TRACE_BYTES
@@ -17,10 +20,16 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     `store`: the session store, told which sessions have a page connected (their heartbeat).
     """
     demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
-    served = demo.launch(server_name=host, server_port=port, **page_assets(), show_error=True,
-                         theme=gr.themes.Default(), run_history=False,  # run history: rewritten every step
-                         max_file_size=MAX_TRACE_BYTES,  # an upload larger than a trace is refused as it arrives
-                         prevent_thread_lock=True, **kwargs)
+    try:
+        served = demo.launch(server_name=host, server_port=port, **page_assets(), show_error=True,
+                             theme=gr.themes.Default(), run_history=False,  # run history: rewritten every step
+                             max_file_size=MAX_TRACE_BYTES,  # an upload larger than a trace is refused as it arrives
+                             prevent_thread_lock=True, **kwargs)
+    except ValueError as slow:  # Gradio's own check of the page gave up: wait for the page ourselves
+        if not (str(slow).startswith("When localhost is not accessible") and demo.is_running):
+            raise
+        _wait_for_page(demo)
+        served = (demo.server_app, demo.local_url, None)
     play.add_route(demo.app)
     fair_queue(demo)
     plain_input_check(demo)
@@ -30,3 +39,29 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     if not prevent_thread_lock:
         demo.block_thread()
     return served
+
+
+PAGE_WAIT_S = 120  # the first page on a loaded 2-core machine: seconds, not the 3 Gradio allows
+
+
+def _wait_for_page(demo: gr.Blocks, wait_s: float = PAGE_WAIT_S) -> None:
+    """Wait until demo's server, already running, answers its page; stop it and raise if it does not in wait_s.
+
+    Gradio's launch (6.31, blocks.py) asks for the page once with a 3 s time-out (networking.url_ok) after the
+    server is up, and on a time-out raises "When localhost is not accessible, a shareable link must be created"
+    with the server left running and only the share link, which we never make, still to do. On a machine busy
+    with other work the first page (its whole config) takes longer than that: the test suite saw every server of
+    a module fail so. Here the same question is asked with a time-out that fits such a machine.
+    """
+    url, deadline, last = demo.local_url, time.monotonic() + wait_s, None
+    while time.monotonic() < deadline:
+        try:
+            answer = httpx.head(url, timeout=max(1.0, deadline - time.monotonic()), trust_env=False)
+            if answer.status_code < 400:
+                return
+            last = f"HTTP {answer.status_code}"
+        except httpx.HTTPError as error:
+            last = repr(error)
+        time.sleep(0.5)
+    demo.close()
+    raise RuntimeError(f"The server at {url} did not answer its page within {wait_s:.0f} s ({last}).")
