@@ -3,7 +3,8 @@
 Charts travel to the page as plotly JSON inside a hidden carrier element (figure_carrier): its class is the
 carrier's kind, its data attributes the envelope (target plot, key, temperature, revision), its text the
 payload. The JavaScript never retypes an id or an attribute: page_assets() hands it this table as window.TBT,
-before the scripts of assets/js, and puts the one style sheet (assets/app.css) on the page.
+before the page's modules (assets/js, entered at page.js), and puts the one style sheet (assets/app.css) on the
+page.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import itertools
 import json
 import re
 from pathlib import Path
+from urllib.parse import quote
 
 import plotly
 
@@ -19,6 +21,7 @@ from viz.style import FONT_FAMILY, INK, MUTED, SMALL_SIZE, TITLE_SIZE, chart_jso
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
+PAGE_JS = ASSETS / "js" / "page.js"  # the page's entry module: it imports the others of assets/js (see its header)
 
 PROTOCOL = {
     # elements the page's script finds by id
@@ -43,7 +46,8 @@ PROTOCOL = {
         "ahead": "tbt-ahead-btn",  # the chart the next step will show (next_chart)
         "play_run": "tbt-play-run",  # start the streaming Play
     },
-    # names the page's script puts on window, for the listeners' js= snippets
+    # names the page's script puts on window, for the listeners' js= snippets (the whole window surface:
+    # assets/js/page.js)
     "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded"},
     # the hidden outputs the carriers arrive in, and the text panel with the status line: the only elements
     # the script observes
@@ -147,18 +151,21 @@ def css_variables() -> str:
             f"--tbt-ink:{INK};--tbt-muted:{MUTED}}}")
 
 
+def file_url(path: Path) -> str:
+    """The URL of a file of allowed_paths on Gradio's file route (a module's relative imports resolve beside it)."""
+    return "/gradio_api/file=" + quote(str(path))
+
+
 def page_assets() -> dict:
     """The keyword arguments of gr.Blocks.launch that put the page's script and style on the page.
 
-    head: plotly.js, the protocol (page_script), then each assets/js/*.js in its own <script> (each keeps to its
-    own closure, so their order does not matter); css: the shared variables (css_variables), which Gradio puts
-    before css_paths, the one style sheet; allowed_paths: plotly.js, served from the installed plotly.
+    head: plotly.js, the protocol (page_script), then the page's entry module, assets/js/page.js, as
+    <script type="module">: the browser loads the modules it imports from beside it, in their one direction;
+    css: the shared variables (css_variables), which Gradio puts before css_paths, the one style sheet;
+    allowed_paths: plotly.js, served from the installed plotly, and assets/js, the modules (Gradio's file route
+    serves them as JavaScript; nothing comes from a CDN).
     """
-    scripts = []
-    for path in sorted((ASSETS / "js").glob("*.js")):
-        source = path.read_text(encoding="utf-8")
-        if "</script" in source.lower():
-            raise ValueError(f"{path} contains '</script': the page would end the script there; split the string.")
-        scripts.append(f"<script>\n{source}</script>")
-    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="/gradio_api/file={PLOTLY_JS}"></script>', page_script(), *scripts])
-    return {"head": head, "css": css_variables(), "css_paths": [ASSETS / "app.css"], "allowed_paths": [str(PLOTLY_JS)]}
+    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="{file_url(PLOTLY_JS)}"></script>', page_script(),
+                      f'<script type="module" src="{file_url(PAGE_JS)}"></script>'])
+    return {"head": head, "css": css_variables(), "css_paths": [ASSETS / "app.css"],
+            "allowed_paths": [str(PLOTLY_JS), str(PAGE_JS.parent)]}
