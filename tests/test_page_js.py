@@ -1,6 +1,6 @@
 """The page's JavaScript (assets/js) read as text: its modules import in one direction, none reaches another
-through window, the page loads the entry after the protocol, and the exported page's replay (assets/js/offline.js)
-draws attention in the live view's colours. No model, no server, no browser."""
+through window, the page loads the entry after the protocol from its route, and the exported page's replay (assets/js/offline.js)
+draws attention in the live view's colours. No model, no Gradio server, no browser."""
 import json
 import re
 from pathlib import Path
@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from model.records import KVBytes, ModelInfo, PrefillRecord, Timings, TokenInfo
-from ui.protocol import ASSETS, PAGE_JS, PLOTLY_JS, PROTOCOL, page_assets
+from ui.protocol import ASSETS, JS_DIR, PAGE_JS, PLOTLY_JS, PROTOCOL, SCRIPT_ROUTE, page_assets
+from ui.server import add_script_route
 from viz.attention import attention_chart
 from viz.offline import REPLAY_JS, session_page, session_record
 from viz.style import ATTENTION_SCALE, MASK_FUTURE
 
 pytestmark = pytest.mark.unit
 
-JS = ASSETS / "js"
-MODULES = {path.name: path.read_text(encoding="utf-8") for path in sorted(JS.glob("*.js"))}
+MODULES = {path.name: path.read_text(encoding="utf-8") for path in sorted(JS_DIR.glob("*.js"))}
 # `import {a, b} from "./x.js";`, `import * as x from "./x.js";`, `import "./x.js";` and `export ... from "./x.js"`
 IMPORT = re.compile(r'^\s*(?:import|export)\b[^;]*?["\']([^"\']+)["\']\s*;?\s*$', re.M)
 # What a module may read on window: the protocol, plotly.js, and Gradio's own config (its root URL)
@@ -110,10 +110,26 @@ def test_the_page_loads_the_protocol_then_the_entry_module():
     assets = page_assets()
     scripts = re.findall(r"<script\b[^>]*>", assets["head"])
     assert len(scripts) == 3, scripts  # plotly.js, the protocol, the entry (which imports the rest)
-    assert f'src="/gradio_api/file={PLOTLY_JS}"' in scripts[0]
+    assert f'src="/gradio_api/file={PLOTLY_JS}"' in scripts[0] and assets["allowed_paths"] == [str(PLOTLY_JS)]
     assert "window.TBT = " in assets["head"].split(scripts[2])[0]
-    assert scripts[2] == f'<script type="module" src="/gradio_api/file={PAGE_JS}">'
-    assert str(JS) in assets["allowed_paths"] and PAGE_JS.parent == JS  # Gradio serves the modules beside it
+    assert scripts[2] == f'<script type="module" src="{SCRIPT_ROUTE}page.js">' and PAGE_JS.parent == JS_DIR
+
+
+def test_the_script_route_serves_each_module_and_nothing_else():
+    from fastapi import FastAPI
+    from fastapi.testclient import TestClient
+
+    app = FastAPI()
+    add_script_route(app)
+    client = TestClient(app)
+    for name, source in MODULES.items():
+        answer = client.get(SCRIPT_ROUTE + name)
+        assert answer.status_code == 200 and answer.text == source
+        assert answer.headers["content-type"].startswith("text/javascript")  # a module needs a JavaScript type
+        assert answer.headers["cache-control"] == "no-cache"  # never a cached module beside a newer one
+        assert client.get(SCRIPT_ROUTE + name, headers={"If-None-Match": answer.headers["etag"]}).status_code == 304
+    for name in ("app.css", "..%2Fapp.css", "%2E%2E/%2E%2E/app.py", "missing.js"):
+        assert client.get(SCRIPT_ROUTE + name).status_code == 404, name
 
 
 def _prefill(n: int) -> PrefillRecord:

@@ -13,7 +13,6 @@ import itertools
 import json
 import re
 from pathlib import Path
-from urllib.parse import quote
 
 import plotly
 
@@ -21,7 +20,9 @@ from viz.style import FONT_FAMILY, INK, MUTED, SMALL_SIZE, TITLE_SIZE, chart_jso
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
-PAGE_JS = ASSETS / "js" / "page.js"  # the page's entry module: it imports the others of assets/js (see its header)
+JS_DIR = ASSETS / "js"  # the page's modules (and the exported page's replay, offline.js, which the page never loads)
+PAGE_JS = JS_DIR / "page.js"  # the page's entry module: it imports the others of assets/js (see its header)
+SCRIPT_ROUTE = "/tbt/js/"  # GET <route><file>.js: a module of JS_DIR (ui.server.add_script_route)
 
 PROTOCOL = {
     # elements the page's script finds by id
@@ -151,21 +152,14 @@ def css_variables() -> str:
             f"--tbt-ink:{INK};--tbt-muted:{MUTED}}}")
 
 
-def file_url(path: Path) -> str:
-    """The URL of a file of allowed_paths on Gradio's file route (a module's relative imports resolve beside it)."""
-    return "/gradio_api/file=" + quote(str(path))
-
-
 def page_assets() -> dict:
     """The keyword arguments of gr.Blocks.launch that put the page's script and style on the page.
 
     head: plotly.js, the protocol (page_script), then the page's entry module, assets/js/page.js, as
-    <script type="module">: the browser loads the modules it imports from beside it, in their one direction;
-    css: the shared variables (css_variables), which Gradio puts before css_paths, the one style sheet;
-    allowed_paths: plotly.js, served from the installed plotly, and assets/js, the modules (Gradio's file route
-    serves them as JavaScript; nothing comes from a CDN).
+    <script type="module"> from SCRIPT_ROUTE: the browser loads the modules it imports from beside it, in their
+    one direction; css: the shared variables (css_variables), which Gradio puts before css_paths, the one style
+    sheet; allowed_paths: plotly.js, served from the installed plotly. Nothing comes from a CDN.
     """
-    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="{file_url(PLOTLY_JS)}"></script>', page_script(),
-                      f'<script type="module" src="{file_url(PAGE_JS)}"></script>'])
-    return {"head": head, "css": css_variables(), "css_paths": [ASSETS / "app.css"],
-            "allowed_paths": [str(PLOTLY_JS), str(PAGE_JS.parent)]}
+    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="/gradio_api/file={PLOTLY_JS}"></script>', page_script(),
+                      f'<script type="module" src="{SCRIPT_ROUTE}{PAGE_JS.name}"></script>'])
+    return {"head": head, "css": css_variables(), "css_paths": [ASSETS / "app.css"], "allowed_paths": [str(PLOTLY_JS)]}
