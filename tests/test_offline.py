@@ -8,8 +8,9 @@ import pytest
 from gradio_client import Client
 
 from browser import screenshot
-from model.records import SamplingConfig
+from model.records import ModelInfo, SamplingConfig
 from viz.i18n import t
+from viz.attention import attention_chart
 from viz.style import format_prob
 from served import DEFAULTS as PAGE_DEFAULTS, served
 
@@ -104,6 +105,33 @@ def test_the_page_replays_the_sessions_tokens_and_probabilities_offline(exported
         tab.click("#btn-last")
         tab.wait_for_timeout(300)
         screenshot(tab, f"offline_page_{lang}")
+        assert tab.requests == [] and tab.problems == []
+    finally:
+        tab.close()
+
+
+@pytest.mark.browser
+def test_the_pages_attention_is_drawn_in_the_live_views_colours(exported, chromium, tmp_path):
+    """The heatmap the page draws has the live attention view's colour scale, range from 0, and future grey."""
+
+    session, pages = exported
+    info = ModelInfo(name="any", layers=1, heads=1, kv_heads=1, head_dim=1, hidden=1, vocab=1, bytes_per_value=4,
+                     dtype="float32", context=1)  # (the colours do not depend on the model)
+    attention = session.prefill.attention[0].astype("float32").mean(axis=0)
+    live = {trace["name"]: trace for trace in attention_chart(
+        attention, [tok.display for tok in session.prefill.tokens], 0, None, info)["data"] if trace["type"] == "heatmap"}
+    tab = open_offline(chromium, pages["en"], tmp_path / "session.html", "en")
+    try:
+        tab.click("#btn-last")
+        tab.wait_for_function(f"() => document.body.dataset.shown === '{len(session.steps)}'")
+        drawn = tab.evaluate("""() => document.getElementById('att-plot')._fullData.map(
+            (t) => ({colorscale: t.colorscale, zmin: t.zmin, zmax: t.zmax, z: t.z}))""")
+        mask, weights = drawn
+        assert weights["colorscale"] == [list(stop) for stop in live["weights"]["colorscale"]]
+        assert {stop[1] for stop in mask["colorscale"]} == {live["mask"]["colorscale"][0][1]}  # the future's grey
+        shown = [w for row in weights["z"] for w in row if w is not None]
+        assert weights["zmin"] == 0 and weights["zmax"] == max(shown)  # as the live view: 0 to the largest shown
+        assert all((m is None) == (w is not None) for mrow, wrow in zip(mask["z"], weights["z"]) for m, w in zip(mrow, wrow))
         assert tab.requests == [] and tab.problems == []
     finally:
         tab.close()

@@ -3,7 +3,8 @@
 Charts travel to the page as plotly JSON inside a hidden carrier element (figure_carrier): its class is the
 carrier's kind, its data attributes the envelope (target plot, key, temperature, revision), its text the
 payload. The JavaScript never retypes an id or an attribute: page_assets() hands it this table as window.TBT,
-before the scripts of assets/js, and puts the one style sheet (assets/app.css) on the page.
+before the page's modules (assets/js, entered at page.js), and puts the one style sheet (assets/app.css) on the
+page.
 """
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from viz.style import FONT_FAMILY, INK, MUTED, SMALL_SIZE, TITLE_SIZE, chart_jso
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
+JS_DIR = ASSETS / "js"  # the page's modules (and the exported page's replay, offline.js, which the page never loads)
+PAGE_JS = JS_DIR / "page.js"  # the page's entry module: it imports the others of assets/js (see its header)
+SCRIPT_ROUTE = "/tbt/js/"  # GET <route><file>.js: a module of JS_DIR (ui.server.add_script_route)
 
 PROTOCOL = {
     # elements the page's script finds by id
@@ -43,7 +47,8 @@ PROTOCOL = {
         "ahead": "tbt-ahead-btn",  # the chart the next step will show (next_chart)
         "play_run": "tbt-play-run",  # start the streaming Play
     },
-    # names the page's script puts on window, for the listeners' js= snippets
+    # names the page's script puts on window, for the listeners' js= snippets (the whole window surface:
+    # assets/js/page.js)
     "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded"},
     # the hidden outputs the carriers arrive in, and the text panel with the status line: the only elements
     # the script observes
@@ -150,15 +155,11 @@ def css_variables() -> str:
 def page_assets() -> dict:
     """The keyword arguments of gr.Blocks.launch that put the page's script and style on the page.
 
-    head: plotly.js, the protocol (page_script), then each assets/js/*.js in its own <script> (each keeps to its
-    own closure, so their order does not matter); css: the shared variables (css_variables), which Gradio puts
-    before css_paths, the one style sheet; allowed_paths: plotly.js, served from the installed plotly.
+    head: plotly.js, the protocol (page_script), then the page's entry module, assets/js/page.js, as
+    <script type="module"> from SCRIPT_ROUTE: the browser loads the modules it imports from beside it, in their
+    one direction; css: the shared variables (css_variables), which Gradio puts before css_paths, the one style
+    sheet; allowed_paths: plotly.js, served from the installed plotly. Nothing comes from a CDN.
     """
-    scripts = []
-    for path in sorted((ASSETS / "js").glob("*.js")):
-        source = path.read_text(encoding="utf-8")
-        if "</script" in source.lower():
-            raise ValueError(f"{path} contains '</script': the page would end the script there; split the string.")
-        scripts.append(f"<script>\n{source}</script>")
-    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="/gradio_api/file={PLOTLY_JS}"></script>', page_script(), *scripts])
+    head = "\n".join([f'<script id="{IDS["plotly_js"]}" src="/gradio_api/file={PLOTLY_JS}"></script>', page_script(),
+                      f'<script type="module" src="{SCRIPT_ROUTE}{PAGE_JS.name}"></script>'])
     return {"head": head, "css": css_variables(), "css_paths": [ASSETS / "app.css"], "allowed_paths": [str(PLOTLY_JS)]}

@@ -1,15 +1,18 @@
 """Serving the page: the queue sized for a 2-core machine, the page's assets, the routes that are not events."""
 from __future__ import annotations
 
+import os
 import time
 
 import gradio as gr
 import httpx
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
 
 from ui import play
 from model.trace import MAX_TRACE_BYTES
 from ui.guard import fair_queue, gate, plain_input_check, plain_preprocess
-from ui.protocol import page_assets
+from ui.protocol import JS_DIR, SCRIPT_ROUTE, page_assets
 
 
 def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_lock: bool = False, store=None,
@@ -31,6 +34,7 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
         _wait_for_page(demo)
         served = (demo.server_app, demo.local_url, None)
     play.add_route(demo.app)
+    add_script_route(demo.app)
     fair_queue(demo)
     plain_input_check(demo)
     plain_preprocess(demo)
@@ -65,3 +69,24 @@ def _wait_for_page(demo: gr.Blocks, wait_s: float = PAGE_WAIT_S) -> None:
         time.sleep(0.5)
     demo.close()
     raise RuntimeError(f"The server at {url} did not answer its page within {wait_s:.0f} s ({last}).")
+
+
+def add_script_route(app) -> None:
+    """The page's modules, assets/js/<name>.js, at SCRIPT_ROUTE<name>.js (page_assets loads the entry from there).
+
+    Cache-Control no-cache: the browser asks again on each load (an unchanged file is a 304 on its ETag), so it
+    never runs a cached module beside a newer one that imports from it. Only the files of JS_DIR, by name.
+    """
+    modules = {path.name: path for path in JS_DIR.glob("*.js")}
+
+    def script(name: str, request: Request):
+        path = modules.get(name)
+        if path is None:
+            return Response(status_code=404)
+        answer = FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "no-cache"},
+                              stat_result=os.stat(path))  # (its ETag and Last-Modified set now)
+        if request.headers.get("if-none-match") == answer.headers["etag"]:  # (Starlette's FileResponse does not)
+            return Response(status_code=304, headers={"ETag": answer.headers["etag"], "Cache-Control": "no-cache"})
+        return answer
+
+    app.add_api_route(SCRIPT_ROUTE + "{name}", script, methods=["GET"], include_in_schema=False)

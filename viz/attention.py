@@ -5,16 +5,12 @@ import math
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.colors import sequential
 
 from model.records import ModelInfo
 from viz.i18n import t
-from viz.style import (as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED, SMALL_SIZE, base_layout, legend_key,
-                       token_label)
+from viz.style import (ATTENTION_SCALE, as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED,
+                       SMALL_SIZE, base_layout, legend_key, token_label)
 
-# ColorBrewer Blues spelled out: plotly.js has its own, different scale under the name "Blues" (dark to light
-# grey-blue), which it would use for the name in a chart that plotly's Python side did not expand.
-WEIGHT_SCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
 MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
 
 
@@ -80,7 +76,7 @@ def attention_chart(matrix: np.ndarray, labels: list[str], layer: int, head: int
         {"type": "heatmap", "z": mask, "zmin": 0, "zmax": 1, "showscale": False, "hoverongaps": False, "name": "mask",
          "colorscale": [[0, MASK_FUTURE], [0.5, MASK_FUTURE], [0.5, MASK_WINDOW], [1, MASK_WINDOW]],
          "text": mask_hover, "hovertemplate": "%{text}<extra></extra>"},
-        {"type": "heatmap", "z": weights, "zmin": 0, "zmax": top, "colorscale": WEIGHT_SCALE, "hoverongaps": False,
+        {"type": "heatmap", "z": weights, "zmin": 0, "zmax": top, "colorscale": ATTENTION_SCALE, "hoverongaps": False,
          "name": "weights", "colorbar": {"title": {"text": t("attn_weight", lang)}, "thickness": 16},
          "text": hover, "hovertemplate": "%{text}<extra></extra>"},
         legend_key(t("attn_future", lang), MASK_FUTURE),

@@ -9,6 +9,7 @@ import re
 import unicodedata
 
 import plotly.graph_objects as go
+from plotly.colors import sequential
 from plotly.utils import PlotlyJSONEncoder
 
 from viz.i18n import t
@@ -34,6 +35,10 @@ INK = "#222222"
 MUTED = "#666666"
 MASK_FUTURE = "#D9D9D9"
 MASK_WINDOW = "#A6A6A6"
+# Attention weights, light (0) to dark (the largest weight shown): ColorBrewer Blues spelled out, since plotly.js
+# has its own, different scale under the name "Blues" (dark to light grey-blue), which it would use for the name
+# in a chart that plotly's Python side did not expand. The live attention view and the exported page both use it.
+ATTENTION_SCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
 
 FONT_FAMILY = "'Noto Sans', 'Noto Sans CJK SC', 'PingFang SC', 'Microsoft YaHei', 'DejaVu Sans', Arial, sans-serif"
 FONT_SIZE = 16
