@@ -105,7 +105,7 @@ def kv_calculation(preset: str | None, model: ModelInfo, dtype: str, tokens, bat
 
 def _whole(name: str, value) -> int:
     """value as an int >= 1 (a whole float such as 32.0 too: model.parse.whole_number), or SessionError naming the field."""
-    number = whole_number(value)
+    number = whole_number(value, text=False)  # a number box's
     if number is None or number < 1:
         raise SessionError("kv_field_invalid", name=name, value=shown(value))
     return number

@@ -23,13 +23,14 @@ def shown(value):
     return value if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
-def whole_number(value) -> int | None:
+def whole_number(value, *, text: bool) -> int | None:
     """The whole number `value` is, or None: the one reader of whole numbers from the page and the API.
 
     Takes an integer (not a bool; a numpy one too), a finite float with no fractional part (a Gradio Number gives
-    5.0), or a str of 1-18 ASCII digits with spaces around it. Numbers may be negative, text may not: a str with a
-    sign, "²", "①", full-width and other scripts' digits, "1_000", "1e3" and "0x10" are None. The range is the
-    caller's to check.
+    5.0) and, if `text` (an input typed or picked as text: a token id, a branch, a head), a str of 1-18 ASCII digits
+    with spaces around it; a number box's input takes no text ("8" is not a count). Numbers may be negative, text
+    may not: a str with a sign, "²", "①", full-width and other scripts' digits, "1_000", "1e3" and "0x10" are None.
+    The range is the caller's to check.
     """
     if isinstance(value, bool):
         return None
@@ -37,23 +38,23 @@ def whole_number(value) -> int | None:
         return int(value)
     if isinstance(value, numbers.Real) and math.isfinite(value) and value == int(value):
         return int(value)
-    if isinstance(value, str) and _DIGITS.fullmatch(value.strip(" ")):
+    if text and isinstance(value, str) and _DIGITS.fullmatch(value.strip(" ")):
         return int(value.strip(" "))
     return None
 
 
 def parse_whole(value, error_key: str) -> int:
-    """A whole number >= 0 (whole_number's), or SessionError(error_key, value=<what was typed, shortened>)."""
-    number = whole_number(value)
+    """A whole number >= 0 (whole_number's, text too), or SessionError(error_key, value=<what was typed, shortened>)."""
+    number = whole_number(value, text=True)
     if number is None or number < 0:
         raise SessionError(error_key, value=shown(value))
     return number
 
 
 def parse_token_id(value) -> int:
-    """A forced token's id: whole_number's reading, or SessionError("forced_token_not_an_id"). A negative number is
+    """A forced token's id: whole_number's reading (text too), or SessionError("forced_token_not_an_id"). A negative number is
     read as itself: whether the id is inside the vocabulary is derive()'s check, which names the vocabulary's size."""
-    number = whole_number(value)
+    number = whole_number(value, text=True)
     if number is None:
         raise SessionError("forced_token_not_an_id", value=shown(value))
     return number

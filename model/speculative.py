@@ -94,7 +94,7 @@ def residual_u(seed: int, position: int) -> float:
 # ---- the engine ----------------------------------------------------------------------------------------
 def _whole(value, low: int, high: int, key: str) -> int:
     """value as a whole number in [low, high] (model.parse.whole_number), or SessionError(key) naming the range."""
-    number = whole_number(value)
+    number = whole_number(value, text=False)
     if number is None or not low <= number <= high:
         raise SessionError(key, value=shown(value), low=low, high=high)
     return number

@@ -43,7 +43,7 @@ NOT_WHOLE = ["²", "①", "٣", "１２", "-1", "+1", "1.5", "", " ", "1e3", "0x
 @pytest.mark.parametrize("value", NOT_WHOLE, ids=repr)
 def test_every_reader_refuses_what_is_not_a_whole_number(value):
     """The same verdict from each reader of a page input; '²' was a bug message and '٣' a 3 in branch_number."""
-    assert whole_number(value) is None
+    assert whole_number(value, text=True) is None and whole_number(value, text=False) is None
     for read in (parse_token_id, lambda v: parse_whole(v, "forced_token_not_an_id"), lambda v: whole(v, "steps")):
         with pytest.raises(SessionError):
             read(value)
@@ -56,11 +56,22 @@ def test_every_reader_refuses_what_is_not_a_whole_number(value):
         parse_view("en", "candidates", value, "mean", tabs=TABS)
 
 
-@pytest.mark.parametrize("value, expected", [(3, 3), (3.0, 3), ("3", 3), (" 7 ", 7), ("007", 7), (0, 0)])
+@pytest.mark.parametrize("value, expected", [(3, 3), (3.0, 3), (0, 0), (0.0, 0), (49151, 49151)])
 def test_every_reader_reads_a_whole_number_alike(value, expected):
-    assert whole_number(value) == parse_token_id(value) == parse_whole(value, "forced_token_not_an_id") == expected
-    assert whole(value, "steps") == branch_number(value) == expected
-    assert parse_view("en", "candidates", value, value, tabs=TABS).layer == expected
+    assert whole_number(value, text=False) == whole(value, "steps") == expected
+    assert whole_number(value, text=True) == parse_token_id(value) == parse_whole(value, "forced_token_not_an_id") \
+        == branch_number(value) == parse_view("en", "candidates", value, value, tabs=TABS).layer == expected
+
+
+@pytest.mark.parametrize("value, expected", [("3", 3), (" 7 ", 7), ("007", 7), ("0", 0)])
+def test_digits_as_text_are_read_where_the_input_is_text_and_refused_from_a_number_box(value, expected):
+    """A token id, a branch and a head may be typed or picked as text; a count from a number box may not."""
+    assert whole_number(value, text=True) == parse_token_id(value) == branch_number(value) == expected
+    view = parse_view("en", "candidates", value, value, tabs=TABS)
+    assert view.layer == view.head == expected
+    assert whole_number(value, text=False) is None
+    with pytest.raises(Refusal, match=f"Steps to go back must be a whole number, got {value!r}"):
+        whole(value, "steps")
 
 
 @pytest.mark.parametrize("typed", ["²", "٣", "①"])

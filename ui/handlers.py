@@ -39,17 +39,17 @@ def config(*settings) -> SamplingConfig:
 
 def parse_view(lang, tab, layer, head, tabs: tuple[str, ...]) -> View:
     """The view options from the page (no layer: 0; no head or "mean": None); a refusal if one is not understood."""
-    layer_n = 0 if layer in (None, "") else whole_number(layer)
-    head_n = None if head in (None, "", "mean") else whole_number(head)
+    layer_n = 0 if layer in (None, "") else whole_number(layer, text=True)
+    head_n = None if head in (None, "", "mean") else whole_number(head, text=True)  # "3" from its dropdown
     if layer_n is None or (head_n is None and head not in (None, "", "mean")):
         raise Refusal("bad_view", layer=repr(shown(layer)), head=repr(shown(head)))
     return View(lang_of(lang), tab if tab in tabs else tabs[0], layer_n, head_n)
 
 
 def whole(value, name_key: str) -> int:
-    """A whole number from the page or the API (model.parse.whole_number's reading; its range is the caller's), or
-    a refusal naming it (`name_key`: its label's key)."""
-    number = whole_number(value)
+    """A whole number from a number box or slider on the page or the API (model.parse.whole_number's reading, no
+    text; its range is the caller's), or a refusal naming it (`name_key`: its label's key)."""
+    number = whole_number(value, text=False)
     if number is None:
         raise Refusal("not_whole", name_key=name_key, value=repr(shown(value)))
     return number

@@ -31,7 +31,7 @@ def branch_number(value) -> int:
     branch has is by the session. Nothing picked: a refusal saying to pick one."""
     if value is None or value == "" or value == []:
         raise Refusal("branch_pick_first")
-    number = whole_number(value)
+    number = whole_number(value, text=True)
     if number is None:
         raise SessionError("branch_missing", branch=shown(value))
     return number
