@@ -70,8 +70,9 @@ def plain_input_check(demo: gr.Blocks) -> None:
         try:
             check(block_fn, inputs)
         except ValueError:
-            raise gr.Error(said("input_count", event_lang(block_fn, inputs), expected=len(block_fn.inputs),
-                                sent=len(inputs)), print_exception=False) from None
+            # inputs that do not line up with the event's say no language: both
+            raise gr.Error(said("input_count", None, expected=len(block_fn.inputs), sent=len(inputs)),
+                           print_exception=False) from None
 
     demo.validate_inputs = validate_inputs
 
