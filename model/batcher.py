@@ -8,6 +8,7 @@ exactly the unbatched computation.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import deque
@@ -15,6 +16,13 @@ from dataclasses import dataclass, field
 
 import torch
 from transformers import DynamicCache
+
+
+def model_lock(batcher: "StepBatcher | None"):
+    """The one way to hold a model for a pass of one's own (a prefill, a measurement, a parallel pass): the batcher's
+    model_lock, so no batched decode pass runs meanwhile; with no batcher (a session run alone, or no session on
+    the model yet, so no decode pass to wait for) a context that holds nothing."""
+    return batcher.model_lock if batcher is not None else contextlib.nullcontext()
 
 
 @dataclass(eq=False)  # a job is itself: compared by identity, so cancel() removes this one and no other

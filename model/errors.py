@@ -6,7 +6,7 @@ side by side per key so that a translation can be reviewed by eye. No UI here: o
 """
 from __future__ import annotations
 
-LANGS = ("en", "zh")
+from .words import lang_of, lookup
 
 # key: (English, Simplified Chinese). Placeholders are the same in both.
 MESSAGES: dict[str, tuple[str, str]] = {
@@ -187,10 +187,11 @@ MESSAGES: dict[str, tuple[str, str]] = {
 
 
 def message(key: str, lang: str = "en", **params) -> str:
-    """The text of refusal `key` in `lang`, its placeholders filled from params (a refusal among them in `lang` too)."""
-    en, zh = MESSAGES[key]
+    """The text of refusal `key` in `lang` (anything but "zh" reads as English), its placeholders filled from
+    params (a refusal among them in `lang` too)."""
+    lang = lang_of(lang)
     params = {k: v.text(lang) if isinstance(v, SessionError) else v for k, v in params.items()}
-    return (zh if lang == "zh" else en).format(**params)
+    return lookup(MESSAGES, key, lang, params, "MESSAGES in model/errors.py")
 
 
 class SessionError(ValueError):
@@ -201,10 +202,8 @@ class SessionError(ValueError):
     """
 
     def __init__(self, key: str, **params):
-        if key not in MESSAGES:
-            raise KeyError(f"no message {key!r}: add it to MESSAGES in model/errors.py, in English and Chinese")
         self.key, self.params = key, params
-        super().__init__(message(key, "en", **params))
+        super().__init__(message(key, "en", **params))  # a key MESSAGES lacks: a KeyError here, at once
 
     def text(self, lang: str = "en") -> str:
         """The refusal in the page's language."""

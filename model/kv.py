@@ -2,12 +2,11 @@
 calculator that applies the formula to any model's shape (pure: the page only shows its answer)."""
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from .errors import SessionError
+from .parse import shown, whole_number
 from .records import KVBytes, ModelInfo
 
 
@@ -105,8 +104,8 @@ def kv_calculation(preset: str | None, model: ModelInfo, dtype: str, tokens, bat
 
 
 def _whole(name: str, value) -> int:
-    """value as an int >= 1 (a whole float such as 32.0 too), or SessionError naming the field."""
-    whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value) and value == int(value)
-    if not whole or value < 1:
-        raise SessionError("kv_field_invalid", name=name, value=value)
-    return int(value)
+    """value as an int >= 1 (a whole float such as 32.0 too: model.parse.whole_number), or SessionError naming the field."""
+    number = whole_number(value, text=False)  # a number box's
+    if number is None or number < 1:
+        raise SessionError("kv_field_invalid", name=name, value=shown(value))
+    return number

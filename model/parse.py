@@ -1,11 +1,14 @@
-"""Whole numbers typed on the page (a forced token id, a count), read strictly: ASCII digits only.
+"""Whole numbers typed on the page or sent by the API (a forced token id, a count, a branch, a layer), read by one
+reader, strictly: ASCII digits only.
 
 str.isdigit() and int() disagree on what a digit is: "²" and "①" pass isdigit() and int() refuses them, while
-int() takes "٣" (an Arabic-Indic three), "1_000" and " 7". A page input is read here instead, to one answer.
+int() takes "٣" (an Arabic-Indic three), "1_000" and " 7". Every page input that should be a whole number is read
+by whole_number() instead, to one answer; what is refused, and how, is its caller's (each names the input).
 """
 from __future__ import annotations
 
 import math
+import numbers
 import re
 
 from .errors import SessionError
@@ -14,36 +17,44 @@ _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII only; 18 digits fit an int64, and 
 _SHOWN = 24  # characters of a refused value quoted back in the message
 
 
-def _shown(value):
-    """The refused value as the message quotes it ({value!r}): itself, or its text cut short if it is long."""
+def shown(value):
+    """A refused value as a message quotes it ({value!r}): itself, or its text cut short if it is long."""
     text = value if isinstance(value, str) else repr(value)
     return value if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
-def parse_whole(value, error_key: str) -> int:
-    """A whole number >= 0 from a page input, or SessionError(error_key, value=<what was typed, shortened>).
+def whole_number(value, *, text: bool) -> int | None:
+    """The whole number `value` is, or None: the one reader of whole numbers from the page and the API.
 
-    Takes an int (not a bool), a float with no fractional part (a Gradio Number gives 5.0), or a str of ASCII
-    digits with spaces around it. Refuses signs, "²", "①", full-width and other scripts' digits, "1_000",
-    "1e3" and more than 18 digits. The range (e.g. inside the vocabulary) is the caller's to check.
+    Takes an integer (not a bool; a numpy one too), a finite float with no fractional part (a Gradio Number gives
+    5.0) and, if `text` (an input typed or picked as text: a token id, a branch, a head), a str of 1-18 ASCII digits
+    with spaces around it; a number box's input takes no text ("8" is not a count). Numbers may be negative, text
+    may not: a str with a sign, "²", "①", full-width and other scripts' digits, "1_000", "1e3" and "0x10" are None.
+    The range is the caller's to check.
     """
     if isinstance(value, bool):
-        pass
-    elif isinstance(value, int) and value >= 0:
-        return value
-    elif isinstance(value, float) and math.isfinite(value) and value >= 0 and value == int(value):
+        return None
+    if isinstance(value, numbers.Integral):
         return int(value)
-    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip(" ")):
+    if isinstance(value, numbers.Real) and math.isfinite(value) and value == int(value):
+        return int(value)
+    if text and isinstance(value, str) and _DIGITS.fullmatch(value.strip(" ")):
         return int(value.strip(" "))
-    raise SessionError(error_key, value=_shown(value))
+    return None
+
+
+def parse_whole(value, error_key: str) -> int:
+    """A whole number >= 0 (whole_number's, text too), or SessionError(error_key, value=<what was typed, shortened>)."""
+    number = whole_number(value, text=True)
+    if number is None or number < 0:
+        raise SessionError(error_key, value=shown(value))
+    return number
 
 
 def parse_token_id(value) -> int:
-    """A forced token's id: a whole number (an int, or a float such as 5.0 from a number box), or a str of ASCII
-    digits. Anything else is refused with SessionError("forced_token_not_an_id"). Whether the id is inside the
-    vocabulary (a negative one is not) is derive()'s check, which names the vocabulary's size."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return int(value)
-    return parse_whole(value, "forced_token_not_an_id")
+    """A forced token's id: whole_number's reading (text too), or SessionError("forced_token_not_an_id"). A negative number is
+    read as itself: whether the id is inside the vocabulary is derive()'s check, which names the vocabulary's size."""
+    number = whole_number(value, text=True)
+    if number is None:
+        raise SessionError("forced_token_not_an_id", value=shown(value))
+    return number

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -66,6 +66,11 @@ class SamplingConfig:
     @property
     def stages(self) -> tuple[str, ...]:
         return ORDERS[self.order]
+
+
+# The settings' names in SamplingConfig's order: the page's inputs, the API's parameters and a lesson's or a trace's
+# settings are these, read from the one place they are declared.
+SETTING_NAMES = tuple(f.name for f in fields(SamplingConfig))
 
 
 @dataclass

@@ -15,7 +15,7 @@ from dataclasses import replace
 import torch
 from transformers import DynamicCache
 
-from .batcher import StepBatcher, forward_one
+from .batcher import StepBatcher, forward_one, model_lock
 from .branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
 from .cache_surgery import crop_to, restore, snapshot
 from .errors import SessionBusy, SessionError
@@ -152,7 +152,7 @@ class DecodeSession(LookAhead):
     def _prefill(self, ids: list[int], **kwargs) -> tuple[DynamicCache, object, float]:
         """ids through the model in one parallel pass into a new cache: (cache, model output, ms)."""
         cache = DynamicCache(config=self.lm.model.config)
-        with self.batcher.model_lock if self.batcher else contextlib.nullcontext(), all_cores():
+        with model_lock(self.batcher), all_cores():
             t0 = time.perf_counter()  # one pass at a time: the batcher's decode passes wait for the lock
             out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, **kwargs)
             return cache, out, (time.perf_counter() - t0) * 1000

@@ -175,6 +175,6 @@ class ModelRegistry:
                 self._batchers[lm.name] = StepBatcher(lm.model)
             return DecodeSession(lm, batcher=self._batchers[lm.name])
 
-    def batcher(self, name: str | None = None) -> StepBatcher:
-        """The batcher of a model (made with its first session)."""
-        return self._batchers[self.get(name).name]
+    def batcher(self, name: str | None = None) -> StepBatcher | None:
+        """The batcher of a model (made with its first session), or None before that or for an engine's model."""
+        return self._batchers.get(self.get(name).name)

@@ -27,6 +27,7 @@ from transformers import DynamicCache
 from .cache_surgery import crop_to, restore, snapshot
 from .errors import SessionError
 from .loading import LoadedModel
+from .parse import shown, whole_number
 from .records import SamplingConfig
 from .sampling import draw_u, inverse_cdf, run_stages
 from .speculative_records import DraftCheck, DraftLookup, SpecRound, SpeculativeRun, SpeedComparison
@@ -93,9 +94,11 @@ def residual_u(seed: int, position: int) -> float:
 
 # ---- the engine ----------------------------------------------------------------------------------------
 def _whole(value, low: int, high: int, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or not low <= value <= high:
-        raise SessionError(key, value=value, low=low, high=high)
-    return int(value)
+    """value as a whole number in [low, high] (model.parse.whole_number), or SessionError(key) naming the range."""
+    number = whole_number(value, text=False)
+    if number is None or not low <= number <= high:
+        raise SessionError(key, value=shown(value), low=low, high=high)
+    return number
 
 
 class SpeculativeDecoder:

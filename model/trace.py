@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 from dataclasses import dataclass, field
 
 from .branches import MAX_BRANCHES
 from .errors import SessionError
-from .records import SamplingConfig
+from .records import SETTING_NAMES, SamplingConfig
 from .session import DecodeSession
 
 FORMAT = "token-by-token/trace"
@@ -118,12 +118,11 @@ def _parse_steps(steps: list, session: DecodeSession | None, first: int = 1) -> 
     """Each step's (settings, token id, forced), numbered from `first`, or SessionError naming the first bad one."""
     if session is not None:
         vocab, ends = session.lm.info.vocab, session._eos_ids()
-    names = {f.name for f in fields(SamplingConfig)}
     out = []
     for n, step in enumerate(steps, first):
         try:
             dist = step["distribution"]
-            config = SamplingConfig(**{k: v for k, v in dist["config"].items() if k in names}).validate()
+            config = SamplingConfig(**{k: v for k, v in dist["config"].items() if k in SETTING_NAMES}).validate()
             token, forced = dist["chosen"]["id"], dist.get("forced", False)
         except (KeyError, TypeError, ValueError) as err:
             raise SessionError("trace_step_damaged", step=n, reason=err) from None

@@ -184,17 +184,19 @@ def test_a_burst_of_measurements_from_one_session_leaves_the_class_served(server
 
 
 @pytest.mark.server
-def test_a_second_slow_request_of_a_session_is_refused_with_a_reason(server, client):
-    """What the refusal says, as a script posting to the queue sees it."""
+@pytest.mark.parametrize("lang, reason, other", [("en", "still running", "还在进行"), ("zh", "还在进行", "still running")])
+def test_a_second_slow_request_of_a_session_is_refused_with_a_reason(server, client, lang, reason, other):
+    """What the refusal says, as a script posting to the queue sees it: in the language the event was sent in."""
     _, url, demo = server
     start(client, "A text to measure, long enough to take a few passes of the model.")
     measure = next(i for i, fn in demo.fns.items() if fn.api_name == "measure")
-    first = client.submit("en", api_name="/measure")
+    first = client.submit(lang, api_name="/measure")
     time.sleep(0.5)
     answer = httpx.post(f"{url}gradio_api/queue/join", timeout=30,
-                        json={"data": ["en"], "fn_index": measure, "session_hash": client.session_hash})
+                        json={"data": [lang], "fn_index": measure, "session_hash": client.session_hash})
     first.result(timeout=120)
-    assert answer.status_code == 503 and "still running" in answer.json()["detail"], answer.text
+    assert answer.status_code == 503 and reason in answer.json()["detail"], answer.text
+    assert other not in answer.json()["detail"], answer.text
 
 
 @pytest.mark.server

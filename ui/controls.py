@@ -8,12 +8,13 @@ import gradio as gr
 
 from model.errors import SessionError
 from model.parse import parse_token_id
+from model.records import SETTING_NAMES
 from ui.events import Event
-from ui.handlers import SETTING_PARAMS, named_range, page_handler, whole
+from ui.handlers import named_range, page_handler, whole
 from ui.labels import Labels, choices
 from ui.protocol import CARRIERS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
 from ui.state import App
-from ui.strings import Refusal, t
+from ui.strings import LANG_INPUT, Refusal, t
 
 EXAMPLES = [
     "The capital of France is",
@@ -57,7 +58,7 @@ class Page:
             add(gr.Markdown(f"## Token by Token\n{L('subtitle')}", elem_id="tbt-title"),
                 words=lambda lang: {"value": f"## Token by Token\n{t('subtitle', lang)}"})
             self.lang = add(gr.Radio([("English", "en"), ("中文", "zh")], value="en", label=L("language"),
-                                     elem_id="tbt-lang", scale=0, min_width=220, container=False), "language")
+                                     elem_id=LANG_INPUT, scale=0, min_width=220, container=False), "language")
 
     def build_controls(self):
         L, add = (lambda key: t(key, "en")), self.labels.add
@@ -98,7 +99,7 @@ class Page:
             add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small"), "shortcuts", "value")
         self.settings = [self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty, self.order,
                          self.seed]
-        assert len(self.settings) == len(SETTING_PARAMS)
+        assert len(self.settings) == len(SETTING_NAMES)
         for knob in (*self.settings, self.play_steps):
             if knob is not self.order:
                 named_range(knob)

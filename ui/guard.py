@@ -9,13 +9,25 @@ import re
 import gradio as gr
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
 
+from ui.strings import LANG_INPUT, LANGS, t
+
 log = logging.getLogger("token-by-token")
 WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
 SLOW_LANES = ("measure", "import", "bundle")  # a session may have one of each kind waiting or running
-BUSY = ("You already have {n} requests waiting; wait for them to finish. 你已有 {n} 个请求在等待，请等它们完成。")
-SLOW_BUSY = ("Your previous request of this kind is still running; wait for it to finish. "
-             "你上一个同类请求还在进行，请等它完成。")
-NO_SUCH_EVENT = "No such event. 没有这个事件。"
+
+
+def event_lang(block_fn, inputs) -> str | None:
+    """The language an event's inputs name (its page-language input), or None: it has none, or the inputs do not
+    line up with the event's (too few or too many), or the value is not a language."""
+    if block_fn is None or not isinstance(inputs, list) or len(inputs) != len(block_fn.inputs):
+        return None
+    lang = next((v for c, v in zip(block_fn.inputs, inputs) if getattr(c, "elem_id", None) == LANG_INPUT), None)
+    return lang if lang in LANGS else None
+
+
+def said(key: str, lang: str | None, **fmt) -> str:
+    """A refusal of the guard's (a key of PAGE) in `lang`; with no language known, in each, English first."""
+    return t(key, lang, **fmt) if lang in LANGS else " ".join(t(key, each, **fmt) for each in LANGS)
 
 
 def queued_events(queue):
@@ -35,14 +47,15 @@ def fair_queue(demo: gr.Blocks) -> None:
     async def fair_push(body, request, username):
         fn = demo.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
         if fn is None:
-            return False, NO_SUCH_EVENT, "validator_error"
+            return False, said("no_such_event", None), "validator_error"
+        lang = event_lang(fn, body.data)
         mine = [e for e in queued_events(queue) if e.session_hash == body.session_hash]
         waiting = sum(1 for lane in queue.event_queue_per_concurrency_id.values() for e in list(lane.queue)
                       if e.session_hash == body.session_hash)
         if waiting >= WAITING_PER_SESSION:
-            return False, BUSY.format(n=waiting), "queue_full"
+            return False, said("queue_busy", lang, n=waiting), "queue_full"
         if fn.concurrency_id in SLOW_LANES and any(e.fn.concurrency_id == fn.concurrency_id for e in mine):
-            return False, SLOW_BUSY, "queue_full"
+            return False, said("queue_slow_busy", lang), "queue_full"
         return await push(body, request, username)
 
     queue.push = fair_push
@@ -57,8 +70,8 @@ def plain_input_check(demo: gr.Blocks) -> None:
         try:
             check(block_fn, inputs)
         except ValueError:
-            raise gr.Error(f"This event takes {len(block_fn.inputs)} inputs; {len(inputs)} were sent. "
-                           f"这个事件需要 {len(block_fn.inputs)} 个输入，收到 {len(inputs)} 个。",
+            # inputs that do not line up with the event's say no language: both
+            raise gr.Error(said("input_count", None, expected=len(block_fn.inputs), sent=len(inputs)),
                            print_exception=False) from None
 
     demo.validate_inputs = validate_inputs
@@ -80,7 +93,7 @@ class Gate:
             path = scope.get("path", "")
             call = CALL.match(path)
             if call and call.group(1) not in self.names and scope.get("method") == "POST":
-                body = json.dumps({"detail": NO_SUCH_EVENT}).encode()
+                body = json.dumps({"detail": said("no_such_event", None)}).encode()
                 await send({"type": "http.response.start", "status": 404,
                             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})
@@ -99,8 +112,6 @@ def gate(demo: gr.Blocks, on_heartbeat) -> None:
     app.middleware_stack = Gate(app.middleware_stack or app.build_middleware_stack(), names, on_heartbeat)
 
 
-NOT_UPLOADED = ("That file was not uploaded here: choose it with the Import button. "
-                "这个文件不是上传到这里的：请用“导入”按钮选择它。")
 SERVER_PATH = re.compile(r"(?<![\w.])/(?:[\w.\-]+/)+[\w.\-]*")
 
 
@@ -110,13 +121,13 @@ def plain_preprocess(demo: gr.Blocks) -> None:
     (Gradio's own message), with any server path taken out."""
     preprocess = demo.preprocess_data
 
-    async def preprocess_data(*args, **kwargs):
+    async def preprocess_data(block_fn, inputs, *args, **kwargs):
         try:
-            return await preprocess(*args, **kwargs)
+            return await preprocess(block_fn, inputs, *args, **kwargs)
         except gr.Error:
             raise
         except InvalidPathError:
-            raise gr.Error(NOT_UPLOADED, print_exception=False) from None
+            raise gr.Error(said("not_uploaded", event_lang(block_fn, inputs)), print_exception=False) from None
         except ComponentProcessingError as err:
             raise gr.Error(SERVER_PATH.sub("…", str(err)), print_exception=False) from None
 

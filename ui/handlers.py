@@ -6,19 +6,18 @@ import contextvars
 import functools
 import inspect
 import logging
-import math
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import gradio as gr
 
 from model.errors import SessionError
-from model.records import SamplingConfig
+from model.parse import shown, whole_number
+from model.records import SETTING_NAMES, SamplingConfig
 from ui.strings import Refusal, lang_of
 
 log = logging.getLogger("token-by-token")
 USER = contextvars.ContextVar("tbt_user", default=None)  # the session id a page handler runs for (App.render's hook)
-SETTING_PARAMS = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
 VIEW_PARAMS = ("lang", "tab", "layer", "head")
 
 
@@ -32,26 +31,28 @@ class View:
     head: int | None = None
 
 
-def config(temperature, top_k, top_p, min_p, repetition_penalty, order, seed) -> SamplingConfig:
-    """The sampling settings from the page, validated (the refusal names the setting that is out of range)."""
-    return SamplingConfig(temperature, top_k, top_p, min_p, repetition_penalty, order, seed).validate()
+def config(*settings) -> SamplingConfig:
+    """The sampling settings from the page (one value per SETTING_NAMES), validated (the refusal names the setting
+    that is out of range)."""
+    return SamplingConfig(**dict(zip(SETTING_NAMES, settings, strict=True))).validate()
 
 
 def parse_view(lang, tab, layer, head, tabs: tuple[str, ...]) -> View:
-    """The view options from the page; a refusal if one is not understood."""
-    try:
-        head = None if head in (None, "", "mean") else int(head)
-        layer = int(layer or 0)
-    except (TypeError, ValueError, OverflowError):
-        raise Refusal("bad_view", layer=repr(layer), head=repr(head)) from None
-    return View(lang_of(lang), tab if tab in tabs else tabs[0], layer, head)
+    """The view options from the page (no layer: 0; no head or "mean": None); a refusal if one is not understood."""
+    layer_n = 0 if layer in (None, "") else whole_number(layer, text=True)
+    head_n = None if head in (None, "", "mean") else whole_number(head, text=True)  # "3" from its dropdown
+    if layer_n is None or (head_n is None and head not in (None, "", "mean")):
+        raise Refusal("bad_view", layer=repr(shown(layer)), head=repr(shown(head)))
+    return View(lang_of(lang), tab if tab in tabs else tabs[0], layer_n, head_n)
 
 
 def whole(value, name_key: str) -> int:
-    """A whole number from the page or the API, or a refusal naming it (`name_key`: its label's key)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value != int(value):
-        raise Refusal("not_whole", name_key=name_key, value=repr(value))
-    return int(value)
+    """A whole number from a number box or slider on the page or the API (model.parse.whole_number's reading, no
+    text; its range is the caller's), or a refusal naming it (`name_key`: its label's key)."""
+    number = whole_number(value, text=False)
+    if number is None:
+        raise Refusal("not_whole", name_key=name_key, value=repr(shown(value)))
+    return number
 
 
 def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
@@ -62,12 +63,12 @@ def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
     n = len(leading)
 
     def arguments(request, values):
-        cfg = config(*values[n : n + len(SETTING_PARAMS)])
-        view = parse_view(*values[n + len(SETTING_PARAMS) :], tabs=tabs)
+        cfg = config(*values[n : n + len(SETTING_NAMES)])
+        view = parse_view(*values[n + len(SETTING_NAMES) :], tabs=tabs)
         return (request, *values[:n], cfg, view)
 
     def lang(values):
-        return lang_of(values[n + len(SETTING_PARAMS)] if len(values) > n + len(SETTING_PARAMS) else "en")
+        return lang_of(values[n + len(SETTING_NAMES)] if len(values) > n + len(SETTING_NAMES) else "en")
 
     if inspect.isgeneratorfunction(fn):  # a streaming handler (Gradio tells them apart by this)
         def handler(request: gr.Request, *values):
@@ -82,7 +83,7 @@ def page_handler(fn, *leading: str, tabs: tuple[str, ...]):
                 finally:
                     USER.reset(token)
 
-    names = ("request", *leading, *SETTING_PARAMS, *VIEW_PARAMS)
+    names = ("request", *leading, *SETTING_NAMES, *VIEW_PARAMS)
     handler.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names]
     )

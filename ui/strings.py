@@ -1,12 +1,16 @@
 """Every word the page itself shows (labels, explanations, the status line, its own refusals), in English and
-Simplified Chinese side by side, and the one function that translates anything the user can see.
+Simplified Chinese side by side, and t(), which says anything the user can see in the page's language.
 
-The figures' words are in viz/i18n.py, the engine's refusals in model/errors.py: say() reads all three.
+The figures' words are in viz/i18n.py, the engine's refusals in model/errors.py; t() finds a key in any of the
+three tables and reads it with the one lookup all three use (model/words.py).
 """
 from __future__ import annotations
 
 from model.errors import MESSAGES, SessionError
-from viz.i18n import LANGS, WORDS
+from model.words import LANGS, lang_of, lookup  # noqa: F401  (LANGS, lang_of: the page's imports of them)
+from viz.i18n import WORDS
+
+LANG_INPUT = "tbt-lang"  # elem_id of the page's language radio: the input that says which language an event speaks
 
 # key: (English, Simplified Chinese). Placeholders are the same in both.
 PAGE: dict[str, tuple[str, str]] = {
@@ -21,6 +25,14 @@ PAGE: dict[str, tuple[str, str]] = {
                        "无法导入：请从你的电脑上传一个记录文件（JSON）。"),
     "import_too_big": ("Could not import that file: a trace is at most {limit} bytes.",
                        "无法导入：记录文件最多 {limit} 字节。"),
+    # refused before a handler runs (ui/guard.py): in the event's language, or in both when it has none
+    "queue_busy": ("You already have {n} requests waiting; wait for them to finish.", "你已有 {n} 个请求在等待，请等它们完成。"),
+    "queue_slow_busy": ("Your previous request of this kind is still running; wait for it to finish.",
+                        "你上一个同类请求还在进行，请等它完成。"),
+    "no_such_event": ("No such event.", "没有这个事件。"),
+    "input_count": ("This event takes {expected} inputs; {sent} were sent.", "这个事件需要 {expected} 个输入，收到 {sent} 个。"),
+    "not_uploaded": ("That file was not uploaded here: choose it with the Import button.",
+                     "这个文件不是上传到这里的：请用“导入”按钮选择它。"),
     "steps": ("Steps to go back", "后退的步数"),
     "step": ("Step", "步数"),
 
@@ -382,17 +394,10 @@ PAGE: dict[str, tuple[str, str]] = {
 
 
 def t(key: str, lang: str = "en", **fmt) -> str:
-    """A page, figure or refusal text for `key` in `lang`, its {placeholders} filled from `fmt`."""
-    pair = PAGE.get(key) or WORDS.get(key) or MESSAGES.get(key)
-    if pair is None:
-        raise KeyError(f"no string {key!r}: add it to PAGE in ui/strings.py, in English and Chinese")
-    text = pair[1] if lang == "zh" else pair[0]
-    return text.format(**fmt) if fmt else text
-
-
-def lang_of(value) -> str:
-    """The page's language from a request value: 'zh' or 'en' (anything else)."""
-    return value if value in LANGS else "en"
+    """A page, figure or refusal text for `key` in `lang` (as a request sent it: anything but "zh" is English),
+    its {placeholders} filled from `fmt`."""
+    table = next((words for words in (PAGE, WORDS, MESSAGES) if key in words), PAGE)
+    return lookup(table, key, lang_of(lang), fmt, "PAGE in ui/strings.py")
 
 
 class Refusal(SessionError):
@@ -409,8 +414,3 @@ class Refusal(SessionError):
         params = {(k[:-4] if k.endswith("_key") else k): (t(v, lang) if k.endswith("_key") else v)
                   for k, v in self.params.items()}
         return t(self.key, lang, **params)
-
-
-def say(err: SessionError, lang: str) -> str:
-    """A refusal in the page's language."""
-    return err.text(lang)

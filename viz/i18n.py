@@ -1,10 +1,11 @@
 """Every word the figures show, in English and Simplified Chinese side by side: one table, looked up with t().
 
-The page's own words (labels, explanations, status) are in ui/strings.py; the engine's refusals in model/errors.py.
+The page's own words (labels, explanations, status) are in ui/strings.py, the engine's refusals in model/errors.py;
+all three are read by model/words.py's lookup.
 """
 from __future__ import annotations
 
-LANGS = ("en", "zh")
+from model.words import LANGS, lookup  # noqa: F401  (LANGS: viz.LANGS)
 
 # key: (English, Simplified Chinese). Placeholders are the same in both.
 WORDS: dict[str, tuple[str, str]] = {
@@ -433,10 +434,5 @@ WORDS: dict[str, tuple[str, str]] = {
 
 
 def t(key: str, lang: str = "en", **fmt) -> str:
-    """The text for `key` in `lang` ("en" or "zh"), with {placeholders} filled from `fmt`."""
-    if lang not in LANGS:
-        raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
-    if key not in WORDS:
-        raise KeyError(f"no string {key!r}: add it to WORDS in viz/i18n.py, in English and Chinese")
-    text = WORDS[key][LANGS.index(lang)]
-    return text.format(**fmt) if fmt else text
+    """The text for `key` in `lang` ("en" or "zh", else ValueError), with {placeholders} filled from `fmt`."""
+    return lookup(WORDS, key, lang, fmt, "WORDS in viz/i18n.py")

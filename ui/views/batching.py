@@ -7,6 +7,7 @@ import time
 
 import gradio as gr
 
+from model.batcher import model_lock
 from model.throughput import measure_throughput
 from ui.events import Event
 from ui.handlers import friendly
@@ -38,10 +39,7 @@ class BatchingView:
         self.measure_numbers = gr.JSON(label="throughput", elem_id="tbt-throughput-numbers", elem_classes="tbt-hidden")
 
     def _batcher(self):
-        try:
-            return self.app.models.batcher()
-        except KeyError:  # no session has started on the model yet
-            return None
+        return self.app.models.batcher()  # None: no session has started on the model yet
 
     def show(self, request: gr.Request, lang="en"):
         """The passes of the last minutes and the live sessions: counts and times, nobody's text."""
@@ -57,7 +55,7 @@ class BatchingView:
         """One decode pass at batch 1, 2, 4, 8, 16 and a long prefill, each pass under the model lock alone."""
         lm = self.app.models.get()
         batcher = self._batcher()
-        m = measure_throughput(lm, batcher.model_lock if batcher else None)
+        m = measure_throughput(lm, model_lock(batcher))
         numbers = {"passes": [{"batch": p.batch, "ms": p.ms, "ms_per_token": p.ms_per_token, "runs": p.runs}
                               for p in m.passes],
                    "parameters": m.parameters, "weight_bytes": m.weight_bytes, "decode_ms": m.decode_ms,

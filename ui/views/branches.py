@@ -7,6 +7,7 @@ import gradio as gr
 import viz
 from model.branches import repeated_mask
 from model.errors import SessionError
+from model.parse import shown, whole_number
 from ui.controls import plot
 from ui.events import Event
 from ui.state import carrier
@@ -24,16 +25,16 @@ def branch_choices(tree, lang: str) -> list[tuple[str, int]]:
     return out
 
 
-def branch_number(value):
-    """A branch number from the page (an int) or the API (an int, or digits as text); anything else is handed to
-    the session, which refuses it by name. Nothing picked: a refusal saying to pick one."""
+def branch_number(value) -> int:
+    """A branch number from the page (an int) or the API (an int, or ASCII digits as text), read as every whole
+    number is (model.parse.whole_number): "²" or "٣" is no branch, and is refused as one by name, as a number no
+    branch has is by the session. Nothing picked: a refusal saying to pick one."""
     if value is None or value == "" or value == []:
         raise Refusal("branch_pick_first")
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+    number = whole_number(value, text=True)
+    if number is None:
+        raise SessionError("branch_missing", branch=shown(value))
+    return number
 
 
 class BranchesView:

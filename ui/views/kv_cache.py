@@ -5,6 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
+from model.batcher import model_lock
 from model.errors import SessionError
 from model.session import all_cores
 from model.timing import default_lengths, measure_cache_timing
@@ -51,7 +52,7 @@ class KVCacheView:
             raise SessionError("engine_no_timing", model=session.lm.name)
         with all_cores():
             timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)),
-                                          lock=session.batcher.model_lock)
+                                          lock=model_lock(session.batcher))
         return viz.cache_timing_figure(timing, lang)
 
     def events(self, page):

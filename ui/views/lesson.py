@@ -13,7 +13,7 @@ import plotly.graph_objects as go
 
 import viz
 from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes
-from model.records import SamplingConfig
+from model.records import SETTING_NAMES, SamplingConfig
 from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly
@@ -298,7 +298,6 @@ class LessonView:
         ]
 
 
-SETTING_NAMES = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
 ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": "lesson_order_temperature_last",
                "same": "lesson_order_same"}
 

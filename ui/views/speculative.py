@@ -6,6 +6,7 @@ import threading
 
 import gradio as gr
 
+from model.batcher import model_lock
 from model.speculative import SpeculativeDecoder, speed_report
 from model.errors import SessionError
 from ui.events import Event
@@ -90,8 +91,8 @@ class SpeculativeView:
             raise SessionError("text_ended")
         if room < 1:
             raise SessionError("token_limit", limit=session.max_tokens)
-        lock = session.batcher.model_lock if session.batcher is not None else None
-        run = SpeculativeDecoder(session.lm, ids, cfg, k, max_new_tokens=min(n, room), model_lock=lock).run()
+        run = SpeculativeDecoder(session.lm, ids, cfg, k, max_new_tokens=min(n, room),
+                                 model_lock=model_lock(session.batcher)).run()
         with self._lock:
             self._runs[request.session_hash] = (ids, run)
         return [run_sentence(run, view.lang), speculative_figure(run, session.lm.info.name, view.lang),
@@ -127,16 +128,8 @@ class SpeculativeView:
         """Wall time per token, speculative against plain, on a repeating text and on prose (the app's own)."""
         k = whole(draft_len, "spec_draft_len")
         lm = self.app.models.get()
-        batcher = self.app.models.batcher() if self._has_batcher() else None
-        report = speed_report(lm, MEASURE_TOKENS, k, model_lock=batcher.model_lock if batcher else None)
+        report = speed_report(lm, MEASURE_TOKENS, k, model_lock=model_lock(self.app.models.batcher()))
         return speed_sentence(report, lang)
-
-    def _has_batcher(self) -> bool:
-        try:
-            self.app.models.batcher()
-            return True
-        except KeyError:
-            return False
 
     def unload(self, request: gr.Request):
         with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from model.batcher import model_lock
 from model.errors import SessionError
 from model.teacher import compare_stepwise, score_text
 from ui.controls import plot
@@ -12,11 +13,6 @@ from ui.handlers import friendly
 from ui.state import carrier
 from ui.strings import Refusal, t
 from viz.chain import gltr_html, teacher_chart
-
-
-def model_lock(session):
-    """The lock a pass takes so no decode pass of the step batcher runs meanwhile (None: a session run alone)."""
-    return session.batcher.model_lock if session.batcher else None
 
 
 def comparison_text(comparison, lang: str) -> str:
@@ -55,7 +51,7 @@ class TrainingView:
         session = self.app.local_session(request)
         if not session.steps:
             raise Refusal("compare_no_steps")
-        record, comparison = compare_stepwise(session, lock=model_lock(session))
+        record, comparison = compare_stepwise(session, lock=model_lock(session.batcher))
         # The comparison is in the sentences above the chart, not in its subtitle as well
         return comparison_text(comparison, lang), carrier(teacher_chart(record, lang), self.tab)
 
@@ -63,17 +59,11 @@ class TrainingView:
         """A pasted text scored in one pass, on the user's model (the default one before any session)."""
         try:
             session = self.app.local_session(request)
-            lm, lock = session.lm, model_lock(session)
+            lm, lock = session.lm, model_lock(session.batcher)
         except SessionError:  # no session yet, or one on an engine's model: the default local model scores it
             lm = self.app.models.get()
-            lock = self._registry_lock(lm.name)
+            lock = model_lock(self.app.models.batcher(lm.name))  # none yet: no decode pass to wait for
         return gltr_html(score_text(lm, text if isinstance(text, str) else "", lock=lock), lang)
-
-    def _registry_lock(self, name):
-        try:
-            return self.app.models.batcher(name).model_lock
-        except KeyError:  # no session on this model yet: no decode pass can run on it
-            return None
 
     def events(self, page):
         progress = {"show_progress": "full"}
