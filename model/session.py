@@ -61,6 +61,7 @@ class DecodeSession:
 
     @lm.setter
     def lm(self, lm) -> None:
+        """Another handle on the same model (say, an engine's model with another client): the backend follows."""
         self.backend.lm = lm
 
     @property
