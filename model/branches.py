@@ -32,7 +32,8 @@ class Branch:
     ids: list[int]  # prompt + generated token ids
     steps: list[StepRecord]  # every generated step, 1..len
     next_logits: torch.Tensor | None = None  # (V,) the logits after its last token, so its next chart is the same
-    tops: list | None = None  # an engine session's answers after each prefix (EngineSession): it asks nothing again
+    answers: list | None = None  # what its backend keeps along it (an engine's answer after each prefix): None for a
+    # local model (choosing it again prefills its ids); an engine's branch asks the engine nothing again
 
     @property
     def length(self) -> int:
@@ -80,11 +81,11 @@ class BranchBook:
         """Texts in the tree, the current one included."""
         return len(self.kept) + 1
 
-    def cut(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor, tops: list | None = None) -> None:
+    def cut(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor, answers: list | None = None) -> None:
         """The current text is about to lose its last steps (going back): remember it whole, unless a longer
         version of it is already pending (going back twice keeps the first, longer one)."""
         if self.pending is None:
-            self.pending = self.leave(steps, ids, next_logits, tops)
+            self.pending = self.leave(steps, ids, next_logits, answers)
 
     def diverges(self, at: int, token: int, config, forced: bool) -> bool:
         """Whether a step at generated index `at` (0-based) with this token and settings leaves the pending text."""
@@ -114,12 +115,12 @@ class BranchBook:
             self.pending = None  # the new text holds all of it (the same tokens, the same settings)
 
     def leave(self, steps: list[StepRecord], ids: list[int], next_logits: torch.Tensor,
-              tops: list | None = None) -> Branch:
+              answers: list | None = None) -> Branch:
         """The current text as a Branch record, to keep when another is chosen (its pending whole, if any)."""
         if self.pending is not None:
             return self.pending
         return Branch(self.current_id, self.current_parent, self.current_fork, list(ids), list(steps), next_logits,
-                      None if tops is None else list(tops))
+                      None if answers is None else list(answers))
 
     def get(self, branch_id) -> Branch:
         """A kept branch, or SessionError if there is none by that number (the current one is not 'kept')."""

@@ -1,9 +1,9 @@
-"""A decode session on a model served by an engine (model/engine.py): the DecodeSession interface, no local model.
+"""A model served by an engine (model/engine.py), and the backend a DecodeSession runs on for it: no local model.
 
 Each step asks the engine for the top N log-probabilities (T = 1, raw) after the exact token ids so far. The app's
 own pipeline and seeded draw then run on those N (so a seed reproduces a session), with everything else, the
 tail, unknown but for its total mass. A result that depends on that tail is marked `approximate`: see
-tail_independent(). No attention weights and no cache tensors come back: has_attention / has_cache are False,
+tail_independent(). No attention weights and no cache tensors come back (EngineBackend's capabilities say so),
 and the KV numbers are the formula's, from the model's config.json.
 """
 from __future__ import annotations
@@ -17,14 +17,13 @@ from pathlib import Path
 
 import torch
 
-from .branches import Branch
+from .backend import Capabilities
 from .engine import EngineClient, EngineTop
 from .errors import SessionError
 from .kv import DTYPE_BYTES, formula_bytes
 from .loading import ModelLoadError, model_info
 from .sampling import TOP_N, derive
-from .records import Distribution, KVBytes, ModelInfo, PrefillRecord, SamplingConfig, Timings
-from .session import DecodeSession
+from .records import Distribution, KVBytes, ModelInfo, SamplingConfig
 from .tokens import TokenDisplay
 
 log = logging.getLogger(__name__)
@@ -135,35 +134,31 @@ def _logits(top: EngineTop, vocab: int) -> torch.Tensor:
     return scores
 
 
-class EngineSession(DecodeSession):
-    """DecodeSession's interface over an engine: start, step, back, go_to, reset, preview, sweep, replay, export,
-    branches.
+class EngineBackend:
+    """A DecodeSession's backend on an engine: the engine asked for its top N after each text (backend.Backend).
 
-    Per position it keeps the engine's EngineTop (a few hundred bytes), so Back asks the engine nothing, and nor
-    does choosing a branch again (a branch keeps its own). If the engine fails (down, slow, ...), the SessionError
-    reaches the caller and the session is as it was.
+    Per position it keeps the engine's EngineTop (a few hundred bytes), so going back asks the engine nothing, and
+    nor does choosing a branch again (a branch keeps its own: answers()). If the engine fails (down, slow, ...),
+    the SessionError reaches the session, which is left as it was.
     """
 
-    has_attention = False  # the engine sends no attention weights
-    has_cache = False  # nor its cache tensors: KV bytes are the formula's
+    capabilities = Capabilities(attention=False,  # the engine sends no attention weights
+                                cache_tensors=False,  # nor its cache tensors: KV bytes are the formula's
+                                runs_locally=False,  # no weights here to run
+                                prefetch=False)  # an engine batches its own users; nothing is computed ahead here
+    batcher = None
 
-    def __init__(self, lm: EngineModel, **kwargs):
-        super().__init__(lm, batcher=None, **kwargs)
-        self._tops: list[EngineTop] = []  # the engine's answer after each prefix: prompt, then every step
-
-    def sibling(self) -> "EngineSession":
-        return EngineSession(self.lm, max_prompt_tokens=self.max_prompt_tokens, max_tokens=self.max_tokens)
+    def __init__(self, lm: EngineModel):
+        self.lm = lm
+        self.tops: list[EngineTop] = []  # the engine's answer after each prefix: prompt, then every step
 
     @property
     def top(self) -> EngineTop:
         """The engine's answer after the text so far."""
-        return self._tops[-1]
+        return self.tops[-1]
 
     def _top_after(self, length: int) -> EngineTop:
-        return self._tops[length - self.prompt_len]
-
-    def _eos_ids(self) -> set[int]:
-        return self.lm.eos_ids
+        return self.tops[length - self.tops[0].length]  # tops[0] is the answer after the prompt
 
     def _kv(self, tokens: int) -> KVBytes:
         """The formula's bytes (measured 0: the engine's cache is not ours to measure)."""
@@ -176,21 +171,16 @@ class EngineSession(DecodeSession):
         top = self.lm.client.next_token(ids, last_logprob)
         return top, (time.perf_counter() - t0) * 1000
 
-    # ---- prompting -------------------------------------------------------------------------------------
-    def start(self, prompt: str, chat: bool = False) -> PrefillRecord:
-        """The prompt's tokens and the engine's top N after them; the old state is replaced only if this succeeds."""
-        with self._locked():
-            ids = self.encode_prompt(prompt, chat)
-            top, ms = self._ask(ids)
-            record = PrefillRecord(prompt=prompt, chat=chat, tokens=[self.lm.tokens.info(i) for i in ids],
-                                   attention=None, kv=self._kv(len(ids)), timings=Timings(ms))
-            self.prefill, self.steps, self.ids, self._tops, self._replay = record, [], ids, [top], []
-            self._next_logits = self._prefill_logits = _logits(top, self.lm.info.vocab)
-            self.branches.clear()  # a new prompt starts a new tree
-            return record
+    def eos_ids(self) -> set[int]:
+        return self.lm.eos_ids
 
-    # ---- the distribution ------------------------------------------------------------------------------
-    def _derive(self, logits, ids, cfg, force_token=None) -> EngineDistribution:
+    def start(self, ids):
+        """The engine's top N after the prompt (no attention)."""
+        top, ms = self._ask(ids)
+        self.tops = [top]
+        return _logits(top, self.lm.info.vocab), None, self._kv(len(ids)), ms
+
+    def derive(self, logits, ids, cfg, force_token=None) -> EngineDistribution:
         """The pipeline and draw on the N, then the engine's own T = 1 numbers put back in the record."""
         top = self._top_after(len(ids))
         dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token,
@@ -209,73 +199,35 @@ class EngineSession(DecodeSession):
         return EngineDistribution(**fields, approximate=not tail_independent(top, cfg), top_n=len(top.ids),
                                   known_mass=1.0 - top.tail_mass)
 
-    # ---- one step --------------------------------------------------------------------------------------
-    def _advance(self, dist):
-        """The engine asked for the chosen token's next answer (DecodeSession._step does the rest): (the
-        distribution as recorded, no attention, the formula's cache bytes, the request's ms)."""
+    def advance(self, ids, dist):
+        """The engine asked for the chosen token's next answer: (the distribution as recorded, its logits, no
+        attention, the formula's cache bytes, the request's ms). A SessionError from the engine changes nothing."""
         outside = dist.chosen.id not in self.top.ids  # forced from outside the N: ask the engine its number
-        ids = [*self.ids, dist.chosen.id]
-        top, forward_ms = self._ask(ids, last_logprob=outside)  # a SessionError here changes nothing
+        top, forward_ms = self._ask([*ids, dist.chosen.id], last_logprob=outside)
         if outside:
             dist = replace(dist, chosen_logprob_t1=top.last_logprob, chosen_rank=top.last_rank,
                            candidates=[replace(c, prob_t1=math.exp(top.last_logprob), logit=top.last_logprob,
                                                rank=top.last_rank) if c.token.id == dist.chosen.id else c
                                        for c in dist.candidates])
-        self.ids, self._tops = ids, [*self._tops, top]
-        self._next_logits = _logits(top, self.lm.info.vocab)
-        return dist, None, self._kv(len(ids)), forward_ms
+        self.tops.append(top)
+        return dist, _logits(top, self.lm.info.vocab), None, self._kv(len(ids) + 1), forward_ms
 
-    def back(self, n: int = 1) -> None:
-        """Undo the last n steps: the engine's answers for the shorter text are kept, nothing is asked again."""
-        with self._locked():
-            self._require_started()
-            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-                raise SessionError("back_count_invalid", n=n)
-            if n > len(self.steps):
-                raise SessionError("back_too_far", n=n, generated=len(self.steps))
-            self.branches.cut(self.steps, self.ids, self._next_logits, self._tops)  # kept if the next step differs
-            del self.steps[-n:], self.ids[-n:], self._tops[-n:]
-            self._next_logits = _logits(self.top, self.lm.info.vocab)
-            self._replay = []
+    def back(self, ids, keep, prompt_len, prompt_logits):
+        """The engine's answers for the shorter text are kept: nothing is asked again."""
+        del self.tops[keep - prompt_len + 1:]
+        return _logits(self.top, self.lm.info.vocab)
 
-    def adopt(self, other: "EngineSession") -> None:
-        with self._locked(), other._locked():
-            self.prefill, self.steps, self.ids, self._tops = other.prefill, other.steps, other.ids, other._tops
-            self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
-            self._replay = list(other._replay)
-            self.branches.adopt(other.branches)
+    def answers(self) -> list[EngineTop]:
+        return list(self.tops)
 
-    # ---- branches: each keeps the engine's answers along it, so nothing is asked again ------------------
-    def _as_branch(self) -> Branch:
-        return self.branches.leave(self.steps, self.ids, self._next_logits, self._tops)
+    def resume(self, ids, answers=None, keep=1):
+        """A branch's own answers (no engine call); without them, the engine asked after each of the last `keep`
+        prefixes (the answers before those are not kept: only a text whose last `keep` ids follow its prompt can
+        go back)."""
+        if answers is None:
+            answers = [self._ask(ids[:n])[0] for n in range(len(ids) - keep + 1, len(ids) + 1)]
+        self.tops = list(answers)
+        return torch.stack([_logits(top, self.lm.info.vocab) for top in self.tops[-keep:]])
 
-    def _prompt_branch(self) -> Branch:
-        return replace(super()._prompt_branch(), tops=self._tops[:1])
-
-    def _resume(self, base: Branch, fork: int) -> None:
-        self._tops = list(base.tops[: fork + 1])
-        self._next_logits = _logits(self.top, self.lm.info.vocab)
-
-    def switch_branch(self, branch_id: int) -> None:
-        """Make a kept branch the current text: its own steps, next logits and engine answers, no engine call."""
-        with self._locked():
-            self._require_started()
-            chosen = self.branches.get(branch_id)
-            self.branches.switch(chosen, self._as_branch())
-            self.steps, self.ids, self._tops = list(chosen.steps), list(chosen.ids), list(chosen.tops)
-            self._next_logits = chosen.next_logits
-            self._replay = []
-
-    # ---- nothing computed ahead, nothing cached here ------------------------------------------------------
-    def prefetch(self, cfg: SamplingConfig) -> bool:
-        """False: an engine batches its own users; nothing is computed ahead here."""
-        return False
-
-    def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0):
-        return None
-
-    def _settle(self, token: int | None = None):
-        return None
-
-    def attention_rows(self) -> list:
-        return []
+    def adopt(self, other: "EngineBackend") -> None:
+        self.tops = other.tops

@@ -1,59 +1,79 @@
-"""One user's decode session: token ids, a DynamicCache, and a record of every step.
+"""One user's decode session: token ids, a record of every step, and the backend that makes the numbers.
 
-prefill -> (preview / step / step with a forced token / back / reset)*. The model is shared and
-read-only; everything here belongs to one user. Computing the next token's pass ahead is in lookahead.py
-(LookAhead, which DecodeSession mixes in); cutting the cache back and snapshotting it in cache_surgery.py.
+prefill -> (preview / step / step with a forced token / back / reset)*. Every change is written here once, for
+every kind of model; the backend (backend.py) runs the model: LocalBackend on the weights here (a DynamicCache,
+attention rows, the next pass computed ahead, lookahead.py), EngineBackend on a serving engine (engine_session.py).
+What a backend can give is its `capabilities`. The model is shared and read-only; everything here belongs to one user.
 """
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 import time
 from dataclasses import replace
 
 import torch
-from transformers import DynamicCache
 
-from .batcher import StepBatcher, forward_one, model_lock
+from .backend import Backend, Capabilities, LocalBackend
+from .batcher import StepBatcher
 from .branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
-from .cache_surgery import crop_to, restore, snapshot
+from .engine_session import EngineBackend, EngineModel
 from .errors import SessionBusy, SessionError
-from .kv import kv_bytes
 from .loading import LoadedModel
-from .lookahead import LookAhead
 from .records import Distribution, PrefillRecord, SamplingConfig, StepRecord, TemperatureSweep, Timings
-from .sampling import derive, temperature_sweep
+from .sampling import temperature_sweep
 
 MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
 MAX_PROMPT_TOKENS = 448
 MAX_TOKENS = 512  # prompt + generated: bounds one session's memory (attention rows grow as t^2)
 
 
-class DecodeSession(LookAhead):
-    """Stepwise decoding on a shared model, recording everything the views draw."""
+def backend_for(lm: LoadedModel | EngineModel, batcher: StepBatcher | None = None) -> Backend:
+    """The backend a model runs on: an engine's model asks its engine (which batches its own users); a local one
+    runs its weights here, sharing passes with other sessions through `batcher` (None: run alone)."""
+    if isinstance(lm, EngineModel):
+        return EngineBackend(lm)
+    return LocalBackend(lm, batcher)
 
-    def __init__(self, lm: LoadedModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS, max_tokens: int = MAX_TOKENS,
-                 batcher: StepBatcher | None = None):
-        self.lm = lm
-        self.batcher = batcher  # shares forward passes with other sessions (a server); None: run alone
+
+class DecodeSession:
+    """Stepwise decoding on a shared model, recording everything the views draw, over the model's backend."""
+
+    def __init__(self, lm: LoadedModel | EngineModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS,
+                 max_tokens: int = MAX_TOKENS, batcher: StepBatcher | None = None):
+        self.backend = backend_for(lm, batcher)
         self.max_prompt_tokens = max_prompt_tokens
         self.max_tokens = max_tokens
         self._lock = threading.RLock()  # re-entrant: step() reads through preview() while holding it
         self.prefill: PrefillRecord | None = None
         self.steps: list[StepRecord] = []
         self.ids: list[int] = []
-        self._cache: DynamicCache | None = None
         self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
         self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
         self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
         self._preview_memo: list[tuple[tuple, Distribution]] = []  # preview()'s last answers (this position, ahead)
-        self._ahead = None  # LookAhead's prefetched pass; while its job runs, the worker owns the cache
-        self.prefetch_hits = 0  # prefetches a step used
-        self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
         self.branches = BranchBook()  # continuations kept when going back and stepping differently (branches.py)
 
     # ---- state -------------------------------------------------------------------------------------
+    @property
+    def lm(self) -> LoadedModel | EngineModel:
+        """The model this session runs on (its backend's)."""
+        return self.backend.lm
+
+    @lm.setter
+    def lm(self, lm) -> None:
+        """Another handle on the same model (say, an engine's model with another client): the backend follows."""
+        self.backend.lm = lm
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this session's backend gives beyond the logits: attention, cache tensors, local weights, prefetch."""
+        return self.backend.capabilities
+
+    @property
+    def batcher(self) -> StepBatcher | None:
+        """The batcher sharing this session's passes (and its model lock) with others; None: alone, or an engine."""
+        return self.backend.batcher
+
     @property
     def started(self) -> bool:
         return self.prefill is not None
@@ -76,12 +96,11 @@ class DecodeSession(LookAhead):
     @property
     def finished(self) -> bool:
         """True when the last token ended the text (an end-of-sequence token)."""
-        return bool(self.steps) and self.steps[-1].token.id in self._eos_ids()
+        return bool(self.steps) and self.steps[-1].token.id in self.eos_ids()
 
-    def _eos_ids(self) -> set[int]:
-        eos = self.lm.model.generation_config.eos_token_id
-        ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-        return ids | ({self.lm.tokenizer.eos_token_id} - {None})
+    def eos_ids(self) -> set[int]:
+        """The token ids that end a text."""
+        return self.backend.eos_ids()
 
     def _locked(self):
         """Hold the session for a change; refused at once if another change is under way (a double click)."""
@@ -124,47 +143,36 @@ class DecodeSession(LookAhead):
             raise SessionError("prompt_too_many_tokens", n=len(ids), limit=self.max_prompt_tokens)
         return list(ids)
 
-    @torch.no_grad()
     def start(self, prompt: str, chat: bool = False) -> PrefillRecord:
-        """Prefill a prompt in one parallel pass; the old state is replaced only if this succeeds."""
+        """Prefill a prompt (one parallel pass, or one engine request); the old state is replaced only if this
+        succeeds."""
         with self._locked():
             ids = self.encode_prompt(prompt, chat)
-            self._settle()  # before taking the model lock, which the prefetch's pass needs; kept if the prefill fails
-            # Only the last position's logits are used: the lm head over every prompt position was 30 % of a
-            # 338-token prefill (1.5 s -> 1.06 s here), and 530 MB for Gemma's 262k-token vocabulary.
-            cache, out, forward_ms = self._prefill(ids, output_attentions=True, logits_to_keep=1)
-            attention = torch.cat(out.attentions, 0).to(torch.float16).numpy()  # (layers, heads, P, P)
+            logits, attention, kv, forward_ms = self.backend.start(ids)
             record = PrefillRecord(
                 prompt=prompt,
                 chat=chat,
                 tokens=[self.lm.tokens.info(i) for i in ids],
                 attention=attention,
-                kv=kv_bytes(cache, self.lm.info),
+                kv=kv,
                 timings=Timings(forward_ms),
             )
-            self.prefill, self.steps, self.ids, self._cache = record, [], ids, cache
+            self.prefill, self.steps, self.ids = record, [], ids
             self._replay = []
-            self._next_logits = self._prefill_logits = out.logits[0, -1].clone()
+            self._next_logits = self._prefill_logits = logits
             self.branches.clear()  # a new prompt starts a new tree
             return record
 
-    @torch.no_grad()
-    def _prefill(self, ids: list[int], **kwargs) -> tuple[DynamicCache, object, float]:
-        """ids through the model in one parallel pass into a new cache: (cache, model output, ms)."""
-        cache = DynamicCache(config=self.lm.model.config)
-        with model_lock(self.batcher), all_cores():
-            t0 = time.perf_counter()  # one pass at a time: the batcher's decode passes wait for the lock
-            out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, **kwargs)
-            return cache, out, (time.perf_counter() - t0) * 1000
-
-    def _rebuild(self, length: int) -> torch.Tensor:
-        """Recompute the cache of the first `length` ids by a prefill; returns the logits after them (V,).
-
-        Only for a cache that cannot be cut back (see cache_surgery.crop_to): a sliding-window layer past its window has
-        dropped the tokens a shorter text needs, and nothing but running the model again brings them back.
-        """
-        self._cache, out, _ = self._prefill(self.ids[:length], logits_to_keep=1)
-        return out.logits[0, -1].clone()
+    def take_records(self, prefill: PrefillRecord, steps: list[StepRecord], ids: list[int]) -> None:
+        """Hold a text made elsewhere (a room's teacher's): its records as they are (never changed), the backend's
+        state made for its ids at once (one prefill on a local model), not step by step."""
+        with self._locked():
+            prompt_len = len(prefill.tokens)
+            logits = self.backend.resume(list(ids), keep=len(ids) - prompt_len + 1)  # after the prompt .. the last
+            self.prefill, self.steps, self.ids = prefill, list(steps), list(ids)
+            self._prefill_logits, self._next_logits = logits[0].clone(), logits[-1].clone()
+            self._replay = []
+            self.branches.clear()
 
     # ---- one step ----------------------------------------------------------------------------------
     def _require_started(self):
@@ -187,7 +195,7 @@ class DecodeSession(LookAhead):
         for (k, dist) in self._preview_memo:
             if k[0] is logits and k[1:] == key[1:]:
                 return dist
-        dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)  # SessionError if invalid
+        dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
         self._preview_memo = [(key, dist), *self._preview_memo[:1]]
         return dist
 
@@ -207,6 +215,56 @@ class DecodeSession(LookAhead):
         record = self._step(cfg, force_token, forced)
         self._replay = []
         return record
+
+    # ---- computing ahead (a backend with capabilities.prefetch: see lookahead.py) ------------------------
+    @property
+    def prefetched(self) -> int | None:
+        """The token id whose forward pass is being (or has been) computed ahead, or None."""
+        ahead = self.backend.held() if self.capabilities.prefetch else None
+        return ahead.token if ahead else None
+
+    def prefetch(self, cfg: SamplingConfig) -> bool:
+        """Start the forward pass of the token step(cfg) would choose (replay_next()'s, during a play-back).
+
+        Returns at once: True if a pass was started. False, doing nothing, when the backend cannot (no batcher to
+        overlap with, or an engine, which batches its own users), when the session is busy, not started, finished
+        or full, when cfg is invalid, and when a prefetch of this token is already held (or another one is still
+        running). The pass runs in the batcher's worker without the session lock: renders never wait for it.
+        """
+        if not self.capabilities.prefetch or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self.started or self.finished or len(self.ids) >= self.max_tokens:
+                return False
+            try:
+                token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
+            except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
+                return False
+            return self.backend.prefetch(self.ids, token)
+        finally:
+            self._lock.release()
+
+    def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0) -> tuple[list[int], Distribution] | None:
+        """What the next step(cfg) will show: (the ids then, the next distribution), from the prefetched pass.
+
+        Holds the session only to look (a Next token meanwhile must not find it busy): it waits for the pass,
+        and derives from the pass's own logits, without it. None when nothing is computed ahead for these
+        settings (or a trace plays back), the pass failed or was taken back, or the session changed. The
+        answer is remembered, so that the step then derives nothing.
+        """
+        if not self.capabilities.prefetch:
+            return None
+        with self.reading():
+            ahead = self.backend.held()
+            if ahead is None or self._replay or self.preview(cfg).chosen.id != ahead.token:
+                return None
+        if not ahead.wait(timeout):
+            return None
+        with self.reading():
+            if self.backend.held() is not ahead:
+                return None
+            ids = [*self.ids, ahead.token]
+        return ids, self._derive(ahead.logits, ids, cfg)
 
     # ---- playing back a loaded trace ---------------------------------------------------------------
     def queue_replay(self, steps: list[tuple[SamplingConfig, int, bool]]) -> None:
@@ -230,7 +288,6 @@ class DecodeSession(LookAhead):
         self._replay.pop(0)
         return record
 
-    @torch.no_grad()
     def _step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
         with self._locked():
             self._require_started()
@@ -245,7 +302,9 @@ class DecodeSession(LookAhead):
             sampling_ms = (time.perf_counter() - t0) * 1000
             at = len(self.steps)
             self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
-            dist, row, kv, forward_ms = self._advance(dist)
+            dist, logits, row, kv, forward_ms = self.backend.advance(self.ids, dist)  # a failure changes nothing
+            self.ids.append(dist.chosen.id)
+            self._next_logits = logits
             record = StepRecord(
                 step=len(self.steps) + 1,
                 position=dist.position,
@@ -259,61 +318,20 @@ class DecodeSession(LookAhead):
             self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
             return record
 
-    def _advance(self, dist: Distribution):
-        """The chosen token appended, its pass run (or taken from the one run ahead): (the distribution as
-        recorded, its attention row, the cache's bytes, the pass's ms). A failure changes nothing."""
-        result = self._settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
-        if result is None:
-            before = snapshot(self._cache)
-            try:
-                result = self._forward_one(dist.chosen.id)
-            except BaseException:
-                restore(self._cache, before)  # the forward may have appended to some layers before failing
-                raise
-        logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
-        self.ids.append(dist.chosen.id)
-        self._next_logits = logits
-        return dist, row, kv_bytes(self._cache, self.lm.info), forward_ms
-
-    def _forward_one(self, token_id: int):
-        """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms).
-
-        With a batcher, the pass is shared with other sessions' steps that arrive at the same time.
-        """
-        if self.batcher is not None:
-            return self.batcher.forward(self._cache, token_id)
-        return forward_one(self.lm.model, self._cache, token_id)
-
     # ---- going back ------------------------------------------------------------------------------
-    @torch.no_grad()
     def back(self, n: int = 1) -> None:
-        """Undo the last n steps: crop the cache. Nothing before the kept tokens is recomputed (but see below).
-
-        Only the last kept token's logits must be found again: the prompt's are stored; for a generated
-        token, that one token is run again on the cropped cache (same inputs, same result).
-        A cache past a sliding window cannot be cropped: its window layers have dropped the oldest tokens, which
-        the shorter text needs again. Then, and only then, the kept ids are prefilled again (_rebuild).
-        """
+        """Undo the last n steps: the backend cut back (a local cache cropped, an engine's answers kept: nothing
+        asked again; see LocalBackend.back), the cut steps kept as the pending branch. A failure changes nothing."""
         with self._locked():
             self._require_started()
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
                 raise SessionError("back_count_invalid", n=n)
             if n > len(self.steps):
                 raise SessionError("back_too_far", n=n, generated=len(self.steps))
-            self._settle()
             keep = len(self.ids) - n
-            before = snapshot(self._cache)
-            if keep == self.prompt_len and crop_to(self._cache, keep):
-                logits = self._prefill_logits
-            elif keep > self.prompt_len and crop_to(self._cache, keep - 1):
-                try:
-                    logits, _, _ = self._forward_one(self.ids[keep - 1])
-                except BaseException:
-                    restore(self._cache, before)
-                    raise
-            else:
-                logits = self._rebuild(keep)  # a new cache, set only if the prefill succeeds
-            self.branches.cut(self.steps, self.ids, self._next_logits)  # kept if the next step goes another way
+            answers = self.backend.answers()  # the backend's, along the whole text, before it is cut back
+            logits = self.backend.back(self.ids, keep, self.prompt_len, self._prefill_logits)
+            self.branches.cut(self.steps, self.ids, self._next_logits, answers)  # kept if the next step goes another way
             del self.steps[-n:]
             del self.ids[keep:]
             self._next_logits = logits
@@ -335,9 +353,8 @@ class DecodeSession(LookAhead):
     def adopt(self, other: "DecodeSession") -> None:
         """Take over another session's whole state (a replay built aside, then swapped in at once)."""
         with self._locked(), other._locked():
-            self._settle()
-            other._settle()  # its cache becomes ours: nothing may still be writing into it
-            self.prefill, self.steps, self.ids, self._cache = other.prefill, other.steps, other.ids, other._cache
+            self.backend.adopt(other.backend)
+            self.prefill, self.steps, self.ids = other.prefill, other.steps, other.ids
             self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
             self._replay = list(other._replay)
             self.branches.adopt(other.branches)
@@ -345,38 +362,38 @@ class DecodeSession(LookAhead):
     # ---- branches ----------------------------------------------------------------------------------
     def _as_branch(self) -> Branch:
         """The current text as a Branch record (its pending whole, if the user went back along it)."""
-        return self.branches.leave(self.steps, self.ids, self._next_logits)
+        return self.branches.leave(self.steps, self.ids, self._next_logits, self.backend.answers())
 
-    @torch.no_grad()
     def switch_branch(self, branch_id: int) -> None:
         """Make a kept branch the current text; the current one is kept in its place.
 
-        Its cache is recomputed by one prefill of its ids; its steps are the StepRecords it had and its next
-        logits the ones it had, so every view of it is what it was. Refused (nothing changed) for a missing one.
+        The backend holds its ids again (a local cache by one prefill; an engine's answers kept along it, nothing
+        asked); its steps are the StepRecords it had and its next logits the ones it had, so every view of it is
+        what it was. Refused (nothing changed) for a missing one.
         """
         with self._locked():
             self._require_started()
             chosen = self.branches.get(branch_id)
-            self._settle()
-            cache, _, _ = self._prefill(chosen.ids, logits_to_keep=1)  # set only if the prefill succeeds
-            self.branches.switch(chosen, self._as_branch())
-            self.steps, self.ids, self._cache = list(chosen.steps), list(chosen.ids), cache
+            leaving = self._as_branch()
+            self.backend.resume(chosen.ids, chosen.answers)  # a failure changes nothing
+            self.branches.switch(chosen, leaving)
+            self.steps, self.ids = list(chosen.steps), list(chosen.ids)
             self._next_logits = chosen.next_logits
             self._replay = []
 
-    @torch.no_grad()
     def add_branch(self, branch_id: int, parent: int | None, fork: int, steps: list[tuple[SamplingConfig, int, bool]]):
         """Keep, as branch `branch_id`, the text that follows `parent`'s first `fork` steps with these (settings,
         token, forced) steps (a replayed trace; None = from the prompt). Its prefix records are the parent's; its
-        own are made by a prefill of the prefix and one pass per step, on a session of its own: this one is not
-        touched until the branch is complete."""
+        own are made by a prefill of the prefix (or the parent's engine answers) and one pass per step, on a session
+        of its own: this one is not touched until the branch is complete."""
         base = self.branch_record(parent) if parent is not None else self._prompt_branch()
         if not 0 <= fork <= base.length or branch_id in self.branches.kept or branch_id == self.branches.current_id:
             raise SessionError("trace_branch_damaged", branch=branch_id)
         work = self.sibling()
         work.prefill, work._prefill_logits = self.prefill, self._prefill_logits
         work.ids, work.steps = base.ids[: self.prompt_len + fork], list(base.steps[:fork])
-        work._resume(base, fork)
+        logits = work.backend.resume(work.ids, None if base.answers is None else base.answers[: fork + 1])
+        work._next_logits = self._prefill_logits if fork == 0 else logits[-1].clone()
         for config, token, forced in steps:
             work.step(config, force_token=token, forced=forced)
         with self._locked():
@@ -388,12 +405,8 @@ class DecodeSession(LookAhead):
 
     def _prompt_branch(self) -> Branch:
         """The prompt alone, as the base of a branch that forks at step 0."""
-        return Branch(-1, None, 0, self.ids[: self.prompt_len], [])
-
-    def _resume(self, base: Branch, fork: int) -> None:
-        """Set the cache and next logits for self.ids, `base`'s first `fork` steps (add_branch's work session)."""
-        self._cache, out, _ = self._prefill(self.ids, logits_to_keep=1)
-        self._next_logits = self._prefill_logits if fork == 0 else out.logits[0, -1].clone()
+        answers = self.backend.answers()
+        return Branch(-1, None, 0, self.ids[: self.prompt_len], [], answers=None if answers is None else answers[:1])
 
     def delete_branch(self, branch_id: int) -> None:
         """Forget a kept branch (not the current text); refused for a missing one."""
@@ -424,20 +437,6 @@ class DecodeSession(LookAhead):
     def logprob_t1(self) -> float:
         """Natural log-probability of the generated text under the model's own T = 1 distribution."""
         return float(sum(s.distribution.chosen_logprob_t1 for s in self.steps))
-
-
-@contextlib.contextmanager
-def all_cores():
-    """Every core for a pass over many tokens, a prefill (338 tokens: 0.9 s on 2 threads, 1.6 s on 1).
-
-    torch's thread count is set per thread (OpenMP): this thread's own count comes back after the pass.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(os.cpu_count() or 1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class _Release:

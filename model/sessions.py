@@ -11,7 +11,7 @@ from .batcher import StepBatcher
 from .admission import OpeningLimit
 from .errors import SessionError, SessionExpired
 from .loading import LoadedModel, ModelLoadError, available_models, load_model
-from .engine_session import EngineModel, EngineSession
+from .engine_session import EngineModel
 from .session import DecodeSession
 
 MAX_SESSIONS = 120
@@ -169,7 +169,7 @@ class ModelRegistry:
         """A session on a model, sharing that model's batcher with every other session on it."""
         lm = self.get(name)
         if isinstance(lm, EngineModel):
-            return EngineSession(lm)  # the engine batches its own users
+            return DecodeSession(lm)  # on the engine's backend: the engine batches its own users
         with self._lock:
             if lm.name not in self._batchers:
                 self._batchers[lm.name] = StepBatcher(lm.model)

@@ -18,7 +18,8 @@ import torch
 from .chain import RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
 from .errors import SessionError
 from .loading import LoadedModel
-from .session import MAX_PROMPT_TOKENS, DecodeSession, all_cores
+from .backend import all_cores
+from .session import MAX_PROMPT_TOKENS, DecodeSession
 
 LN2 = math.log(2)
 # A pasted text is refused for the same reasons as a prompt; the words say 'text', since nothing continues it.

@@ -117,7 +117,7 @@ def parse_trace(trace, session: DecodeSession | None = None) -> tuple[str, bool,
 def _parse_steps(steps: list, session: DecodeSession | None, first: int = 1) -> list[tuple[SamplingConfig, int, bool]]:
     """Each step's (settings, token id, forced), numbered from `first`, or SessionError naming the first bad one."""
     if session is not None:
-        vocab, ends = session.lm.info.vocab, session._eos_ids()
+        vocab, ends = session.lm.info.vocab, session.eos_ids()
     out = []
     for n, step in enumerate(steps, first):
         try:
@@ -202,7 +202,7 @@ def _check_text(steps: list, session: DecodeSession | None, room: int | None, br
     """One whole text of a tree: within the token limit, nothing after an end-of-text token."""
     if session is None:
         return
-    ends = session._eos_ids()
+    ends = session.eos_ids()
     if len(steps) > room or any(token in ends for _, token, _ in steps[:-1]):
         raise SessionError("trace_branch_damaged", branch=branch)
 

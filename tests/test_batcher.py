@@ -25,14 +25,14 @@ def started(lm, batcher=None):
 def test_a_batched_pass_equals_one_pass_per_session(lm):
     alone, together = started(lm), started(lm)
     tokens = [int(s.next_logits.argmax()) for s in alone]
-    expected = [forward_one(lm.model, s._cache, t) for s, t in zip(alone, tokens)]
-    got = forward_batch(lm.model, [s._cache for s in together], tokens)
+    expected = [forward_one(lm.model, s.backend.cache, t) for s, t in zip(alone, tokens)]
+    got = forward_batch(lm.model, [s.backend.cache for s in together], tokens)
     for (l1, r1, _), (l2, r2, _), s in zip(expected, got, together):
         assert torch.allclose(l1, l2, atol=1e-3, rtol=1e-4)
         assert r2.shape == r1.shape == (lm.info.layers, lm.info.heads, s.prompt_len + 1)  # padding cut away
         assert np.allclose(r1.astype(np.float32), r2.astype(np.float32), atol=2e-3)
     for a, b in zip(alone, together):  # each cache got exactly its own new K and V
-        for la, lb in zip(a._cache.layers, b._cache.layers):
+        for la, lb in zip(a.backend.cache.layers, b.backend.cache.layers):
             assert la.keys.shape == lb.keys.shape and torch.allclose(la.keys, lb.keys, atol=1e-4)
             assert torch.allclose(la.values, lb.values, atol=1e-4)
 
@@ -68,10 +68,10 @@ def test_sessions_stepping_at_once_write_what_they_would_alone(lm):
 
 def test_a_failed_batch_leaves_every_session_as_it_was(lm, monkeypatch):
     sessions = started(lm)
-    before = [[layer.keys.shape for layer in s._cache.layers] for s in sessions]
+    before = [[layer.keys.shape for layer in s.backend.cache.layers] for s in sessions]
     real = type(lm.model.model.layers[-1]).forward
     monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("injected")))
     with pytest.raises(RuntimeError, match="injected"):
-        forward_batch(lm.model, [s._cache for s in sessions], [1, 2, 3, 4])
+        forward_batch(lm.model, [s.backend.cache for s in sessions], [1, 2, 3, 4])
     monkeypatch.setattr(type(lm.model.model.layers[-1]), "forward", real)
-    assert [[layer.keys.shape for layer in s._cache.layers] for s in sessions] == before
+    assert [[layer.keys.shape for layer in s.backend.cache.layers] for s in sessions] == before

@@ -87,11 +87,11 @@ def test_back_past_the_window_is_as_if_the_steps_were_not_taken(windowed):
     records = [s.step(SAMPLED) for _ in range(window + PAST - s.prompt_len)]
     ids = list(s.ids)
     for n in (1, PAST + 2, len(records)):  # staying past the window, back below it, back to the prompt
-        cache = s._cache
+        cache = s.backend.cache
         s.back(n)
-        assert s.ids == ids[: len(ids) - n] and s._cache.get_seq_length() == len(s.ids)
+        assert s.ids == ids[: len(ids) - n] and s.backend.cache.get_seq_length() == len(s.ids)
         assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
-        assert s._cache is not cache  # the window layers had dropped tokens: the cache was prefilled again
+        assert s.backend.cache is not cache  # the window layers had dropped tokens: the cache was prefilled again
         again = [s.step(SAMPLED) for _ in range(n)]
         assert [r.token.id for r in again] == [r.token.id for r in records[-n:]]
         for old, new in zip(records[-n:], again):
@@ -100,9 +100,9 @@ def test_back_past_the_window_is_as_if_the_steps_were_not_taken(windowed):
     s.back(len(records))
     s.step(SAMPLED)
     s.step(SAMPLED)
-    cache = s._cache
+    cache = s.backend.cache
     s.back(1)  # below the window nothing was dropped: cropped, not prefilled again
-    assert s._cache is cache and s._cache.get_seq_length() == len(s.ids) == s.prompt_len + 1
+    assert s.backend.cache is cache and s.backend.cache.get_seq_length() == len(s.ids) == s.prompt_len + 1
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
@@ -114,12 +114,12 @@ def test_a_prefetch_thrown_away_past_the_window_leaves_the_cache_right(windowed)
     assert s.prefetch(GREEDY)  # its pass pushes every window layer's oldest token out
     other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != s.prefetched)
     r = s.step(GREEDY, force_token=other)  # another token: the prefetch is thrown away, the cache cut back
-    assert s.prefetch_misses == 1 and r.token.id == other
-    assert r.kv.measured == r.kv.formula and s._cache.get_seq_length() == len(s.ids) == window + 1
+    assert s.backend.prefetch_misses == 1 and r.token.id == other
+    assert r.kv.measured == r.kv.formula and s.backend.cache.get_seq_length() == len(s.ids) == window + 1
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
     assert s.prefetch(GREEDY)
     hit = s.step(GREEDY)  # and a prefetch that is used, past the window
-    assert s.prefetch_hits == 1 and hit.kv.measured == hit.kv.formula
+    assert s.backend.prefetch_hits == 1 and hit.kv.measured == hit.kv.formula
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
@@ -136,14 +136,14 @@ def test_a_prefetch_that_cannot_be_thrown_away_stays_held(windowed, monkeypatch)
     def broken(*a, **k):
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(s, "_prefill", broken)
+    monkeypatch.setattr(s.backend, "_prefill", broken)
     with pytest.raises(RuntimeError, match="injected"):
         s.step(GREEDY, force_token=other)  # the prefetch must go, and cannot
     monkeypatch.undo()
     assert s.ids == ids and len(s.steps) == steps and s.prefetched == ahead  # held: the cache still holds its pass
-    assert s._cache.get_seq_length() == len(ids) + 1
+    assert s.backend.cache.get_seq_length() == len(ids) + 1
     r = s.step(GREEDY, force_token=other)  # the next change throws it away
-    assert r.token.id == other and s.prefetch_misses == 1 and r.kv.measured == r.kv.formula
+    assert r.token.id == other and s.backend.prefetch_misses == 1 and r.kv.measured == r.kv.formula
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
@@ -152,7 +152,7 @@ def test_a_step_failing_midway_past_the_window_changes_nothing(windowed, monkeyp
     s = started(windowed)
     while len(s.ids) < window:
         s.step(GREEDY)
-    logits, layers = s.next_logits, [(layer.keys, layer.get_seq_length()) for layer in s._cache.layers]
+    logits, layers = s.next_logits, [(layer.keys, layer.get_seq_length()) for layer in s.backend.cache.layers]
 
     def broken(*a, **k):  # the last layer fails after every other layer appended to the cache
         raise RuntimeError("injected fault")
@@ -162,7 +162,7 @@ def test_a_step_failing_midway_past_the_window_changes_nothing(windowed, monkeyp
         s.step(GREEDY)
     monkeypatch.undo()
     assert len(s.ids) == window and torch.equal(s.next_logits, logits)
-    assert all(layer.keys is k and layer.get_seq_length() == t for layer, (k, t) in zip(s._cache.layers, layers))
+    assert all(layer.keys is k and layer.get_seq_length() == t for layer, (k, t) in zip(s.backend.cache.layers, layers))
     s.step(GREEDY)
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
@@ -172,9 +172,9 @@ def test_a_batched_step_past_the_window_is_the_step_alone(windowed):
     s = started(windowed)
     while len(s.ids) < window + PAST:
         s.step(GREEDY)
-    long = copy.deepcopy(s._cache)
+    long = copy.deepcopy(s.backend.cache)
     s.back(3)
-    caches = [long, copy.deepcopy(s._cache)]  # window + PAST and window + PAST - 3 tokens: different lengths
+    caches = [long, copy.deepcopy(s.backend.cache)]  # window + PAST and window + PAST - 3 tokens: different lengths
     alone = [copy.deepcopy(c) for c in caches]
     expected = [forward_one(lm.model, c, 42) for c in alone]
     with torch.no_grad():

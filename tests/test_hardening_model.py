@@ -223,7 +223,7 @@ def test_a_trace_claiming_too_much_costs_no_forward_pass(lm, small_trace, case):
 def test_the_end_token_ends_the_text(lm):
     from model.session import DecodeSession
 
-    assert END in DecodeSession(lm)._eos_ids()
+    assert END in DecodeSession(lm).eos_ids()
 
 
 @pytest.mark.model

@@ -36,7 +36,7 @@ def assert_same_step(expected, got):
 
 def assert_cache_holds_ids(s):
     assert s.prefetched is None
-    assert all(layer.keys.shape[-2] == layer.values.shape[-2] == len(s.ids) for layer in s._cache.layers)
+    assert all(layer.keys.shape[-2] == layer.values.shape[-2] == len(s.ids) for layer in s.backend.cache.layers)
 
 
 def another_token_config(s, token):
@@ -59,14 +59,14 @@ def test_a_prefetched_step_records_what_a_plain_step_does(lm, cfg, monkeypatch):
     for _ in range(10):
         assert ahead.prefetch(cfg)
         assert ahead.prefetched == plain.preview(cfg).chosen.id
-        job = ahead._ahead.job
+        job = ahead.backend._ahead.job
         expected, got = plain.step(cfg), ahead.step(cfg)
         assert_same_step(expected, got)
         assert got.timings.forward_ms == job.result[2]  # the time of the pass that made it: the prefetch
         assert torch.equal(ahead.next_logits, plain.next_logits)
         assert_cache_holds_ids(ahead)
     assert ahead.ids == plain.ids
-    assert (ahead.prefetch_hits, ahead.prefetch_misses) == (10, 0)
+    assert (ahead.backend.prefetch_hits, ahead.backend.prefetch_misses) == (10, 0)
     assert step_forwards == []  # no step ran a second pass
     assert passes == ahead.ids[ahead.prompt_len :]  # one pass per token, the prefetched one
 
@@ -77,31 +77,31 @@ def test_a_step_choosing_another_token_throws_the_prefetch_away(lm):
     other = greedy.candidates[1].token.id
     assert s.prefetch(GREEDY) and s.prefetched == greedy.chosen.id
     assert_same_step(fresh.step(GREEDY, force_token=other), s.step(GREEDY, force_token=other))
-    assert (s.prefetch_hits, s.prefetch_misses) == (0, 1)
+    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (0, 1)
     assert_cache_holds_ids(s)
 
     assert s.prefetch(GREEDY)
     hot = another_token_config(s, s.prefetched)  # the user moved the sliders after the prefetch
     assert_same_step(fresh.step(hot), s.step(hot))
-    assert (s.prefetch_hits, s.prefetch_misses) == (0, 2)
+    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (0, 2)
     assert_cache_holds_ids(s)
 
     assert s.prefetch(GREEDY)  # and the next prefetch is used again
     assert_same_step(fresh.step(GREEDY), s.step(GREEDY))
     assert torch.equal(s.next_logits, fresh.next_logits)
-    assert (s.prefetch_hits, s.prefetch_misses) == (1, 2)
+    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (1, 2)
 
 
 def test_new_settings_retarget_a_finished_prefetch(lm):
     s, fresh = started(lm, batcher=StepBatcher(lm.model)), started(lm)
     assert s.prefetch(GREEDY)
     assert not s.prefetch(GREEDY)  # already held
-    s.batcher.wait(s._ahead.job)
+    s.batcher.wait(s.backend._ahead.job)
     hot = another_token_config(s, s.prefetched)
     assert s.prefetch(hot) and s.prefetched == s.preview(hot).chosen.id
-    assert s.prefetch_misses == 1
+    assert s.backend.prefetch_misses == 1
     assert_same_step(fresh.step(hot), s.step(hot))
-    assert s.prefetch_hits == 1
+    assert s.backend.prefetch_hits == 1
     assert_cache_holds_ids(s)
 
 
@@ -111,8 +111,8 @@ def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
         s.prefetch(GREEDY)
         s.step(GREEDY)
     assert s.prefetch(GREEDY)
-    s.batcher.wait(s._ahead.job)
-    assert s._cache.get_seq_length() == len(s.ids) + 1  # the prefetched token is in the cache...
+    s.batcher.wait(s.backend._ahead.job)
+    assert s.backend.cache.get_seq_length() == len(s.ids) + 1  # the prefetched token is in the cache...
     s.back(1)
     assert len(s.steps) == 3 and len(s.ids) == s.prompt_len + 3
     assert_cache_holds_ids(s)  # ...and gone again
@@ -135,7 +135,7 @@ def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
     s.start("Water boils at")
     assert s.prefill.prompt == "Water boils at" and s.steps == []
     assert_cache_holds_ids(s)
-    assert s.prefetch_misses == 4
+    assert s.backend.prefetch_misses == 4
 
     for _ in range(8):
         assert s.prefetch(GREEDY)
@@ -143,7 +143,7 @@ def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
     prompt_ids = torch.tensor([s.ids[: s.prompt_len]])
     expected = lm.model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False, max_new_tokens=8)
     assert s.ids == expected[0].tolist()
-    assert s.prefetch_hits == 4 + 3 + 8
+    assert s.backend.prefetch_hits == 4 + 3 + 8
 
 
 def test_an_unwanted_prefetch_still_queued_is_taken_back_without_waiting(lm):
@@ -151,7 +151,7 @@ def test_an_unwanted_prefetch_still_queued_is_taken_back_without_waiting(lm):
     s, spare = started(lm, batcher=batcher), started(lm, "spare")
     s.step(GREEDY)
     with batcher.model_lock:  # the worker holds a spare job: the prefetch stays queued behind it
-        batcher.submit(spare._cache, 1)
+        batcher.submit(spare.backend.cache, 1)
         while batcher._pending:
             time.sleep(0.005)
         assert s.prefetch(GREEDY)
@@ -159,7 +159,7 @@ def test_an_unwanted_prefetch_still_queued_is_taken_back_without_waiting(lm):
         going_back.start()
         going_back.join(2.0)
         assert not going_back.is_alive()  # it did not wait for the queued pass
-        assert s.prefetch_misses == 1
+        assert s.backend.prefetch_misses == 1
         assert_cache_holds_ids(s)
     s.prefetch(GREEDY)
     s.step(GREEDY)
@@ -177,7 +177,7 @@ def test_a_played_back_trace_prefetches_the_recorded_token(lm):
         assert s.prefetch(GREEDY)  # the page's settings, not the recorded ones: the recorded token is next
         assert s.prefetched == s._replay[0][1]
         s.replay_next()
-    assert s.ids == made.ids and s.prefetch_hits == 3
+    assert s.ids == made.ids and s.backend.prefetch_hits == 3
     for expected, got in zip(made.steps, s.steps):
         assert_same_step(expected, got)
 
@@ -199,7 +199,7 @@ def test_renders_do_not_wait_for_a_prefetch(lm):
         page.start()
         page.join(1.0)
         assert started_ahead == [True] and rendered == [True]
-        assert not s._ahead.job.done.is_set()  # the pass really was still pending
+        assert not s.backend._ahead.job.done.is_set()  # the pass really was still pending
 
         records = []
         stepping = threading.Thread(target=lambda: records.append(s.step(GREEDY)))
@@ -207,7 +207,7 @@ def test_renders_do_not_wait_for_a_prefetch(lm):
         time.sleep(0.3)
         assert stepping.is_alive() and records == []
     stepping.join(30)
-    assert len(records) == 1 and s.prefetch_hits == 1
+    assert len(records) == 1 and s.backend.prefetch_hits == 1
     assert_same_step(started(lm).step(GREEDY), records[0])
 
 
@@ -222,21 +222,21 @@ def test_a_failed_prefetch_changes_nothing(lm, monkeypatch):
 
     monkeypatch.setattr(last, "forward", broken)  # this layer only
     assert s.prefetch(SAMPLED)  # no error here: it happens in the worker
-    assert s.batcher.wait(s._ahead.job) and isinstance(s._ahead.job.error, RuntimeError)
+    assert s.batcher.wait(s.backend._ahead.job) and isinstance(s.backend._ahead.job.error, RuntimeError)
     monkeypatch.undo()
-    assert s._cache.layers[0].keys.shape[-2] == len(s.ids) + 1  # a half-written cache, until settled
-    assert s._cache.layers[-1].keys.shape[-2] == len(s.ids)
+    assert s.backend.cache.layers[0].keys.shape[-2] == len(s.ids) + 1  # a half-written cache, until settled
+    assert s.backend.cache.layers[-1].keys.shape[-2] == len(s.ids)
     assert (list(s.ids), len(s.steps)) == before[:2] and torch.equal(s.next_logits, before[2])
 
     fresh = started(lm, "Fault injection test:")
     fresh.step(SAMPLED)
     assert_same_step(fresh.step(SAMPLED), s.step(SAMPLED))  # the step runs its own pass
-    assert (s.prefetch_hits, s.prefetch_misses) == (0, 1)
+    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (0, 1)
     assert_cache_holds_ids(s)
 
     monkeypatch.setattr(last, "forward", broken)
     assert s.prefetch(SAMPLED)
-    s.batcher.wait(s._ahead.job)
+    s.batcher.wait(s.backend._ahead.job)
     monkeypatch.undo()
     s.back(1)  # going back after a failed prefetch
     assert len(s.steps) == 1
@@ -276,7 +276,7 @@ def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
     together = [started(lm, p, batcher=batcher) for p in prompts]
     spare = started(lm, "spare")
     with batcher.model_lock:  # the worker holds a spare job while both prefetches queue: they run as one batch
-        batcher.submit(spare._cache, 1)
+        batcher.submit(spare.backend.cache, 1)
         while batcher._pending:
             time.sleep(0.005)
         assert all(s.prefetch(GREEDY) for s in together)
@@ -299,7 +299,7 @@ def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
         th.join(120)
     for a, b in zip(alone, together):
         assert b.ids == a.ids
-        assert (b.prefetch_hits, b.prefetch_misses) == (12, 0)
+        assert (b.backend.prefetch_hits, b.backend.prefetch_misses) == (12, 0)
         assert all(r.kv.measured == r.kv.formula for r in b.steps)
         assert_cache_holds_ids(b)
 
@@ -322,11 +322,11 @@ def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
     batcher = StepBatcher(lm.model)
     first, late, third = started(lm), started(lm, "Late"), started(lm, "Third")
     with batcher.model_lock:
-        running = batcher.submit(first._cache, 1)
+        running = batcher.submit(first.backend.cache, 1)
         while batcher._pending:  # the worker has taken it and waits for the model
             time.sleep(0.005)
         with pytest.raises(TimeoutError):
-            batcher.forward(late._cache, 2, timeout=0.2)
+            batcher.forward(late.backend.cache, 2, timeout=0.2)
         waited = []
         waiter = threading.Thread(target=lambda: waited.append(batcher.wait(running, timeout=0.1)))
         waiter.start()
@@ -334,13 +334,13 @@ def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
         assert waiter.is_alive()  # a job already running is waited for past the timeout
     waiter.join(30)
     assert waited == [True] and running.result is not None
-    batcher.forward(third._cache, 3)  # the queue is first in, first out: the late job would have run by now
-    assert late._cache.get_seq_length() == len(late.ids)
+    batcher.forward(third.backend.cache, 3)  # the queue is first in, first out: the late job would have run by now
+    assert late.backend.cache.get_seq_length() == len(late.ids)
     assert batcher.batch_sizes == [1, 1]
 
 
 def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, monkeypatch):
-    import model.session as session_module
+    import model.backend as session_module
 
     s = started(lm, batcher=StepBatcher(lm.model))
     derives = []
@@ -358,7 +358,7 @@ def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, mon
 
 @pytest.mark.parametrize("cfg", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
 def test_the_next_distribution_seen_ahead_is_what_the_next_step_shows(lm, cfg, monkeypatch):
-    import model.session as session_module
+    import model.backend as session_module
 
     s, plain = started(lm, batcher=StepBatcher(lm.model)), started(lm)
     derives = []
@@ -378,9 +378,9 @@ def test_the_next_distribution_seen_ahead_is_what_the_next_step_shows(lm, cfg, m
     assert s.prefetch(cfg)
     assert s.preview_ahead(another_token_config(s, s.prefetched)) is None
     # A step taken meanwhile: the pass is the step's now, there is nothing ahead of it
-    ahead = s._ahead
+    ahead = s.backend._ahead
     s.step(cfg)
-    assert s._ahead is None and ahead.job.done.is_set() and s.preview_ahead(cfg) is None
+    assert s.backend._ahead is None and ahead.job.done.is_set() and s.preview_ahead(cfg) is None
 
 
 def test_waiting_for_the_pass_ahead_does_not_hold_the_session(lm, monkeypatch):
@@ -397,6 +397,6 @@ def test_waiting_for_the_pass_ahead_does_not_hold_the_session(lm, monkeypatch):
     threading.Timer(0.2, gate.set).start()
     record = s.step(SAMPLED)  # nor is a Next token (not refused as busy): it waits for the pass and takes it
     waiter.join(30)
-    assert (s.prefetch_hits, s.prefetch_misses) == (1, 0) and record.step == 1
+    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (1, 0) and record.step == 1
     # The waiter saw the pass before the step took it, or found it taken: never anything else
     assert seen == [None] or (seen[0][0] == s.ids and seen[0][1] == s.preview(SAMPLED))

@@ -120,7 +120,7 @@ def test_measuring_leaves_the_session_alone(lm, session):
     session.step(SamplingConfig(temperature=0))
     ids, kv = list(session.ids), session.steps[-1].kv
     measure_cache_timing(lm, session.ids, default_lengths(len(session.ids)), repeats=1)
-    assert session.ids == ids and session._cache.get_seq_length() == len(ids) and session.steps[-1].kv == kv
+    assert session.ids == ids and session.backend.cache.get_seq_length() == len(ids) and session.steps[-1].kv == kv
     twin = type(session)(lm)
     twin.start(TEXT[:200])
     twin.step(SamplingConfig(temperature=0))

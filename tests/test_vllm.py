@@ -15,9 +15,10 @@ import torch
 
 from engine_server import REQUEST_S
 from model.engine import EngineClient, EngineTop, fault, parse_top
-from model.engine_session import EngineSession, load_engine_model, tail_independent
+from model.engine_session import EngineBackend, load_engine_model, tail_independent
 from model.errors import SessionError
 from model.records import SamplingConfig
+from model.session import DecodeSession
 from served import DEFAULTS, served
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, a little", "1, 2, 3, 4,",
@@ -127,7 +128,7 @@ def test_greedy_continuations_are_identical(engine_lm, lm):
         ids = lm.tokenizer(prompt)["input_ids"]
         local = lm.model.generate(torch.tensor([ids]), attention_mask=torch.ones(1, len(ids), dtype=torch.long),
                                   max_new_tokens=20, do_sample=False)[0, len(ids):].tolist()
-        session = EngineSession(engine_lm)
+        session = DecodeSession(engine_lm)
         session.start(prompt)
         for _ in range(len(local)):
             if session.finished:
@@ -142,7 +143,7 @@ def test_a_seed_reproduces_an_engine_session_and_back_asks_nothing(engine_lm):
     cfg = SamplingConfig(temperature=1.0, top_k=10, seed=7)
     runs = []
     for _ in range(2):
-        session = EngineSession(engine_lm)
+        session = DecodeSession(engine_lm)
         session.start("The weather today is")
         runs.append([session.step(cfg).token.id for _ in range(6)])
     assert runs[0] == runs[1]
@@ -163,9 +164,9 @@ def test_a_seed_reproduces_an_engine_session_and_back_asks_nothing(engine_lm):
 
 @pytest.mark.engine
 def test_a_token_forced_from_outside_the_top_n_gets_the_engines_own_log_probability(engine_lm, lm):
-    session = EngineSession(engine_lm)
+    session = DecodeSession(engine_lm)
     session.start("The capital of France is")
-    outside = next(i for i in range(1000, 2000) if i not in session.top.ids)
+    outside = next(i for i in range(1000, 2000) if i not in session.backend.top.ids)
     record = session.step(SamplingConfig(), force_token=outside)
     local = local_logprobs(lm, session.ids[:-1])
     assert record.distribution.forced and record.token.id == outside
@@ -176,26 +177,26 @@ def test_a_token_forced_from_outside_the_top_n_gets_the_engines_own_log_probabil
 
 @pytest.mark.engine
 def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_approximate(engine_lm, lm):
-    session = EngineSession(engine_lm)
+    session = DecodeSession(engine_lm)
     session.start("The capital of France is")
     plain = session.preview(SamplingConfig())
     local = local_logprobs(lm, session.ids).exp()
     for c in plain.candidates:
         assert abs(c.prob_t1 - float(local[c.token.id])) < TOLERANCE
-    assert plain.tail_mass_t1 == pytest.approx(session.top.tail_mass, abs=1e-9) and plain.tail_mass_t1 > 0
+    assert plain.tail_mass_t1 == pytest.approx(session.backend.top.tail_mass, abs=1e-9) and plain.tail_mass_t1 > 0
     assert plain.approximate and not session.preview(SamplingConfig(top_k=5)).approximate
     assert sum(c.final_prob for c in plain.candidates) == pytest.approx(1.0)  # the draw is over the N
 
 
 @pytest.mark.engine
 def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):
-    session = EngineSession(engine_lm)
+    session = DecodeSession(engine_lm)
     session.start("Hello")
     session.step(SamplingConfig(temperature=0))
-    state = (list(session.ids), len(session.steps), session.top)
+    state = (list(session.ids), len(session.steps), session.backend.top)
 
     unknown = replace(engine_lm, client=EngineClient(engine.url, "no-such-model", timeout=REQUEST_S))
-    other = EngineSession(unknown)
+    other = DecodeSession(unknown)
     with pytest.raises(SessionError) as err:
         other.start("Hello")
     assert err.value.key == "engine_model_unknown" and not other.started
@@ -203,7 +204,7 @@ def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):
 
     # Over the engine's context (vLLM's own refusal: the app is told a larger context than the engine has)
     blind = replace(engine_lm, info=replace(engine_lm.info, context=10**6))
-    long = EngineSession(blind)
+    long = DecodeSession(blind)
     long.lm = blind
     long_prompt = " ".join(["word"] * 300)
     session.lm = blind
@@ -214,7 +215,7 @@ def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):
         session.lm = engine_lm
     assert err.value.key == "engine_context", err.value
     print("over the context:", err.value)
-    assert (session.ids, len(session.steps), session.top) == state
+    assert (session.ids, len(session.steps), session.backend.top) == state
 
     # A slow engine: frozen (SIGSTOP) for longer than the client's time-out
     slow = replace(engine_lm, client=EngineClient(engine.url, engine.model, timeout=3))
@@ -228,7 +229,7 @@ def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):
         session.lm = engine_lm
     assert err.value.key == "engine_slow"
     print("slow:", err.value)
-    assert (session.ids, len(session.steps), session.top) == state
+    assert (session.ids, len(session.steps), session.backend.top) == state
 
 
 @pytest.mark.engine
@@ -246,7 +247,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         assert engine_lm.name in models.names()
         client.predict("The capital of France is", "raw", engine_lm.name, **settings, api_name="/start")
         session = page.store.get(client.session_hash)
-        assert isinstance(session, EngineSession)
+        assert isinstance(session.backend, EngineBackend)
         for _ in range(3):
             result = client.predict(**settings, api_name="/next_token")
         assert len(session.steps) == 3
@@ -254,7 +255,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         assert "From the engine" in figure["layout"]["title"]["subtitle"]["text"]
         client.predict(1, **settings, api_name="/back")
         assert len(session.steps) == 2
-        forced = session.top.ids[3]
+        forced = session.backend.top.ids[3]
         client.predict(forced, **settings, api_name="/force")
         assert session.steps[-1].token.id == forced and session.steps[-1].distribution.forced
         opened = client.predict(**settings, api_name="/tab_attention")  # the tab's state is not sent back
@@ -297,7 +298,7 @@ def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
             page.locator("#tbt-next").click()
             wait_for_step(page, n)
         session = next(s for _, s in page_state.store.live())
-        forced = session.top.ids[2]
+        forced = session.backend.top.ids[2]
         session_before = len(session.steps)
         page.locator("#tbt-force input").click()  # the force list, most probable first: its third entry
         page.get_by_role("option").nth(2).click()
@@ -371,7 +372,7 @@ def test_a_branch_switch_on_the_engine_model_gives_back_its_chips_and_candidates
     try:
         after_four = branch_on_the_engine(client, engine_lm)
         session = page.store.get(client.session_hash)
-        assert isinstance(session, EngineSession) and session.lm is engine_lm
+        assert isinstance(session.backend, EngineBackend) and session.lm is engine_lm
         first = session.branch_record(0)
         chips = viz.token_chips_html(session.prefill.tokens, first.steps, "en")
         assert len(first.steps) == 4 and chips in after_four[0]
@@ -415,7 +416,7 @@ def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine
 
         loaded = reader.predict(handle_file(path), **PAGE, api_name="/import_trace")
         session = page.store.get(reader.session_hash)
-        assert isinstance(session, EngineSession) and session.lm is engine_lm
+        assert isinstance(session.backend, EngineBackend) and session.lm is engine_lm
         assert "3 recorded steps left" in loaded[0]
         for _ in range(3):
             reader.predict(**{**PAGE, "temperature": 0.1, "seed": 99}, api_name="/next_token")  # the trace's knobs
@@ -435,15 +436,15 @@ def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine
 
 @pytest.mark.engine
 def test_the_engine_stopped_mid_session(engine_lm, engine):  # (last: it stops the engine)
-    session = EngineSession(engine_lm)
+    session = DecodeSession(engine_lm)
     session.start("Hello there")
     session.step(SamplingConfig(temperature=0))
-    state = (list(session.ids), len(session.steps), session.top)
+    state = (list(session.ids), len(session.steps), session.backend.top)
     engine.stop()
     with pytest.raises(SessionError) as err:
         session.step(SamplingConfig(temperature=0))
     assert err.value.key == "engine_down"
     print("\nstopped:", err.value)
-    assert (session.ids, len(session.steps), session.top) == state
+    assert (session.ids, len(session.steps), session.backend.top) == state
     session.back(1)  # what is kept still works without the engine
     assert len(session.steps) == 0

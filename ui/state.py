@@ -41,7 +41,7 @@ class App:
     def local_session(self, request: gr.Request) -> DecodeSession:
         """The user's session, for a view that runs the model itself: refused, saying so, on an engine's model."""
         session = self.session(request)
-        if not getattr(session, "has_attention", True):  # an engine's model: no local weights to run
+        if not session.capabilities.runs_locally:  # an engine's model: no local weights to run
             raise SessionError("engine_needs_local", model=session.lm.name)
         return session
 

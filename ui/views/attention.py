@@ -49,7 +49,7 @@ class AttentionView:
 
     def chart(self, session, cfg, view, dist=None) -> str:
         """The heatmap of the last ATTENTION_WINDOW tokens, for the view's layer and head."""
-        if not getattr(session, "has_attention", True):  # a model on an engine: no weights come back
+        if not session.capabilities.attention:  # a model on an engine: no weights come back
             return carrier(unavailable_chart("engine_attention_title", "engine_attention_reason", view.lang,
                                              model=session.lm.name), self.tab)
         info = session.lm.info

@@ -7,7 +7,7 @@ import gradio as gr
 import viz
 from model.batcher import model_lock
 from model.errors import SessionError
-from model.session import all_cores
+from model.backend import all_cores
 from model.timing import default_lengths, measure_cache_timing
 from ui.controls import plot
 from ui.events import Event
@@ -38,7 +38,7 @@ class KVCacheView:
 
     def chart(self, session, cfg, view, dist=None) -> str:
         points = [session.prefill.kv] + [s.kv for s in session.steps]
-        if not getattr(session, "has_cache", True):  # a model on an engine: only the formula is known
+        if not session.capabilities.cache_tensors:  # a model on an engine: only the formula is known
             return carrier(unavailable_chart("engine_kv_title", "engine_kv_reason", view.lang, model=session.lm.name,
                                              formula=format_bytes(points[-1].formula), tokens=points[-1].tokens,
                                              source=session.lm.config_source), self.tab)
@@ -48,7 +48,7 @@ class KVCacheView:
         """Time a step with and without the cache at several lengths of the user's text. The model lock is taken
         per pass, so the class's steps go on between them."""
         session = self.app.session(request)
-        if not getattr(session, "has_cache", True):
+        if not session.capabilities.cache_tensors:
             raise SessionError("engine_no_timing", model=session.lm.name)
         with all_cores():
             timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)),

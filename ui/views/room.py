@@ -10,7 +10,6 @@ import json
 import re
 
 import gradio as gr
-import torch
 from gradio.context import get_blocks_context
 
 import viz
@@ -210,16 +209,8 @@ def ended(err: SessionError, lang: str) -> str:
     return f'<div class="tbt-room-ended">{html.escape(err.text(lang))}</div>'
 
 
-@torch.no_grad()
 def session_from(fresh: DecodeSession, snap: Snapshot) -> DecodeSession:
     """`fresh` holding the teacher's text: the records copied (they are never changed), the cache rebuilt by one
-    prefill of the ids, whose logits at the prompt's end and at the last token are the two a session keeps.
-
-    One pass instead of one per step (a replay); it reaches into DecodeSession's state, which has no public way
-    to take records it did not make.
-    """
-    prompt_len = len(snap.prefill.tokens)
-    cache, out, _ = fresh._prefill(list(snap.ids), logits_to_keep=len(snap.ids) - prompt_len + 1)
-    fresh.prefill, fresh.steps, fresh.ids, fresh._cache = snap.prefill, list(snap.steps), list(snap.ids), cache
-    fresh._prefill_logits, fresh._next_logits = out.logits[0, 0].clone(), out.logits[0, -1].clone()
+    prefill of the ids (DecodeSession.take_records), not one pass per step (a replay)."""
+    fresh.take_records(snap.prefill, snap.steps, snap.ids)
     return fresh
