@@ -225,11 +225,12 @@ def probabilities_in(result) -> list[str]:
 def test_the_candidates_are_sent_only_after_the_guess(client, lessons, lm):
     lesson = lessons["one-token-at-a-time"]
     before = call(client, "/lesson_open", "one-token-at-a-time")
-    assert "tbt-figdata" not in json.dumps(before)  # no chart carrier at all
+    sent = json.dumps(list(before.values()))  # what the page receives (the names are the test's own)
+    assert "tbt-figdata" not in sent  # no chart carrier at all
     assert before[FORCE]["choices"] == [] and before[REVEAL] == "" and before[PLOT]["visible"] is False
     assert not probabilities_in([v for k, v in before.items() if k != TEXT]), probabilities_in(before)
     assert set(probabilities_in(before[TEXT])) <= {"1.00%", "10.0%", "50.0%", "90.0%"}  # only the chips' legend
-    assert "data-prob" not in json.dumps(before) and "logit" not in json.dumps(before)
+    assert "data-prob" not in sent and "logit" not in sent
 
     reveal = call(client, "/lesson_guess", " London")
     prob = float(re.search(r'data-prob="([^"]+)"', reveal[REVEAL]).group(1))
@@ -286,3 +287,19 @@ def test_the_reveal_is_said_in_both_languages():
     answer = {"kind": "order", "guess": "same", "right": False, "first": 7, "last": 141}
     assert "141" in reveal_html(answer, "en") and "141" in reveal_html(answer, "zh")
     assert "没猜中" in reveal_html(answer, "zh")
+
+
+def test_the_reveal_escapes_token_texts_and_bolds_the_marked_words():
+    """viz.lesson builds the reveal from the page's words: a token's text is escaped, a **marked** part is bold."""
+    import functools
+
+    from ui.strings import t
+    from viz.lesson import reveal_html as reveal_in
+
+    answer = {"kind": "next_token", "guess": "<b>", "right": False, "token_id": 27, "token": "<b>", "several": True,
+              "prob": 0.25, "rank": 2, "vocab": 49152, "top": " &", "top_prob": 0.5, "chosen": " &"}
+    for lang in ("en", "zh"):
+        out = reveal_in(answer, functools.partial(t, lang=lang))
+        assert out == reveal_html(answer, lang)
+        assert "<code>&lt;b&gt;</code>" in out and "<code> &amp;</code>" in out and "<b>25.0%</b>" in out
+        assert "**" not in out and 'data-token-id="27" data-prob="0.25"' in out
