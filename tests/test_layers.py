@@ -84,3 +84,11 @@ def test_no_handler_returns_many_outputs_by_position():
                     if n > MOST_BY_POSITION:
                         wrong.add(f"{name}:{node.lineno} {function.name} returns {n} values by position")
     assert not wrong, sorted(wrong)
+
+
+def test_no_handler_returns_an_empty_dict():
+    """Gradio reads {} as one output's value, not as 'nothing changed' (a dict is taken by component only when it
+    has keys): a handler with nothing to change returns {some_output: gr.skip()}. The room's tick once did."""
+    wrong = [f"{name}:{node.lineno}" for name, tree in sources("ui") for node in ast.walk(tree)
+             if isinstance(node, (ast.Return, ast.Yield)) and isinstance(node.value, ast.Dict) and not node.value.keys]
+    assert not wrong, wrong

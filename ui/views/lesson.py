@@ -220,7 +220,7 @@ class LessonView:
     def redraw(self, lesson, index, answer, lang):
         """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
         if lesson is None:
-            return {}  # every output as it was
+            return {self.step_md: gr.skip()}  # every output as it was ({}: one value)
         step = lesson["steps"][int(index)]
         predict = step["predict"]
         said = {self.step_md: self._step_text(lesson, int(index), lang),

@@ -113,7 +113,7 @@ class RoomView:
         now = (snap.revision if snap else None, question.key if question else None, question.open if question else None,
                lang)
         if snap is None or now == seen:
-            return {}  # nothing changed: every output as it was
+            return {self.status: gr.skip()}  # nothing changed: every output as it was ({} is one value)
         ask = seen is None or now[1:] != tuple(seen)[1:]  # the question changed: show it again
         chart = self._chart(snap, lang) if question is None or not question.open else \
             carrier(after_reveal_chart(lang), self.tab)  # the teacher's chart would give the answer away
