@@ -22,19 +22,21 @@ from ui.views import VIEWS
 __all__ = ["App", "build", "launch", "main"]
 
 
-def build(app: App, default_model: str) -> gr.Blocks:
-    """The page: the shared controls, then each view of VIEWS in its own tab. Every event has an api_name."""
-    views = [View(app) for View in VIEWS]
+def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
+    """The page: the shared controls, then each view of `views` (view classes, ui/views) in its own tab. Every
+    event has an api_name. Any view may be left out: the page owns every control its handlers share."""
+    views = [View(app) for View in views]
     stepped = [view for view in views if view.chart]  # the views that draw every step
-    page = Page(app, default_model, tuple(view.tab for view in stepped))
+    page = Page(app, default_model, tuple(view.tab for view in stepped), {view.tab: view.title for view in views})
     player = Play(app)
     with gr.Blocks(title="Token by Token", delete_cache=(900, 1800)) as demo:
+        page.build_shared()
         page.build_header()
         with gr.Row(equal_height=False):
             page.build_controls()
             with gr.Column(scale=3):
                 page.build_text()
-                with gr.Tabs(overflow_behavior="wrap") as page.tabs_block:  # all on view (a menu hid half); a lesson opens a step's tab
+                with page.build_tabs():
                     for view in views:
                         with gr.Tab(t(view.title), id=view.tab) as view.tab_block:
                             view.build(page)

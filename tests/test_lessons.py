@@ -9,21 +9,24 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
+from model.quiz import predict_cache_bytes, size_choices
 from model.records import SamplingConfig
 from model.session import DecodeSession
 from model.sessions import SessionStore
 from ui.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from ui.views import VIEWS
-from ui.views.lesson import predict_cache_bytes, reveal_html, size_choices
+from ui.views.lesson import reveal_html
+from named import named
 from served import DEFAULTS, served
 
 TABS = tuple(View.tab for View in VIEWS)
 PAGE = {name: value for name, value in DEFAULTS.items() if name != "lang"}  # (each call gives its language)
-# where things are in a step's answer through the API (gr.State outputs are not returned)
-PROGRESS, STEP_TEXT, QUESTION, GUESS, REVEAL, PLOT, PROMPT, MODE, MODEL = range(9)  # (buttons return nothing)
-SETTINGS = slice(9, 16)
-TEXT, FIGURE, FORCE = 16, 17, 18
-SETTING_NAMES = ("temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "seed")
+# what a step's answer through the API holds, by name (tests/named.py): the page's elem_ids
+PROGRESS, STEP_TEXT, QUESTION, REVEAL, PLOT, PROMPT = ("tbt-lesson-progress", "tbt-lesson-step", "tbt-lesson-question",
+                                                       "tbt-lesson-reveal", "tbt-lesson-plot", "tbt-prompt")
+TEXT, FIGURE, FORCE = "tbt-text", "tbt-figdata", "tbt-force"
+SETTINGS = {"temperature": "tbt-temperature", "top_k": "tbt-top-k", "top_p": "tbt-top-p", "min_p": "tbt-min-p",
+            "repetition_penalty": "tbt-repetition-penalty", "order": "tbt-order", "seed": "tbt-seed"}
 
 
 @pytest.fixture(scope="module")
@@ -46,8 +49,9 @@ def client(server):
     server[0].store.drop(c.session_hash)
 
 
-def call(client, api, *leading, lang="en"):
-    return client.predict(*leading, **PAGE, lang=lang, api_name=api)
+def call(client, api, *leading, lang="en") -> dict:
+    """The result of an API call, by the name of each output."""
+    return named(client, api, client.predict(*leading, **PAGE, lang=lang, api_name=api))
 
 
 def first_guess(predict) -> str:
@@ -210,13 +214,13 @@ def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, lang)
             assert said in result[STEP_TEXT] and step["text"][lang] in result[STEP_TEXT]
             assert result[PROMPT] == step["prompt"][lang]
             cfg = SamplingConfig(**step["settings"])
-            assert list(result[SETTINGS]) == [getattr(cfg, n) for n in SETTING_NAMES]  # the sliders show them
+            assert [result[knob] for knob in SETTINGS.values()] == [getattr(cfg, n) for n in SETTINGS]  # the sliders
             assert 'data-step="%d"' % step["generate"] in result[TEXT]  # the tokens written before it is shown
             if step["predict"]:
                 assert step["predict"]["question"][lang] in result[QUESTION]
-                reveal = call(client, "/lesson_guess", first_guess(step["predict"]), lang=lang)
-                assert 'class="tbt-lesson-reveal"' in reveal[0]
-                assert ("猜" in reveal[0] or "KV" in reveal[0]) if lang == "zh" else ("Right" in reveal[0] or "Not" in reveal[0])
+                reveal = call(client, "/lesson_guess", first_guess(step["predict"]), lang=lang)[REVEAL]
+                assert 'class="tbt-lesson-reveal"' in reveal
+                assert ("猜" in reveal or "KV" in reveal) if lang == "zh" else ("Right" in reveal or "Not" in reveal)
         back = call(client, "/lesson_back", lang=lang)
         assert back[PROGRESS]["step"] == max(total - 2, 0)
 
@@ -229,31 +233,32 @@ def probabilities_in(result) -> list[str]:
 def test_the_candidates_are_sent_only_after_the_guess(client, lessons, lm):
     lesson = lessons["one-token-at-a-time"]
     before = call(client, "/lesson_open", "one-token-at-a-time")
-    assert "tbt-figdata" not in json.dumps(before)  # no chart carrier at all
+    sent = json.dumps(list(before.values()))  # what the page receives (the names are the test's own)
+    assert "tbt-figdata" not in sent  # no chart carrier at all
     assert before[FORCE]["choices"] == [] and before[REVEAL] == "" and before[PLOT]["visible"] is False
-    assert not probabilities_in([*before[:TEXT], *before[TEXT + 1:]]), probabilities_in(before)
+    assert not probabilities_in([v for k, v in before.items() if k != TEXT]), probabilities_in(before)
     assert set(probabilities_in(before[TEXT])) <= {"1.00%", "10.0%", "50.0%", "90.0%"}  # only the chips' legend
-    assert "data-prob" not in json.dumps(before) and "logit" not in json.dumps(before)
+    assert "data-prob" not in sent and "logit" not in sent
 
     reveal = call(client, "/lesson_guess", " London")
-    prob = float(re.search(r'data-prob="([^"]+)"', reveal[0]).group(1))
-    token_id = int(re.search(r'data-token-id="(\d+)"', reveal[0]).group(1))
+    prob = float(re.search(r'data-prob="([^"]+)"', reveal[REVEAL]).group(1))
+    token_id = int(re.search(r'data-token-id="(\d+)"', reveal[REVEAL]).group(1))
     step = lesson["steps"][0]
     session = started(lm, step)  # an independent session on the same prompt
     engine = session.preview(SamplingConfig(**step["settings"]), force_token=token_id).chosen_candidate
     assert token_id == lm.tokenizer.encode(" London", add_special_tokens=False)[0]
     assert prob == pytest.approx(engine.prob_t1, abs=1e-7)
-    assert 'data-right="false"' in reveal[0]
-    assert "tbt-figdata" in reveal[-2] and reveal[-1]["choices"]  # the shared chart and list, only now
-    assert probabilities_in(reveal[0])  # the reveal says the probabilities
+    assert 'data-right="false"' in reveal[REVEAL]
+    assert "tbt-figdata" in reveal[FIGURE] and reveal[FORCE]["choices"]  # the shared chart and list, only now
+    assert probabilities_in(reveal[REVEAL])  # the reveal says the probabilities
 
 
 @pytest.mark.server
 def test_a_typed_guess_is_read_as_the_word_after_the_prompt(client, lm):
     call(client, "/lesson_open", "one-token-at-a-time")
-    reveal = call(client, "/lesson_guess", "Paris")  # typed, without the leading space
-    assert 'data-token-id="%d"' % lm.tokenizer.encode(" Paris", add_special_tokens=False)[0] in reveal[0]
-    assert 'data-right="true"' in reveal[0]
+    reveal = call(client, "/lesson_guess", "Paris")[REVEAL]  # typed, without the leading space
+    assert 'data-token-id="%d"' % lm.tokenizer.encode(" Paris", add_special_tokens=False)[0] in reveal
+    assert 'data-right="true"' in reveal
 
 
 @pytest.mark.server
@@ -283,6 +288,7 @@ def test_an_uploaded_lesson_is_checked_and_played(client, tmp_path):
 @pytest.mark.server
 def test_progress_from_the_browser_resumes_and_is_checked_again(client):
     result = client.predict({"id": "temperature", "step": 2, "file": None}, **PAGE, lang="en", api_name="/lesson_resume")
+    result = named(client, "/lesson_resume", result)
     assert result[PROGRESS]["step"] == 2 and "Step 3 of 3" in result[STEP_TEXT]
     tampered = {"id": "mine", "step": 0, "file": broken(BAD[1][0])}  # a view this page does not have
     with pytest.raises(AppError, match="No lesson is open"):
@@ -294,3 +300,19 @@ def test_the_reveal_is_said_in_both_languages():
     answer = {"kind": "order", "guess": "same", "right": False, "first": 7, "last": 141}
     assert "141" in reveal_html(answer, "en") and "141" in reveal_html(answer, "zh")
     assert "没猜中" in reveal_html(answer, "zh")
+
+
+def test_the_reveal_escapes_token_texts_and_bolds_the_marked_words():
+    """viz.lesson builds the reveal from the page's words: a token's text is escaped, a **marked** part is bold."""
+    import functools
+
+    from ui.strings import t
+    from viz.lesson import reveal_html as reveal_in
+
+    answer = {"kind": "next_token", "guess": "<b>", "right": False, "token_id": 27, "token": "<b>", "several": True,
+              "prob": 0.25, "rank": 2, "vocab": 49152, "top": " &", "top_prob": 0.5, "chosen": " &"}
+    for lang in ("en", "zh"):
+        out = reveal_in(answer, functools.partial(t, lang=lang))
+        assert out == reveal_html(answer, lang)
+        assert "<code>&lt;b&gt;</code>" in out and "<code> &amp;</code>" in out and "<b>25.0%</b>" in out
+        assert "**" not in out and 'data-token-id="27" data-prob="0.25"' in out

@@ -78,6 +78,8 @@ def test_a_follower_sees_the_teachers_steps_in_order(server, room):
     assert steps == [0, 1, 2]
     status, *_ = room_state(follower)
     assert step_of(status) == 3
+    unchanged = room_state(follower)  # nothing new since the last tick: every output left as it was
+    assert all(isinstance(v, dict) and v.get("__type__") == "update" and "value" not in v for v in unchanged), unchanged
 
 
 @pytest.mark.server

@@ -365,6 +365,9 @@ def test_chips_escape_tokens_and_mark_steps():
     assert len(re.findall(r'class="[^"]*\btbt-forced\b', out)) == 1 and "forced by you" in out
     prob = steps[0].distribution.chosen_candidate.prob_t1
     assert f"rank {steps[0].distribution.chosen_rank}" in out and f"{100 * prob:.1f}%" in out
+    mirrored = token_chips_html(prompt, steps, "en", step_data="room-step")  # a room's: a click goes nowhere
+    assert 'data-room-step="1"' in mirrored and "data-step=" not in mirrored
+    assert mirrored.replace("data-room-step=", "data-step=") == out
 
 
 def test_chips_darker_means_more_probable_and_newlines_break():

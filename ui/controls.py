@@ -44,14 +44,57 @@ def hidden_button(trigger: str, label: str) -> gr.Button:
     return gr.Button(label, elem_classes="tbt-hidden", elem_id=TRIGGERS[trigger])
 
 
-class Page:
-    """The shared controls and the handlers of a step; each view (ui/views) adds its tab to it."""
+def head_choices(info, lang: str) -> list[tuple[str, str]]:
+    """'Mean over heads', then each query head with the KV head it reads (grouped-query attention)."""
+    return [(t("mean_over_heads", lang), "mean")] + [
+        (t("head_choice", lang, head=h, kv_head=info.kv_head_of(h)), str(h)) for h in range(info.heads)
+    ]
 
-    def __init__(self, app: App, default_model: str, tabs: tuple[str, ...]):
+
+class Page:
+    """The shared controls and the handlers of a step; each view (ui/views) adds its tab to it.
+
+    `tabs`: the tabs of the views that draw every step (the first is the default); `titles`: every view's tab and
+    the key of its name, in the page's order. Every component a handler of the page reads or writes is the page's
+    own, made here: the views only place some of them in their tabs (build_shared, place), so a page without one of
+    its views still builds, and no view reads what another view made.
+    """
+
+    def __init__(self, app: App, default_model: str, tabs: tuple[str, ...], titles: dict[str, str] | None = None):
         self.app, self.default_model, self.tabs = app, default_model, tabs
+        self.titles = dict(titles) if titles is not None else {tab: tab for tab in tabs}
         self.labels = Labels()
+        self.tabs_block: gr.Tabs | None = None  # build_tabs
 
     # ---- components ----------------------------------------------------------------------------------
+    def build_shared(self):
+        """The controls a view shows in its tab though every step reads or writes them, made unrendered: the
+        force list and its button (Candidates shows them), the attention layer and head (Attention). A view puts
+        them in its layout with place(); build_hidden renders any that no view placed."""
+        info = self.app.models.get().info
+        self.force = gr.Dropdown([], label=t("force_label"), elem_id="tbt-force", scale=3, allow_custom_value=True,
+                                 render=False)
+        self.force_btn = gr.Button(t("btn_force"), elem_id=IDS["force"], scale=1, min_width=120, render=False)
+        self.layer = named_range(gr.Slider(0, info.layers - 1, 0, step=1, label=t("layer"), elem_id="tbt-layer",
+                                           scale=3, render=False))
+        self.head = gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head", scale=1,
+                                render=False)
+        self._shared_words = {self.force: dict(key="force_label"), self.force_btn: dict(key="btn_force", attr="value"),
+                       self.layer: dict(key="layer"),
+                       self.head: dict(words=lambda lang: {"label": t("head", lang), "choices": head_choices(info, lang)})}
+
+    def place(self, *components):
+        """Render shared controls (build_shared) here, in the caller's layout; their words join the language
+        switch in the order the page shows them."""
+        for component in components:
+            component.render()
+            self.labels.add(component, **self._shared_words[component])
+
+    def build_tabs(self) -> gr.Tabs:
+        """The views' tabs: all on view (a menu hid half); a lesson opens a step's tab."""
+        self.tabs_block = gr.Tabs(overflow_behavior="wrap")
+        return self.tabs_block
+
     def build_header(self):
         L, add = (lambda key: t(key, "en")), self.labels.add  # labels start in English; the switch relabels
         with gr.Row(elem_classes="tbt-header", equal_height=True):
@@ -73,7 +116,7 @@ class Page:
                                          elem_id="tbt-mode", scale=3),
                                 words=lambda lang: {"label": t("mode", lang), **choices(modes)(lang)})
                 self.model = add(gr.Dropdown(self.app.models.names(), value=self.default_model, label=L("model"),
-                                             scale=2, min_width=140), "model")
+                                             scale=2, min_width=140, elem_id="tbt-model"), "model")
             self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
             with gr.Row():
                 self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
@@ -88,12 +131,14 @@ class Page:
                 self.top_k = add(gr.Slider(0, 200, 0, step=1, label=L("top_k"), elem_id="tbt-top-k"), "top_k")
                 self.top_p = add(gr.Slider(0.01, 1, 1.0, step=0.01, label=L("top_p"), elem_id="tbt-top-p"), "top_p")
                 self.min_p = add(gr.Slider(0, 1, 0.0, step=0.01, label=L("min_p"), elem_id="tbt-min-p"), "min_p")
-                self.repetition_penalty = add(gr.Slider(0.5, 2, 1.0, step=0.05, label=L("repetition_penalty")),
+                self.repetition_penalty = add(gr.Slider(0.5, 2, 1.0, step=0.05, label=L("repetition_penalty"),
+                                                        elem_id="tbt-repetition-penalty"),
                                               "repetition_penalty")
                 orders = [("order_transformers", "transformers"), ("order_temperature_last", "temperature_last")]
-                self.order = add(gr.Radio([(L(k), v) for k, v in orders], value="transformers", label=L("order")),
+                self.order = add(gr.Radio([(L(k), v) for k, v in orders], value="transformers", label=L("order"),
+                                           elem_id="tbt-order"),
                                  words=lambda lang: {"label": t("order", lang), **choices(orders)(lang)})
-                self.seed = add(gr.Number(0, label=L("seed"), minimum=0, precision=0), "seed")
+                self.seed = add(gr.Number(0, label=L("seed"), minimum=0, precision=0, elem_id="tbt-seed"), "seed")
                 self.play_steps = add(gr.Slider(1, MAX_PLAY_STEPS, 20, step=1, label=L("play_steps"),
                                                 elem_id="tbt-play-steps"), "play_steps")
             add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small"), "shortcuts", "value")
@@ -108,7 +153,12 @@ class Page:
         self.text = gr.HTML(label="Text", elem_id=CARRIERS["text"])  # the chips, and the status line under them
 
     def build_hidden(self):
-        """The carriers and triggers of the page protocol (ui/protocol.py), and the state of the open tab."""
+        """The carriers and triggers of the page protocol (ui/protocol.py), the state of the open tab, and the
+        shared controls no view showed (their view is not on this page), hidden with their defaults."""
+        left = [component for component in self._shared_words if not component.is_rendered]
+        if left:
+            with gr.Column(visible=False):
+                self.place(*left)
         self.goto_step = gr.Number(0, label="go to step", precision=0, elem_id="tbt-goto", elem_classes="tbt-hidden")
         self.goto = hidden_button("goto", "go to step")
         self.tab_state = gr.State(self.tabs[0])

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from model.errors import SessionError
 from model.kv import DTYPE_BYTES, PRESETS
+from model.quiz import CURRENT_MODEL  # cache_size: the model the page runs
 from ui.strings import Refusal, t
 
 LESSON_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
@@ -22,7 +23,6 @@ MAX_GENERATE = 30  # tokens a step may write before it is shown
 KINDS = ("next_token", "kept_by_top_p", "cache_size", "order")
 MODES = ("raw", "chat")
 ORDER_CHOICES = ("transformers", "temperature_last", "same")
-CURRENT_MODEL = "current"  # cache_size: the model the page runs
 SETTING_TYPES = {"temperature": float, "top_k": int, "top_p": float, "min_p": float, "repetition_penalty": float,
                  "order": str, "seed": int}
 LESSON_FIELDS = {"format", "id", "title", "summary", "steps"}

@@ -32,9 +32,10 @@ def _shade(prob: float) -> tuple[str, str]:
     return background, (LIGHT_INK if luminance < 0.55 else DARK_INK)
 
 
-def _chip(display: str, title: str, classes: str, shade: str | None = None, step: int | None = None) -> str:
+def _chip(display: str, title: str, classes: str, shade: str | None = None, step: int | None = None,
+          step_data: str = "step") -> str:
     """One chip; a newline token is followed by line breaks so the chips keep the text's layout."""
-    data = (f' data-step="{step}"' if step is not None else "") + (f' style="--shade:{shade}"' if shade else "")
+    data = (f' data-{step_data}="{step}"' if step is not None else "") + (f' style="--shade:{shade}"' if shade else "")
     text = html.escape(display, quote=False).replace("␣", '<i class="tbt-space">␣</i>')
     chip = f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}">{text}</span>'
     return chip + "<br>" * display.count("↵")
@@ -48,12 +49,13 @@ def _swatch(prob: float) -> str:
 
 
 def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], lang: str = "en",
-                     legend_key: str = "chips_legend") -> str:
+                     legend_key: str = "chips_legend", step_data: str = "step") -> str:
     """HTML of the text so far, one chip per token, with a one-line legend (`legend_key`: its words).
 
     Prompt chips have class "tbt-chip tbt-prompt". Generated chips have class "tbt-chip tbt-gen" (plus
     "tbt-forced" when the user forced the token), data-step="<step number>" so the page can go back to that
-    step on click, a shade from the T = 1 probability the model gave the token (style="--shade:<colour>", and
+    step on click (`step_data` names another attribute instead, e.g. "room-step" for chips a click must not
+    act on), a shade from the T = 1 probability the model gave the token (style="--shade:<colour>", and
     class "tbt-light" when its text must be light), and a tooltip with rank and probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
     """
     prompt_title = t("chips_prompt", lang)
@@ -67,7 +69,7 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         if dist.forced:
             title += " · " + t("chips_forced", lang)
             classes += " tbt-forced"
-        chips.append(_chip(step.token.display, title, classes, background, step=step.step))
+        chips.append(_chip(step.token.display, title, classes, background, step=step.step, step_data=step_data))
     swatches = "".join(_swatch(p) for p in (0.01, 0.1, 0.5, 0.9))
     legend = f'<div class="tbt-chips-legend">{html.escape(t(legend_key, lang))} {swatches}</div>'
     return f'<div class="tbt-chips" lang="{lang}">{"".join(chips)}</div>{legend}'

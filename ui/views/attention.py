@@ -7,19 +7,11 @@ import viz
 from model.records import attention_matrix
 from ui.controls import plot
 from ui.events import Event
-from ui.handlers import named_range
 from ui.state import carrier
 from ui.strings import t
 from viz.unavailable import unavailable_chart
 
 ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens: readable on a projector, fast for long texts
-
-
-def head_choices(info, lang: str) -> list[tuple[str, str]]:
-    """'Mean over heads', then each query head with the KV head it reads (grouped-query attention)."""
-    return [(t("mean_over_heads", lang), "mean")] + [
-        (t("head_choice", lang, head=h, kv_head=info.kv_head_of(h)), str(h)) for h in range(info.heads)
-    ]
 
 
 class AttentionView:
@@ -30,18 +22,13 @@ class AttentionView:
 
     def build(self, page):
         add, info = page.labels.add, self.app.models.get().info
-        with gr.Row():
-            page.layer = add(gr.Slider(0, info.layers - 1, 0, step=1, label=t("layer"), elem_id="tbt-layer", scale=3),
-                             "layer")
-            page.head = add(gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head",
-                                        scale=1),
-                            words=lambda lang: {"label": t("head", lang), "choices": head_choices(info, lang)})
+        with gr.Row():  # the page's layer and head (Page.build_shared): every step's chart reads them
+            page.place(page.layer, page.head)
         plot(self.tab)
         add(gr.Markdown(self._explain("en"), elem_classes="tbt-explain"), words=lambda lang: {"value": self._explain(lang)})
         # Which KV head each query head reads: the same for every step, drawn once (and again in a new language)
         add(gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id="tbt-plot-gqa", show_label=False),
             words=lambda lang: {"value": viz.gqa_figure(info, lang)})
-        named_range(page.layer)
 
     @staticmethod
     def _explain(lang):

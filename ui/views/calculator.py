@@ -61,7 +61,8 @@ class CalculatorView:
                               head_dim)
         text = "### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes))
         rows = [(row_label(row, lang), row.bytes) for row in calc.rows]
-        return (calc.layers, calc.heads, calc.kv_heads, calc.head_dim, text, viz.kv_calculator_figure(rows, lang))
+        return {**dict(zip(self.shape, (calc.layers, calc.heads, calc.kv_heads, calc.head_dim))), self.result: text,
+                self.plot: viz.kv_calculator_figure(rows, lang)}
 
     def events(self, page):
         calc = friendly(self.calculate)

@@ -9,7 +9,7 @@ import gradio as gr
 import viz
 from ui.controls import hidden_button, hidden_html, plot
 from ui.events import Event
-from ui.protocol import IDS, figure_bundle
+from ui.protocol import figure_bundle
 from ui.render import force_choices
 from ui.state import carrier, chart_key, state_key
 from ui.strings import t
@@ -26,11 +26,8 @@ class CandidatesView:
     def build(self, page):
         add = page.labels.add
         plot(self.tab)
-        with gr.Row(equal_height=True):
-            page.force = add(gr.Dropdown([], label=t("force_label"), elem_id="tbt-force", scale=3,
-                                         allow_custom_value=True), "force_label")
-            page.force_btn = add(gr.Button(t("btn_force"), elem_id=IDS["force"], scale=1, min_width=120),
-                                 "btn_force", "value")
+        with gr.Row(equal_height=True):  # the page's force list and button (Page.build_shared), shown here
+            page.place(page.force, page.force_btn)
         add(gr.Markdown(t("explain_candidates"), elem_classes="tbt-explain"), "explain_candidates", "value")
         self.bundle = hidden_html("bundle")
         self.ahead = hidden_html("ahead")  # the next step's chart

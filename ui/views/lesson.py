@@ -4,7 +4,7 @@ candidates, with the model's probability of the guess, only after the guess is c
 their checks are ui/lessons.py's; progress is kept in the browser (gr.BrowserState) to resume after a reload."""
 from __future__ import annotations
 
-import html
+import functools
 import json
 from dataclasses import replace
 
@@ -12,19 +12,18 @@ import gradio as gr
 import plotly.graph_objects as go
 
 import viz
-from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes
-from model.records import SETTING_NAMES, SamplingConfig
+from model.records import SETTING_NAMES
+from model.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
 from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly
-from ui.lessons import (CURRENT_MODEL, MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
-                        read_lesson, say)
+from ui.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson, read_lesson,
+                        say)
 from ui.rooms import Question
 from ui.strings import LANGS, Refusal, t
 from ui.views.session_io import upload_bytes
 from viz.guesses import class_guesses_chart
-
-SIZE_SPREADS = ((1, 4, 16, 64), (1 / 4, 1, 4, 16), (1 / 16, 1 / 4, 1, 4), (1 / 64, 1 / 16, 1 / 4, 1))
+from viz.lesson import reveal_html as reveal_in
 
 
 class LessonView:
@@ -37,11 +36,9 @@ class LessonView:
     # ---- components ----------------------------------------------------------------------------------
     def build(self, page):
         add = page.labels.add
-        from ui.views import VIEWS  # here, not at import: VIEWS lists this view too
-
         self.page = page
-        self.tabs = [View.tab for View in VIEWS]  # every tab of the page, the lesson's own too
-        self.tab_titles = {View.tab: View.title for View in VIEWS}
+        self.tabs = list(page.titles)  # every tab of the page, the lesson's own too
+        self.tab_titles = dict(page.titles)
         self.lessons, refused = builtin_lessons(self.tabs)
         for name, err in refused.items():  # a lesson naming a tab this page does not have: left out, said once
             print(f"lesson {name} left out: {err}")
@@ -155,19 +152,22 @@ class LessonView:
         builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
         progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
         self.app.rooms.ask(request.session_hash, self._room_question(lesson, index))  # if this user has a room
-        return [
-            lesson, index, None, progress,
-            self._step_text(lesson, index, view.lang), self._open_button(step, view.lang, predict is None),
-            gr.update(visible=predict is not None),
-            self._question(predict, view.lang),
-            gr.update(choices=self._choices(predict, view.lang), value=None, interactive=True),
-            gr.update(interactive=True),
-            "", gr.update(value=None, visible=False),
-            prompt, step["mode"], page.default_model,
-            *(getattr(cfg, name) for name in SETTING_NAMES),
-            gr.Tabs(selected=self.tab), step["view"] if stepped and predict is None else gr.skip(),
-            text, figure, force, gr.update(value=None, visible=False),
-        ]
+        return {
+            self.lesson: lesson, self.index: index, self.revealed: None, self.progress: progress,
+            self.step_md: self._step_text(lesson, index, view.lang),
+            self.open_view: self._open_button(step, view.lang, predict is None),
+            self.predict_box: gr.update(visible=predict is not None),
+            self.question: self._question(predict, view.lang),
+            self.guess: gr.update(choices=self._choices(predict, view.lang), value=None, interactive=True),
+            self.commit: gr.update(interactive=True),
+            self.reveal: "", self.reveal_plot: gr.update(value=None, visible=False),
+            page.prompt: prompt, page.mode: step["mode"], page.model: page.default_model,
+            **{knob: getattr(cfg, name) for knob, name in zip(page.settings, SETTING_NAMES)},  # the sliders show them
+            page.tabs_block: gr.Tabs(selected=self.tab),
+            page.tab_state: step["view"] if stepped and predict is None else gr.skip(),
+            page.text: text, page.figure: figure, page.force: force,
+            self.class_plot: gr.update(value=None, visible=False),
+        }
 
     def commit_guess(self, request, lesson, index, guess, cfg, view):
         """The guess committed: the answer, the step's candidates, and the model's probability of the guess."""
@@ -178,22 +178,22 @@ class LessonView:
             raise Refusal("lesson_no_predict")
         if guess in (None, ""):
             raise Refusal("lesson_guess_first")
-        guess = str(guess)
-        if step["predict"]["kind"] == "next_token" and guess not in step["predict"]["choices"] and \
-                guess[:1].isascii() and guess[:1].isalnum():
-            guess = " " + guess  # a word typed as written after the prompt: its token has the leading space
+        guess = typed_guess(step["predict"], str(guess))
         session = self.app.session(request)
         cfg = step_config(step)
-        answer = reveal_record(session, step, guess, cfg)
+        try:
+            answer = reveal_record(session, step, guess, cfg)
+        except NoToken:
+            raise Refusal("lesson_guess_first") from None
         self.app.rooms.reveal(request.session_hash)  # the class's guesses are closed
-        stepped = step["view"] in self.app.views
-        if stepped:
-            figure, force = self.app.answer(session, cfg, replace(view, tab=step["view"]))[1:]
-        else:
-            figure, force = gr.skip(), gr.skip()
-        return [answer, reveal_html(answer, view.lang), self._reveal_plot(answer, session, cfg, view.lang),
-                gr.update(interactive=False), gr.update(interactive=False), self._open_button(step, view.lang, True),
-                figure, force]
+        shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
+                 self.reveal_plot: self._reveal_plot(answer, session, cfg, view.lang),
+                 self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
+                 self.open_view: self._open_button(step, view.lang, True)}
+        if step["view"] in self.app.views:  # the step's tab draws every step: its chart and the force list, now
+            _, shown[self.page.figure], shown[self.page.force] = self.app.answer(session, cfg,
+                                                                                  replace(view, tab=step["view"]))
+        return shown
 
     def open_step_view(self, lesson, index):
         """The step's tab, opened when the student has read the step (and, at a question, seen the answer)."""
@@ -221,13 +221,15 @@ class LessonView:
     def redraw(self, lesson, index, answer, lang):
         """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
         if lesson is None:
-            return [gr.skip()] * 5
+            return {self.step_md: gr.skip()}  # every output as it was ({}: one value)
         step = lesson["steps"][int(index)]
         predict = step["predict"]
-        return [self._step_text(lesson, int(index), lang), self._open_button(step, lang, predict is None or answer),
-                self._question(predict, lang),
-                gr.update(choices=self._choices(predict, lang)),
-                reveal_html(answer, lang) if answer else gr.skip()]
+        said = {self.step_md: self._step_text(lesson, int(index), lang),
+                self.open_view: self._open_button(step, lang, predict is None or answer),
+                self.question: self._question(predict, lang), self.guess: gr.update(choices=self._choices(predict, lang))}
+        if answer:
+            said[self.reveal] = reveal_html(answer, lang)
+        return said
 
     # ---- words ---------------------------------------------------------------------------------------
     def _step_text(self, lesson, index, lang) -> str:
@@ -307,99 +309,14 @@ def question_key(lesson, index: int) -> str:
     return f"{lesson['id']}#{index}"
 
 
-def step_config(step) -> SamplingConfig:
-    """A step's settings: the lesson's, over the plain distribution's defaults (T = 1, no cut)."""
-    return SamplingConfig(**step["settings"]).validate()
-
-
 def token_label(text: str) -> str:
     """A token's text as the chips show it: a leading space as ␣."""
     return text.replace(" ", "␣").replace("\n", "↵")
 
 
-def size_choices(predict, info) -> list[int]:
-    """Four cache sizes to pick from, the right one among them (its place varies with the question)."""
-    right = predict_cache_bytes(predict, info)
-    spread = SIZE_SPREADS[(predict["tokens"] * 7 + len(predict["model"])) % len(SIZE_SPREADS)]
-    return [int(right * f) for f in spread]
-
-
-def cache_shape(predict, info) -> tuple[int, int, int]:
-    """(layers, KV heads, head size) of a cache_size question: a preset's, or the loaded model's (`info`)."""
-    if predict["model"] == CURRENT_MODEL:
-        return info.layers, info.kv_heads, info.head_dim
-    layers, _, kv_heads, head_dim = PRESETS[predict["model"]]
-    return layers, kv_heads, head_dim
-
-
-def predict_cache_bytes(predict, info) -> int:
-    """The right answer of a cache_size question, in bytes (docs/what-it-teaches.md: Its size)."""
-    return kv_cache_bytes(*cache_shape(predict, info), predict["tokens"], DTYPE_BYTES[predict["dtype"]])
-
-
-def reveal_record(session, step, guess: str, cfg: SamplingConfig) -> dict:
-    """What the reveal says, as plain numbers (probabilities in [0, 1], bytes): the engine's own answer."""
-    predict = step["predict"]
-    kind = predict["kind"]
-    if kind == "cache_size":
-        layers, kv_heads, head_dim = cache_shape(predict, session.lm.info)
-        right = predict_cache_bytes(predict, session.lm.info)
-        return {"kind": kind, "guess": guess, "right": str(right) == guess, "bytes": right, "layers": layers,
-                "kv_heads": kv_heads, "head_dim": head_dim, "tokens": predict["tokens"],
-                "bytes_per": DTYPE_BYTES[predict["dtype"]]}
-    dist = session.preview(cfg)
-    if kind == "order":
-        first = session.preview(replace(cfg, order="transformers")).stages[-1].kept
-        last = session.preview(replace(cfg, order="temperature_last")).stages[-1].kept
-        right = "transformers" if first > last else "temperature_last" if last > first else "same"
-        return {"kind": kind, "guess": guess, "right": guess == right, "first": first, "last": last}
-    asked = guess if kind == "next_token" else predict["token"]
-    ids = session.lm.tokenizer.encode(asked, add_special_tokens=False)
-    if not ids:
-        raise Refusal("lesson_guess_first")
-    token = session.preview(cfg, force_token=ids[0]).chosen_candidate  # the asked token, wherever it ranks
-    top = min(dist.candidates, key=lambda c: c.rank)
-    record = {"kind": kind, "guess": guess, "token_id": token.token.id, "token": token.token.display,
-              "several": len(ids) > 1, "prob": token.prob_t1, "rank": token.rank, "vocab": session.lm.info.vocab,
-              "top": top.token.display, "top_prob": top.prob_t1, "chosen": dist.chosen.display}
-    if kind == "next_token":
-        record["right"] = token.token.id == top.token.id
-    else:
-        kept = token.stage_probs["top_p"] > 0
-        before = sum(c.stage_probs["top_k"] for c in dist.candidates if c.rank < token.rank)
-        record.update(right=(guess == "yes") == kept, kept=kept, before=before, p=cfg.top_p)
-    return record
-
-
 def reveal_html(answer: dict, lang: str) -> str:
-    """The reveal in the page's words; its numbers in data- attributes too (the tests read them)."""
-    pct = lambda p: f"{100 * p:.1f}%" if p >= 0.001 else f"{100 * p:.3f}%"
-    code = lambda s: f"<code>{html.escape(s)}</code>"
-    kind = answer["kind"]
-    verdict = t("lesson_right" if answer["right"] else "lesson_wrong", lang)
-    data = f'data-kind="{kind}" data-right="{str(answer["right"]).lower()}"'
-    if kind in ("next_token", "kept_by_top_p"):
-        data += f' data-token-id="{answer["token_id"]}" data-prob="{answer["prob"]!r}"'
-    if kind == "next_token":
-        body = t("lesson_reveal_token", lang, guess=code(answer["token"]), prob=pct(answer["prob"]), rank=answer["rank"],
-                 vocab=answer["vocab"], top=code(answer["top"]), top_prob=pct(answer["top_prob"]),
-                 chosen=code(answer["chosen"]))
-        if answer["several"]:
-            body = t("lesson_first_token", lang, token=code(answer["token"])) + " " + body
-    elif kind == "kept_by_top_p":
-        body = t("lesson_reveal_top_p", lang, token=code(answer["token"]), prob=pct(answer["prob"]), rank=answer["rank"],
-                 before=pct(answer["before"]), p=answer["p"], fate=t("lesson_yes" if answer["kept"] else "lesson_no", lang))
-    elif kind == "order":
-        body = t("lesson_reveal_order", lang, first=answer["first"], last=answer["last"])
-    else:
-        body = t("lesson_reveal_cache", lang, layers=answer["layers"], kv_heads=answer["kv_heads"],
-                 head_dim=answer["head_dim"], tokens=answer["tokens"], bytes_per=answer["bytes_per"],
-                 bytes=answer["bytes"], size=viz.format_bytes(answer["bytes"]))
-        data += f' data-bytes="{answer["bytes"]}"'
-    chart = "" if kind == "cache_size" else f"<p>{t('lesson_reveal_chart', lang)}</p>"
-    body = body.replace("**", "\0").split("\0")
-    body = "".join(f"<b>{part}</b>" if i % 2 else part for i, part in enumerate(body))
-    return f'<div class="tbt-lesson-reveal" {data}><p><b>{verdict}</b> {body}</p>{chart}</div>'
+    """The reveal of model.quiz.reveal_record's `answer`, in the page's words in `lang` (viz.lesson)."""
+    return reveal_in(answer, functools.partial(t, lang=lang))
 
 
 def uploaded_lesson(file) -> bytes:

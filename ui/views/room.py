@@ -5,28 +5,25 @@ it here and send a guess; the teacher's Lesson tab counts them. The registry is 
 shows comes from App.render's hook."""
 from __future__ import annotations
 
+import functools
 import html
 import json
-import re
 
 import gradio as gr
 from gradio.context import get_blocks_context
 
 import viz
 from model.errors import SessionError
-from model.session import DecodeSession
 from ui.controls import client_of, plot
 from ui.events import Event
 from ui.handlers import friendly
-from ui.protocol import PROTOCOL, chart_id
+from ui.protocol import carried_figure
 from ui.rooms import Question, Snapshot
 from ui.state import carrier
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import after_reveal_chart
 
 POLL_S = 0.5  # a follower's page asks for the room's state this often (a dict read when nothing changed)
-TARGET = re.compile(r'data-%s="[^"]*"' % PROTOCOL["envelope"]["target"])
-NAMED = re.compile(r' data-(?:%s|%s)="[^"]*"' % (PROTOCOL["envelope"]["key"], PROTOCOL["envelope"]["temperature"]))
 # A link with ?room=CODE: the code typed in for the student, the Room tab opened and the code joined.
 ROOM_LINK_JS = """() => {
   const code = new URLSearchParams(window.location.search).get('room') || '';
@@ -50,6 +47,7 @@ class RoomView:
 
     def build(self, page):
         add = page.labels.add
+        self.page = page
         add(gr.Markdown(t("explain_room"), elem_classes="tbt-explain"), "explain_room", "value")
         with gr.Row():
             self.open_btn = add(gr.Button(t("btn_room_open"), elem_id="tbt-room-open"), "btn_room_open", "value")
@@ -109,29 +107,30 @@ class RoomView:
         try:
             code, snap, question, guessed = self.rooms.state(request.session_hash)
         except SessionError as err:  # closed, or not following
-            return [ended(err, lang), gr.skip(), gr.skip(), None, gr.Timer(active=False), gr.update(visible=False),
-                    gr.skip(), gr.skip(), gr.skip(), gr.skip()]
+            return {self.status: ended(err, lang), self.seen: None, self.timer: gr.Timer(active=False),
+                    self.question_box: gr.update(visible=False)}
         now = (snap.revision if snap else None, question.key if question else None, question.open if question else None,
                lang)
         if snap is None or now == seen:
-            return [gr.skip()] * 10
+            return {self.status: gr.skip()}  # nothing changed: every output as it was ({} is one value)
         ask = seen is None or now[1:] != tuple(seen)[1:]  # the question changed: show it again
         chart = self._chart(snap, lang) if question is None or not question.open else \
             carrier(after_reveal_chart(lang), self.tab)  # the teacher's chart would give the answer away
-        return [self._status(code, snap, lang), self._text(snap, lang), chart, now, gr.skip(),
-                *(self._question(question, guessed, lang) if ask else [gr.skip()] * 5)]
+        shown = {self.status: self._status(code, snap, lang), self.mirror: self._text(snap, lang),
+                 self.page.figure: chart, self.seen: now}
+        return {**shown, **self._question(question, guessed, lang)} if ask else shown
 
-    @staticmethod
-    def _question(question: Question | None, guessed: str | None, lang: str) -> list:
+    def _question(self, question: Question | None, guessed: str | None, lang: str) -> dict:
         """The question box: hidden without a question; after the reveal, the choices stay but take no guess."""
         if question is None:
-            return [gr.update(visible=False), "", gr.update(choices=[], value=None), gr.update(), ""]
+            return {self.question_box: gr.update(visible=False), self.question: "",
+                    self.answer: gr.update(choices=[], value=None), self.send: gr.update(), self.sent: ""}
         said = t("room_guess_sent", lang) if guessed is not None else ""
         if not question.open:
             said = t("room_guess_revealed", lang)
-        return [gr.update(visible=True), question.words[lang],
-                gr.update(choices=question.choices[lang], value=guessed, interactive=question.open),
-                gr.update(interactive=question.open), html.escape(said)]
+        return {self.question_box: gr.update(visible=True), self.question: question.words[lang],
+                self.answer: gr.update(choices=question.choices[lang], value=guessed, interactive=question.open),
+                self.send: gr.update(interactive=question.open), self.sent: html.escape(said)}
 
     def send_guess(self, request: gr.Request, value, lang="en"):
         """A follower's guess at the teacher's question: counted (without a name) on the teacher's page."""
@@ -148,8 +147,9 @@ class RoomView:
     @staticmethod
     def _text(snap: Snapshot, lang: str) -> str:
         """The teacher's text in the follower's language; its chips do not go back a step when clicked."""
-        chips = viz.token_chips_html(snap.prefill.tokens, snap.steps, lang, legend_key="chips_legend_room")
-        return f'<div id="tbt-room-chips">{chips.replace(" data-step=", " data-room-step=")}</div>'
+        chips = viz.token_chips_html(snap.prefill.tokens, snap.steps, lang, legend_key="chips_legend_room",
+                                     step_data="room-step")
+        return f'<div id="tbt-room-chips">{chips}</div>'
 
     def _chart(self, snap: Snapshot, lang: str):
         """The teacher's chart in the follower's language, drawn into this tab's plot: the carrier re-addressed,
@@ -157,8 +157,7 @@ class RoomView:
         chart = snap.charts.get(lang) or next(iter(snap.charts.values()), None)
         if chart is None:
             return gr.skip()
-        return NAMED.sub("", TARGET.sub(f'data-{PROTOCOL["envelope"]["target"]}="{chart_id(self.tab)}"', chart,
-                                        count=1), count=2)
+        return in_room(chart, self.tab)
 
     def explore(self, request, cfg, view):
         """The teacher's text as the follower's own session (records copied, the cache by one prefill); the
@@ -166,10 +165,12 @@ class RoomView:
         snap = self.rooms.state(request.session_hash)[1]
         if snap is None:
             raise Refusal("room_nothing_yet")
-        session = session_from(self.app.models.new_session(snap.model), snap)
+        session = self.app.models.new_session(snap.model)
+        session.take_records(snap.prefill, snap.steps, snap.ids)  # one prefill of the ids, not a replay
         self.app.store.put(request.session_hash, session, client=client_of(request))
-        page = self.app.answer(session, cfg, view)
-        return [*page, t("room_exploring", view.lang, step=len(snap.steps)), gr.Timer(active=False)]
+        text, figure, force = self.app.answer(session, cfg, view)
+        return {self.page.text: text, self.page.figure: figure, self.page.force: force,
+                self.status: t("room_exploring", view.lang, step=len(snap.steps)), self.timer: gr.Timer(active=False)}
 
     def back_to_teacher(self, request: gr.Request, lang="en"):
         try:
@@ -209,8 +210,8 @@ def ended(err: SessionError, lang: str) -> str:
     return f'<div class="tbt-room-ended">{html.escape(err.text(lang))}</div>'
 
 
-def session_from(fresh: DecodeSession, snap: Snapshot) -> DecodeSession:
-    """`fresh` holding the teacher's text: the records copied (they are never changed), the cache rebuilt by one
-    prefill of the ids (DecodeSession.take_records), not one pass per step (a replay)."""
-    fresh.take_records(snap.prefill, snap.steps, snap.ids)
-    return fresh
+@functools.lru_cache(maxsize=16)  # every follower of a room is sent the same chart: re-addressed once
+def in_room(chart: str, tab: str) -> str:
+    """A chart carrier the teacher's page received, for the plot of the follower's `tab`: the same figure,
+    without the step key and temperature (the page's drawn-ahead charts are its own, not the teacher's)."""
+    return carrier(carried_figure(chart), tab)

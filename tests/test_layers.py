@@ -1,0 +1,94 @@
+"""The layers keep to their rooms (STYLE.md): ui/ is thin Gradio over model/ and viz/. It imports no torch, reaches
+into no object's private state, and a handler with many outputs names them ({component: value}) rather than
+returning a long list a caller must count. model/ never imports gradio or plotly; viz/ never torch or gradio.
+
+A scan of the source (ast), no model: it fails naming the file and line."""
+import ast
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+ROOT = Path(__file__).resolve().parents[1]
+MOST_BY_POSITION = 5  # outputs a handler may return as a list; more are a {component: value} dict
+WIRING = ("events",)  # a view's rows of the wiring table (a list of Events, not a handler's outputs)
+# Private attributes ui/ may touch, each with its reason: (file, "name._attr").
+ALLOWED_PRIVATE = {
+    ("ui/guard.py", "demo._queue"): "Gradio's own queue (no public hook to bound one session's share); not a session",
+}
+
+
+def sources(folder: str):
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        yield path.relative_to(ROOT).as_posix(), ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
+def imported(tree) -> list[tuple[int, str]]:
+    """(line, top-level module) of every import in `tree`."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name.split(".")[0]) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+@pytest.mark.parametrize("folder, banned", [("ui", {"torch"}), ("model", {"gradio", "plotly"}),
+                                            ("viz", {"torch", "gradio"})])
+def test_each_layer_imports_only_what_it_may(folder, banned):
+    wrong = [f"{name}:{line} imports {module}" for name, tree in sources(folder)
+             for line, module in imported(tree) if module in banned]
+    assert not wrong, wrong
+
+
+def test_ui_touches_no_private_attribute_of_another_object():
+    """No `x._name` in ui/ but on self or cls (dunders are Python's own): a session's state is the session's."""
+    wrong = []
+    for name, tree in sources("ui"):
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+                continue
+            if node.attr.startswith("__") and node.attr.endswith("__"):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            if (name, ast.unparse(node)) not in ALLOWED_PRIVATE:
+                wrong.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+    assert not wrong, wrong
+
+
+def positional_length(value) -> int:
+    """How many values a returned list or tuple literal holds (a starred part counts as one; [x] * n as n)."""
+    if isinstance(value, (ast.List, ast.Tuple)):
+        return len(value.elts)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        for seq, times in ((value.left, value.right), (value.right, value.left)):
+            if isinstance(seq, (ast.List, ast.Tuple)) and isinstance(times, ast.Constant) and isinstance(times.value, int):
+                return len(seq.elts) * times.value
+    return 0
+
+
+def test_no_handler_returns_many_outputs_by_position():
+    """A list of many outputs is read by counting (the lesson's 28 were mirrored by a test's range(9)): more than
+    MOST_BY_POSITION are returned as {component: value}, which Gradio puts in the event's order."""
+    wrong = set()
+    for name, tree in sources("ui"):
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name in WIRING:
+                continue
+            for node in ast.walk(function):
+                if isinstance(node, (ast.Return, ast.Yield)) and node.value is not None:
+                    n = positional_length(node.value)
+                    if n > MOST_BY_POSITION:
+                        wrong.add(f"{name}:{node.lineno} {function.name} returns {n} values by position")
+    assert not wrong, sorted(wrong)
+
+
+def test_no_handler_returns_an_empty_dict():
+    """Gradio reads {} as one output's value, not as 'nothing changed' (a dict is taken by component only when it
+    has keys): a handler with nothing to change returns {some_output: gr.skip()}. The room's tick once did."""
+    wrong = [f"{name}:{node.lineno}" for name, tree in sources("ui") for node in ast.walk(tree)
+             if isinstance(node, (ast.Return, ast.Yield)) and isinstance(node.value, ast.Dict) and not node.value.keys]
+    assert not wrong, wrong
