@@ -302,6 +302,7 @@ def test_the_reveal_is_said_in_both_languages():
     assert "没猜中" in reveal_html(answer, "zh")
 
 
+@pytest.mark.unit
 def test_the_reveal_escapes_token_texts_and_bolds_the_marked_words():
     """viz.lesson builds the reveal from the page's words: a token's text is escaped, a **marked** part is bold."""
     import functools
