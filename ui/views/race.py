@@ -18,10 +18,10 @@ DEFAULT_STEPS = 32
 ORDERS = [("order_transformers", "transformers"), ("order_temperature_last", "temperature_last")]
 
 
-def race_summary(result) -> dict:
-    """The race as numbers (what the API and the tests read)."""
+def race_summary(result, decode) -> dict:
+    """The race as numbers (what the API and the tests read); decode(ids) -> text."""
     def side(s):
-        return {"ids": s.ids, "text": "".join(step.token.display for step in s.steps), "ended": s.ended,
+        return {"ids": s.ids, "text": decode(s.ids), "ended": s.ended,
                 "logprob_t1": s.logprob_t1, "logprob_sampled": s.logprob_sampled,
                 "logprobs_t1": [step.logprob_t1 for step in s.steps],
                 "entropy_bits": [step.entropy_sampled_bits for step in s.steps]}
@@ -77,7 +77,8 @@ class RaceView:
             raise SessionError("text_ended")
         lock = session.batcher.model_lock if session.batcher is not None else None
         result = race(session.lm, ids, cfg, cfg_b, n, session.max_tokens, lock=lock)
-        return [race_html(result, view.lang), race_figure(result, view.lang), race_summary(result)]
+        return [race_html(result, view.lang), race_figure(result, view.lang),
+                race_summary(result, session.lm.tokens.text)]
 
     def events(self, page):
         knobs = [self.temperature, self.top_k, self.top_p, self.min_p, self.order, self.steps]
