@@ -49,7 +49,7 @@ def _side_html(name: str, side, split: int | None, lang: str) -> str:
                 logp=f"{side.logprob_t1:.2f}", logq=f"{side.logprob_sampled:.2f}", h=f"{side.mean_entropy_t1_bits:.2f}")
     return (f'<div class="tbt-race-side" data-side="{name}" style="border-left:6px solid {color}">'
             f'<p class="tbt-race-summary">{html.escape(summary)}</p>'
-            f'<p class="tbt-race-text">{"".join(spans)}{end}</p></div>')
+            f'<p class="tbt-race-text">{"<wbr>".join(spans)}{end}</p></div>')  # <wbr>: a line may break between tokens
 
 
 def race_html(race, lang: str = "en") -> str:
@@ -68,7 +68,7 @@ RACE_CSS = """
 .tbt-race-note{margin:4px 0 8px}
 .tbt-race-side{padding:4px 10px;margin:8px 0;background:#fafafa}
 .tbt-race-summary{font-size:15px;color:#333;margin:2px 0}
-.tbt-race-text{font-family:monospace;font-size:17px;line-height:1.7;white-space:pre-wrap;margin:4px 0}
+.tbt-race-text{font-family:monospace;font-size:17px;line-height:1.7;overflow-wrap:anywhere;margin:4px 0}
 .tbt-race-token{padding:0 1px}
 """
 
