@@ -183,6 +183,19 @@ MESSAGES: dict[str, tuple[str, str]] = {
                           "推理引擎的回答里没有对数概率；它可能不是兼容 OpenAI 补全接口的服务器。"),
     "engine_no_timing": ("{model} runs on an engine: its cache is not here to time; pick a local model to measure it.",
                          "{model} 运行在推理引擎上：它的缓存不在这里，无法计时；请选择本地模型来测量。"),
+    # ---- logit lens and sampler race (model/lens.py, model/race.py) ----
+    "lens_window_range": ("Positions to read must be a whole number from 1 to {high}, got {value!r}.",
+                          "要读取的位置数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "lens_too_long": ("The text is too long for the lens: {n} tokens (at most {limit}); go back or reset.",
+                      "文本对逻辑透镜来说太长了：{n} 个词元（最多 {limit} 个）；请后退或重置。"),
+    "race_steps_range": ("Steps to race must be a whole number from 1 to {high}, got {value!r}.",
+                         "比赛的步数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "lens_needs_weights": ("The logit lens reads every layer's hidden state, which only the model's weights give: {model} "
+                           "runs on an engine, so choose a local model for it.",
+                           "逻辑透镜要读取每一层的隐藏状态，只有模型权重才能给出：{model} 运行在推理引擎上，请为它选择一个本地模型。"),
+    "race_needs_weights": ("The race runs the model itself on two texts and needs the whole distribution at every step, "
+                           "which {model} on an engine does not give here; choose a local model for it.",
+                           "比赛要在本机对两段文本运行模型，并需要每一步的完整分布，而推理引擎上的 {model} 在这里给不出；请为它选择一个本地模型。"),
 }
 
 

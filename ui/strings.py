@@ -390,6 +390,26 @@ PAGE: dict[str, tuple[str, str]] = {
     "room_guess_no_room": ("Open a room in the Room tab first: your class's guesses are counted there.",
                            "请先在“课堂”标签页开设课堂：全班的猜测在那里统计。"),
     "btn_class_guesses": ("Show the class's guesses", "显示全班的猜测"),
+    # ---- logit lens view (ui/views/lens.py) ----
+    "tab_lens": ("Logit lens", "逻辑透镜"),
+    "explain_lens": (
+        "The model is a stack of layers, each adding to one running vector per token (the residual stream). The logit lens reads that vector after every layer as if it were the last: through the model's final norm and its LM head, into a probability for every token. Each row below is one layer, each column one position; the colour is the probability that layer's reading gives the token that came next, the text its own top token. The top row is the model's real output.",
+        "模型是一叠层，每一层都往每个词元的同一个向量（残差流）上添加内容。逻辑透镜把每一层之后的这个向量都当作最后一层来读：经过模型最后的归一化和语言模型头，得到每个词元的概率。下图每一行是一层，每一列是一个位置；颜色是该层的读数给“下一个真正出现的词元”的概率，文字是该读数自己的最高词元。最上面一行就是模型真正的输出。"),
+    "explain_lens_limits": (
+        "What it does not show: the layers before the last were never trained to be read this way. A lens shows at which depth the final answer becomes readable through the last layer's unembedding, not what a layer 'thinks' or 'knows'; an early layer can hold the answer in a form this reading cannot see (a tuned lens, trained per layer, reads them better). The first row (emb) is the token embedding read back, which mostly predicts the input token itself.",
+        "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
+    "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
+    "btn_lens": ("Read every layer", "读取每一层"),
+    "lens_result": ("{layers} layers × {n} positions in one pass ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
+                    "一次前向计算得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
+    # ---- sampler race view (ui/views/race.py) ----
+    "tab_race": ("Sampler race", "采样器比赛"),
+    "explain_race": (
+        "Two settings continue your text side by side. Side A uses the settings on the left, side B the ones below; both use the same seed, so at every step both draw with the same random number u. While they pick the same token they write the same text; the first step where they differ is marked, and from there each goes its own way. Each side shows its log P (under the model's own distribution at T = 1, and under the distribution it actually drew from) and the entropy at each step.",
+        "两种设置并排续写你的文本。A 方用左边的设置，B 方用下面的设置；两边使用同一个种子，所以每一步都用同一个随机数 u 来抽取。只要它们选中同一个词元，写出的文本就相同；第一个不同的步骤会被标出，从那里起各走各的路。每一方都显示它的 log P（在模型自己 T = 1 的分布下，以及在它实际抽取的分布下）和每一步的熵。"),
+    "race_b_heading": ("Side B's settings (seed and repetition penalty: side A's)", "B 方的设置（种子和重复惩罚与 A 方相同）"),
+    "race_steps": ("Steps to race", "比赛的步数"),
+    "btn_race": ("Race", "开始比赛"),
 }
 
 

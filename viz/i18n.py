@@ -430,6 +430,47 @@ WORDS: dict[str, tuple[str, str]] = {
         "灰色边框：老师的提示词。蓝色：模型写出的词元，颜色越深表示模型认为它越可能（T = 1）。虚线：老师强制选择的词元。只读：点“从这里自己探索”可以尝试你自己的词元。"),
     "hover_logit_penalized": ("logit after the repetition penalty (already in the text)",
                               "重复惩罚后的 logit（已在文本中出现）"),
+    # ---- logit lens view (viz/lens.py) ----
+    "lens_embeddings": ("emb", "嵌入"),
+    "lens_hover": ("layer {layer} · position {pos} ({tok})<br>top token here: {top} ({top_p})<br>next token {target}: "
+                   "{p}, rank {rank}",
+                   "第 {layer} 层 · 位置 {pos}（{tok}）<br>这里的最高词元：{top}（{top_p}）<br>下一个词元 {target}：{p}，排名 {rank}"),
+    "lens_colour": ("P(next)", "P(下一个)"),
+    "lens_title": ("Logit lens, {model}: every layer read as the output · {layers} layers × {n} positions",
+                   "逻辑透镜，{model}：把每一层都当作输出来读 · {layers} 层 × {n} 个位置"),
+    "lens_subtitle": ("Colour: the probability each layer's reading gives the next token · text: that reading's top "
+                      "token<br>Framed top row: the model's real output · *: nothing follows yet, compared with the "
+                      "model's own top token",
+                      "颜色：每一层的读数给下一个词元的概率 · 文字：该读数的最高词元<br>加框的最上一行：模型真正的输出 · *：后面还没有词元，"
+                      "与模型自己的最高词元比较"),
+    "lens_axis_input": ("token at the position", "该位置的词元"),
+    "lens_axis_target": ("next token (compared)", "下一个词元（比较对象）"),
+    "lens_axis_layer": ("layer (emb = embeddings)", "层（嵌入 = 词嵌入）"),
+    # ---- sampler race view (viz/race.py) ----
+    "race_penalty": ("penalty {value}", "惩罚 {value}"),
+    "race_order_hf": ("Hugging Face order", "Hugging Face 顺序"),
+    "race_order_last": ("temperature last", "温度最后"),
+    "race_seed": ("seed {seed}", "种子 {seed}"),
+    "race_token_title": ("step {step} · log p {logp} at T = 1 · log p {logq} as drawn · entropy {h} bits · u = {u}",
+                         "第 {step} 步 · T = 1 时 log p {logp} · 按所抽分布 log p {logq} · 熵 {h} 比特 · u = {u}"),
+    "race_side_summary": ("{side} ({settings}): {n} tokens · log P {logp} at T = 1 · log P {logq} as drawn · "
+                          "mean entropy {h} bits at T = 1",
+                          "{side}（{settings}）：{n} 个词元 · T = 1 时 log P {logp} · 按所抽分布 log P {logq} · "
+                          "T = 1 时平均熵 {h} 比特"),
+    "race_split": ("The texts split at step {step}: until then both settings drew the same token with the same u.",
+                   "两段文本在第 {step} 步分开：在此之前，两种设置用同一个 u 抽到了同一个词元。"),
+    "race_same": ("The texts never split: over {n} steps both settings drew the same tokens with the same u.",
+                  "两段文本始终没有分开：在 {n} 步里，两种设置用同一个 u 抽到了相同的词元。"),
+    "race_legend": ("Coloured from the split on; framed: the first token that differs; ■ the text ended. Hover a "
+                    "token for its log p and entropy.",
+                    "从分叉处起用颜色标出；加框：第一个不同的词元；■ 文本结束。把鼠标停在词元上可看它的 log p 和熵。"),
+    "race_trace": ("side {side}", "{side} 方"),
+    "race_split_mark": ("split", "分叉"),
+    "race_chart_title": ("The race: log P so far at T = 1 (top), entropy of the distribution drawn from (bottom)",
+                         "比赛：到目前为止 T = 1 时的 log P（上），所抽分布的熵（下）"),
+    "race_axis_logp": ("log P so far", "累计 log P"),
+    "race_axis_step": ("step", "步"),
+    "race_axis_entropy": ("entropy (bits)", "熵（比特）"),
 }
 
 

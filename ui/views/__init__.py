@@ -13,15 +13,17 @@ from ui.views.calculator import CalculatorView
 from ui.views.candidates import CandidatesView
 from ui.views.chain import ChainView
 from ui.views.kv_cache import KVCacheView
+from ui.views.lens import LensView
 from ui.views.lesson import LessonView
 from ui.views.paged import PagedView
+from ui.views.race import RaceView
 from ui.views.room import RoomView
 from ui.views.session_io import SessionView
 from ui.views.speculative import SpeculativeView
 from ui.views.temperature import TemperatureView
 from ui.views.training import TrainingView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, KVCacheView,  # one step
-         ChainView, TrainingView, BranchesView,  # why token by token
+VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
+         ChainView, TrainingView, BranchesView, RaceView,  # why token by token
          CalculatorView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
          LessonView, RoomView, SessionView]  # the class

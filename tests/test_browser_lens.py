@@ -1,0 +1,50 @@
+"""The Logit lens and Sampler race tabs in headless Chromium, English and Chinese: the lens draws one row per layer
+(plus the embeddings) over the positions asked for; the race shows both texts and its chart. Screenshots go to
+tests/artifacts/."""
+from browser import ARTIFACTS, marker, open_view, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401
+
+pytestmark = [needs_chromium, under_load]
+WORDS = {
+    "en": dict(lens="Logit lens", read="Read every layer", race="Sampler race", go="Race", result="layers ×",
+               side="A (T 1"),
+    "zh": dict(lens="逻辑透镜", read="读取每一层", race="采样器比赛", go="开始比赛", result="层 ×", side="A（T 1"),
+}
+
+
+def lens_rows(page) -> int:
+    return page.evaluate("() => (document.getElementById('tbt-fig-lens')?.data || [])"
+                         ".filter((tr) => tr.type === 'heatmap').map((tr) => tr.z.length)[0] || 0")
+
+
+def test_lens_and_race_tabs(page):
+    marker(page).wait_for(timeout=180_000)
+    page.wait_for_function("() => document.querySelector('#tbt-marker')?.dataset.step === '0'", timeout=180_000)
+    for step in (1, 2):
+        page.locator("#tbt-next").click()
+        page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'",
+                               timeout=180_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    for lang in ("en", "zh"):
+        w = WORDS[lang]
+        if lang == "zh":
+            page.get_by_label("中文").check()
+            page.wait_for_timeout(1500)
+        open_view(page, w["lens"])
+        page.get_by_role("button", name=w["read"], exact=True).click()
+        page.wait_for_function(f"() => document.querySelector('#tbt-lens-result')?.innerText.includes({w['result']!r})",
+                               timeout=180_000)
+        plot_drawn(page, "tbt-plot-lens")
+        assert lens_rows(page) == 31  # SmolLM2: the embeddings and 30 layers
+        page.locator("#tbt-plot-lens").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"lens_{lang}.png"))
+        open_view(page, w["race"])
+        page.locator("#tbt-race-steps input[type='number']").fill("12")
+        page.locator("#tbt-race-steps input[type='number']").press("Enter")
+        page.get_by_role("button", name=w["go"], exact=True).click()
+        page.wait_for_function(f"() => document.querySelector('#tbt-race-texts')?.innerText.includes({w['side']!r})",
+                               timeout=180_000)
+        plot_drawn(page, "tbt-plot-race")
+        assert page.locator("#tbt-race-texts .tbt-race-side").count() == 2
+        page.locator("#tbt-race-texts").scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"race_{lang}.png"))
+    assert page.problems == []

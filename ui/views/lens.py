@@ -1,0 +1,72 @@
+"""The logit lens: every layer's residual stream read through the final norm and the LM head, for the current
+text, on demand (one forward pass with every hidden state, under the model lock)."""
+from __future__ import annotations
+
+import gradio as gr
+
+from model.errors import SessionError
+from model.lens import LENS_WINDOW, logit_lens
+from ui.controls import plot
+from ui.events import Event
+from ui.handlers import friendly, named_range, whole
+from ui.state import carrier
+from ui.strings import t
+from viz.lens import TEXT_COLUMNS, lens_chart
+
+DEFAULT_WINDOW = TEXT_COLUMNS  # the most positions whose cells still name their top token
+
+
+def model_lock(session):
+    """The lock a pass takes so no decode pass of the step batcher runs meanwhile (None: a session run alone)."""
+    return session.batcher.model_lock if session.batcher else None
+
+
+def lens_summary(lens, lang: str) -> dict:
+    """The lens as numbers (what the API and the tests read): per layer and position, the top token and the
+    probability of the token compared; the last layer's agreement with the model's logits; the time."""
+    return {"start": lens.start, "positions": len(lens.tokens), "layers": lens.layers,
+            "tokens": [tok.id for tok in lens.tokens], "targets": [tok.id for tok in lens.targets],
+            "top_ids": lens.top_ids.tolist(), "top_prob": lens.top_prob.tolist(),
+            "target_prob": lens.target_prob.tolist(), "final_max_abs_diff": lens.final_max_abs_diff, "ms": lens.ms}
+
+
+class LensView:
+    tab, title = "lens", "tab_lens"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add = page.labels.add
+        add(gr.Markdown(t("explain_lens"), elem_classes="tbt-explain"), "explain_lens", "value")
+        with gr.Row(equal_height=True):
+            self.window = add(gr.Slider(1, LENS_WINDOW, DEFAULT_WINDOW, step=1, label=t("lens_window"),
+                                        elem_id="tbt-lens-window", scale=3), "lens_window")
+            self.run_btn = add(gr.Button(t("btn_lens"), variant="primary", elem_id="tbt-lens-run", scale=1),
+                               "btn_lens", "value")
+        self.result = gr.Markdown(elem_id="tbt-lens-result", elem_classes="tbt-explain")
+        plot(self.tab)
+        add(gr.Markdown(t("explain_lens_limits"), elem_classes="tbt-explain"), "explain_lens_limits", "value")
+        self.numbers = gr.JSON(label="logit lens", elem_id="tbt-lens-numbers", elem_classes="tbt-hidden")
+        named_range(self.window)
+
+    def read(self, request: gr.Request, window, lang):
+        """The lens of the user's text: its last `window` positions, every layer."""
+        n = whole(window, "lens_window")
+        try:
+            session = self.app.local_session(request)
+        except SessionError as err:
+            if err.key == "engine_needs_local":  # say which: the lens needs every layer's hidden state
+                raise SessionError("lens_needs_weights", model=err.params["model"]) from None
+            raise
+        with session.reading():
+            ids = list(session.ids)
+        lens = logit_lens(session.lm, ids, n, lock=model_lock(session))
+        text = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
+                 ms=f"{lens.ms:.0f}")
+        return text, carrier(lens_chart(lens, session.lm.name, lang), self.tab), lens_summary(lens, lang)
+
+    def events(self, page):
+        return [Event(self.run_btn.click, friendly(self.read), [self.window, page.lang],
+                      [self.result, page.figure, self.numbers], "measure", "logit_lens", {"show_progress": "full"})]

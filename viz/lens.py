@@ -1,0 +1,72 @@
+"""The logit lens as a heatmap: layers (bottom: the embeddings, top: the model's output) by positions.
+
+Pure function of a plain record (model.lens.LogitLens: numpy arrays and TokenInfo lists); no torch, no gradio.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from viz.attention import WEIGHT_SCALE
+from viz.i18n import t
+from viz.style import FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, token_label
+
+TEXT_COLUMNS = 16  # up to this many positions, each cell names its top token; beyond, only the hover does
+CELL_CHARS = 5  # a cell's token text, cut to this many characters (14 px in a cell about 50 px wide)
+MAX_TICKS = 28  # as the attention heatmap: beyond this, every other token label
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= CELL_CHARS else label[: CELL_CHARS - 1] + "…"
+
+
+def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
+    """Heatmap of lens.target_prob: row = layer (0 = embeddings, the top row = the last layer, the model's output),
+    column = position; colour = the probability that layer's reading gives the token that came next; each cell's
+    text (up to TEXT_COLUMNS positions) and hover name that reading's top token.
+
+    The bottom axis names the token at each position, the top axis the token compared there (the text's next
+    token; at the last position, marked *, the model's own top token, since nothing follows it yet).
+    """
+    probs = np.asarray(lens.target_prob, dtype=float)  # (L + 1, W)
+    rows, n = probs.shape
+    layer_names = [t("lens_embeddings", lang)] + [str(i) for i in range(1, rows)]
+    inputs = [token_label(tok.display) for tok in lens.tokens]
+    targets = [token_label(tok.display) + ("" if nxt else "*") for tok, nxt in zip(lens.targets, lens.target_is_next)]
+    tops = [[token_label(tok.display) for tok in row] for row in lens.top_tokens]
+    shorts = [[token_label(_short(tok.display)) for tok in row] for row in lens.top_tokens]
+    template = t("lens_hover", lang)
+    top_p, ranks = np.asarray(lens.top_prob).tolist(), np.asarray(lens.target_rank).tolist()
+    hover = np.array([[template.format(layer=layer_names[r], pos=lens.start + c, tok=inputs[c], top=tops[r][c],
+                                       top_p=format_prob(top_p[r][c]), target=targets[c],
+                                       p=format_prob(probs[r, c]), rank=ranks[r][c])
+                       for c in range(n)] for r in range(rows)], dtype=object)
+    cell_text = shorts if n <= TEXT_COLUMNS else None
+    heat = {"type": "heatmap", "z": probs, "zmin": 0, "zmax": 1, "colorscale": WEIGHT_SCALE, "name": "lens",
+            "colorbar": {"title": {"text": t("lens_colour", lang)}, "thickness": 16},
+            "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "xgap": 1, "ygap": 1}
+    if cell_text is not None:
+        heat.update(text=cell_text, texttemplate="%{text}", textfont={"size": SMALL_SIZE})
+    # the top axis: the token compared at each position, on an invisible trace of its own
+    top_axis = {"type": "scatter", "x": list(range(n)), "y": [rows - 1] * n, "xaxis": "x2", "mode": "markers",
+                "marker": {"opacity": 0}, "hoverinfo": "skip", "showlegend": False, "name": "targets"}
+    step = math.ceil(n / MAX_TICKS)
+    shapes = [{"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": rows - 1.5, "y1": rows - 0.5, "name": "output",
+               "line": {"color": FATE_COLORS["chosen"], "width": 3}}]
+    layout = base_layout(
+        t("lens_title", lang, model=model_name, layers=rows - 1, n=n), lang,
+        subtitle=t("lens_subtitle", lang), height=max(420, 180 + 24 * rows), shapes=shapes,
+        xaxis={"title": {"text": t("lens_axis_input", lang)}, "tickvals": list(range(0, n, step)),
+               "ticktext": inputs[::step], "tickangle": -60, "range": [-0.5, n - 0.5], "tickfont": {"size": SMALL_SIZE}},
+        xaxis2={"title": {"text": t("lens_axis_target", lang)}, "overlaying": "x", "side": "top", "matches": "x",
+                "tickvals": list(range(0, n, step)), "ticktext": targets[::step], "tickangle": -60,
+                "tickfont": {"size": SMALL_SIZE}, "showgrid": False},
+        yaxis={"title": {"text": t("lens_axis_layer", lang)}, "tickvals": list(range(rows)), "ticktext": layer_names,
+               "range": [-0.5, rows - 0.5], "tickfont": {"size": SMALL_SIZE}},
+        margin={"t": 200, "b": 110}, plot_bgcolor="white",
+    )
+    return chart([heat, top_axis], layout)
+
+
+lens_figure = as_figure(lens_chart)
