@@ -25,7 +25,7 @@ from transformers import DynamicCache
 from .batcher import StepBatcher, forward_one, model_lock
 from .cache_surgery import crop_to, restore, snapshot
 from .kv import kv_bytes
-from .loading import LoadedModel
+from .loading import LoadedModel, end_ids
 from .lookahead import LookAhead
 from .records import Distribution, KVBytes, SamplingConfig
 from .sampling import derive
@@ -94,9 +94,7 @@ class LocalBackend(LookAhead):
         self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
 
     def eos_ids(self) -> set[int]:
-        eos = self.lm.model.generation_config.eos_token_id
-        ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-        return ids | ({self.lm.tokenizer.eos_token_id} - {None})
+        return end_ids(self.lm)
 
     @torch.no_grad()
     def start(self, ids):

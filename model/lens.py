@@ -18,7 +18,8 @@ import torch
 from .errors import SessionError
 from .loading import LoadedModel
 from .records import TokenInfo
-from .session import MAX_TOKENS, all_cores
+from .backend import all_cores
+from .session import MAX_TOKENS
 
 LENS_WINDOW = 48  # positions read (the last ones), as many as the attention view shows
 LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session's own limit

@@ -46,6 +46,13 @@ class LoadedModel:
     tokens: TokenDisplay
 
 
+def end_ids(lm: LoadedModel) -> set[int]:
+    """The token ids that end a text: the model's generation config's and its tokenizer's end-of-text token."""
+    eos = lm.model.generation_config.eos_token_id
+    ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
+    return ids | ({lm.tokenizer.eos_token_id} - {None})
+
+
 def cache_root() -> Path:
     """Where converted weights are kept (TOKEN_BY_TOKEN_CACHE, else ~/.cache/token-by-token)."""
     return Path(os.environ.get("TOKEN_BY_TOKEN_CACHE", Path.home() / ".cache" / "token-by-token"))

@@ -18,10 +18,10 @@ from transformers import DynamicCache
 
 from .batcher import forward_one
 from .errors import SessionError
-from .loading import LoadedModel
+from .loading import LoadedModel, end_ids
 from .records import SamplingConfig, TokenInfo
 from .sampling import derive
-from .session import all_cores
+from .backend import all_cores
 
 RACE_MAX_STEPS = 64  # steps one race may take: bounds its passes (at most two per step)
 
@@ -77,13 +77,6 @@ class Race:
     ms: float  # wall time, passes and sampling
 
 
-def eos_ids(lm: LoadedModel) -> set[int]:
-    """The tokens that end a text (the model's generation config and its tokenizer), as a session counts them."""
-    eos = lm.model.generation_config.eos_token_id
-    ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-    return ids | ({lm.tokenizer.eos_token_id} - {None})
-
-
 def _record(dist) -> RaceStep:
     p = dist.chosen_final_prob
     return RaceStep(token=dist.chosen, logprob_t1=dist.chosen_logprob_t1,
@@ -109,7 +102,7 @@ def race(lm: LoadedModel, ids: list[int], cfg_a: SamplingConfig, cfg_b: Sampling
         raise SessionError("token_limit", limit=max_tokens)
     steps = min(steps, room)
     lock = lock if lock is not None else contextlib.nullcontext()
-    stop = eos_ids(lm)
+    stop = end_ids(lm)
     t0 = time.perf_counter()
     cache = DynamicCache(config=lm.model.config)
     with lock, all_cores():  # the prefix in one pass, as a session's prefill

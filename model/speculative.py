@@ -26,7 +26,7 @@ from transformers import DynamicCache
 
 from .cache_surgery import crop_to, restore, snapshot
 from .errors import SessionError
-from .loading import LoadedModel
+from .loading import LoadedModel, end_ids
 from .parse import shown, whole_number
 from .records import SamplingConfig
 from .sampling import draw_u, inverse_cdf, run_stages
@@ -121,7 +121,7 @@ class SpeculativeDecoder:
         self.prompt_ids = [int(i) for i in prompt_ids]
         self.ids = list(self.prompt_ids)
         self.rounds: list[SpecRound] = []
-        self.eos_ids = _eos_ids(lm)
+        self.eos_ids = end_ids(lm)
         self.cache = DynamicCache(config=lm.model.config)
         t0 = time.perf_counter()
         if len(self.ids) > 1:
@@ -250,13 +250,6 @@ def _cut(new: list[int], budget: int, eos_ids: set[int]) -> list[int]:
     return new if end is None else new[: end + 1]
 
 
-def _eos_ids(lm: LoadedModel) -> set[int]:
-    """The ids that end a text: the generation config's and the tokenizer's."""
-    eos = lm.model.generation_config.eos_token_id
-    ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-    return ids | ({lm.tokenizer.eos_token_id} - {None})
-
-
 def speculative_decode(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, draft_len: int = 4,
                        max_ngram: int = 2, max_new_tokens: int = 64, model_lock=None) -> SpeculativeRun:
     """A whole speculative run from a prompt's ids (one prefill, then one target pass per round)."""
@@ -285,7 +278,7 @@ def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int,
     runs one token, so the two differ only in what each pass runs. model_lock is held for each pass.
     """
     lock = model_lock if model_lock is not None else contextlib.nullcontext()
-    eos = _eos_ids(lm)
+    eos = end_ids(lm)
     cache = DynamicCache(config=lm.model.config)
     ids = list(prompt_ids)
     if len(ids) > 1:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from viz.attention import WEIGHT_SCALE
+from viz.style import ATTENTION_SCALE
 from viz.i18n import t
 from viz.style import FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, token_label
 
@@ -43,7 +43,7 @@ def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
                                        p=format_prob(probs[r, c]), rank=ranks[r][c])
                        for c in range(n)] for r in range(rows)], dtype=object)
     cell_text = shorts if n <= TEXT_COLUMNS else None
-    heat = {"type": "heatmap", "z": probs, "zmin": 0, "zmax": 1, "colorscale": WEIGHT_SCALE, "name": "lens",
+    heat = {"type": "heatmap", "z": probs, "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "name": "lens",
             "colorbar": {"title": {"text": t("lens_colour", lang)}, "thickness": 16},
             "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "xgap": 1, "ygap": 1}
     if cell_text is not None:
