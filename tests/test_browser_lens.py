@@ -1,9 +1,11 @@
 """The Logit lens and Sampler race tabs in headless Chromium, English and Chinese: the lens draws one row per layer
 (plus the embeddings) over the positions asked for; the race shows both texts and its chart. Screenshots go to
 tests/artifacts/."""
-from browser import ARTIFACTS, marker, open_view, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401
+import pytest
 
-pytestmark = [needs_chromium, under_load]
+from browser import artifact, marker, open_view, plot_drawn
+
+pytestmark = pytest.mark.browser
 WORDS = {
     "en": dict(lens="Logit lens", read="Read every layer", race="Sampler race", go="Race", result="layers ×",
                side="A (T 1"),
@@ -23,7 +25,6 @@ def test_lens_and_race_tabs(page):
         page.locator("#tbt-next").click()
         page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'",
                                timeout=180_000)
-    ARTIFACTS.mkdir(exist_ok=True)
     for lang in ("en", "zh"):
         w = WORDS[lang]
         if lang == "zh":
@@ -36,7 +37,7 @@ def test_lens_and_race_tabs(page):
         plot_drawn(page, "tbt-plot-lens")
         assert lens_rows(page) == 31  # SmolLM2: the embeddings and 30 layers
         page.locator("#tbt-plot-lens").scroll_into_view_if_needed()
-        page.screenshot(path=str(ARTIFACTS / f"lens_{lang}.png"))
+        artifact(page, f"lens_{lang}")
         open_view(page, w["race"])
         page.locator("#tbt-race-steps input[type='number']").fill("12")
         page.locator("#tbt-race-steps input[type='number']").press("Enter")
@@ -46,5 +47,5 @@ def test_lens_and_race_tabs(page):
         plot_drawn(page, "tbt-plot-race")
         assert page.locator("#tbt-race-texts .tbt-race-side").count() == 2
         page.locator("#tbt-race-texts").scroll_into_view_if_needed()
-        page.screenshot(path=str(ARTIFACTS / f"race_{lang}.png"))
+        artifact(page, f"race_{lang}")
     assert page.problems == []

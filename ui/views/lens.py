@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from model.batcher import model_lock
 from model.errors import SessionError
 from model.lens import LENS_WINDOW, logit_lens
 from ui.controls import plot
@@ -14,11 +15,6 @@ from ui.strings import t
 from viz.lens import TEXT_COLUMNS, lens_chart
 
 DEFAULT_WINDOW = TEXT_COLUMNS  # the most positions whose cells still name their top token
-
-
-def model_lock(session):
-    """The lock a pass takes so no decode pass of the step batcher runs meanwhile (None: a session run alone)."""
-    return session.batcher.model_lock if session.batcher else None
 
 
 def lens_summary(lens, lang: str) -> dict:
@@ -62,7 +58,7 @@ class LensView:
             raise
         with session.reading():
             ids = list(session.ids)
-        lens = logit_lens(session.lm, ids, n, lock=model_lock(session))
+        lens = logit_lens(session.lm, ids, n, lock=model_lock(session.batcher))
         text = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
         return text, carrier(lens_chart(lens, session.lm.name, lang), self.tab), lens_summary(lens, lang)

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import gradio as gr
 
+from model.batcher import model_lock
 from model.errors import SessionError
 from model.race import RACE_MAX_STEPS, race
 from ui.events import Event
@@ -75,8 +76,7 @@ class RaceView:
             ids, ended = list(session.ids), session.finished
         if ended:
             raise SessionError("text_ended")
-        lock = session.batcher.model_lock if session.batcher is not None else None
-        result = race(session.lm, ids, cfg, cfg_b, n, session.max_tokens, lock=lock)
+        result = race(session.lm, ids, cfg, cfg_b, n, session.max_tokens, lock=model_lock(session.batcher))
         return [race_html(result, view.lang), race_figure(result, view.lang),
                 race_summary(result, session.lm.tokens.text)]
 
