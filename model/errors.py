@@ -183,6 +183,14 @@ MESSAGES: dict[str, tuple[str, str]] = {
                           "推理引擎的回答里没有对数概率；它可能不是兼容 OpenAI 补全接口的服务器。"),
     "engine_no_timing": ("{model} runs on an engine: its cache is not here to time; pick a local model to measure it.",
                          "{model} 运行在推理引擎上：它的缓存不在这里，无法计时；请选择本地模型来测量。"),
+    # ---- beams view (model/beams.py) ----
+    "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
+                          "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "beams_tokens_range": ("A beam search writes from 1 to {high} new tokens, got {value!r}.",
+                           "束搜索生成的新词元数必须在 1 到 {high} 之间，收到的是 {value!r}。"),
+    "beams_penalty_range": ("The length penalty must be a number from -{high} to {high}, got {value!r}.",
+                            "长度惩罚必须是 -{high} 到 {high} 之间的数，收到的是 {value!r}。"),
+    "beams_search_over": ("This beam search has stopped: there is no next step.", "这次束搜索已经停止：没有下一步了。"),
 }
 
 
