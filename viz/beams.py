@@ -91,7 +91,7 @@ def beam_tree_chart(steps, shown: int, width: int, length_penalty: float, lang: 
         t("beams_tree_title", lang, step=last, width=width), lang,
         subtitle=t("beams_tree_subtitle", lang, k=len(steps[0].candidates) if steps else 0, width=width,
                    penalty=f"{length_penalty:g}"),
-        height=max(380, 170 + 34 * rows), dragmode="pan",
+        height=max(400, 200 + 34 * rows), dragmode="pan", margin={"t": 135},
         xaxis={"title": {"text": t("beams_axis_step", lang)}, "range": [first, last + 0.6], "dtick": 1,
                "zeroline": False},
         yaxis={"title": {"text": t("beams_axis_rank", lang)}, "range": [rows - 0.4, -0.8], "dtick": 1,
@@ -152,12 +152,12 @@ def beam_texts_html(rows, lang: str = "en") -> str:
 # Only this table uses these rules; sent with it (once per search), not per step.
 TEXTS_CSS = """
 .tbt-beam-table{border-collapse:collapse;font-size:16px;color:#222;width:100%}
-.tbt-beam-table th{font-weight:normal;color:#555;padding:4px 8px;text-align:left;white-space:nowrap}
-.tbt-beam-table tr>th:first-child{font-weight:bold;color:#222}
-.tbt-beam-table td{padding:4px 8px;border-top:1px solid #ddd;vertical-align:top}
-.tbt-beam-text{font-family:monospace;font-size:15px;white-space:pre-wrap;word-break:break-word;min-width:18em}
+.tbt-beam-table th{font-weight:normal;color:#555;padding:4px 6px;text-align:left}
+.tbt-beam-table tr>th:first-child{font-weight:bold;color:#222;max-width:8em}
+.tbt-beam-table td{padding:4px 6px;border-top:1px solid #ddd;vertical-align:top}
+.tbt-beam-text{font-family:monospace;font-size:15px;white-space:pre-wrap;word-break:break-word;width:45%}
 .tbt-beam-rep{outline:2px dashed #0072B2;outline-offset:-1px;background:#E8F1F8}
-.tbt-num{text-align:right;white-space:nowrap;min-width:4.5em}
+.tbt-num{text-align:right;white-space:nowrap}
 .tbt-beam-bar{height:6px;background:#D55E00;margin-top:3px;margin-left:auto}
 .tbt-beam-bar-rep{background:#0072B2}
 .tbt-beam-greedy th,.tbt-beam-sampled th{color:#444}

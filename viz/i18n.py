@@ -432,9 +432,9 @@ WORDS: dict[str, tuple[str, str]] = {
     # ---- beams view (viz/beams.py) ----
     "beams_tree_title": ("Beam search, step {step} (B = {width})", "束搜索，第 {step} 步（B = {width}）"),
     "beams_tree_subtitle": ("Each step: the {k} extensions with the highest cumulative log P; the {width} best that did "
-                            "not end go on. Length penalty {penalty}. Drag to see earlier steps.",
-                            "每一步：累计 log P 最高的 {k} 个延长；没有结束的前 {width} 个继续。长度惩罚 {penalty}。"
-                            "拖动可查看更早的步骤。"),
+                            "not end go on.<br>Length penalty {penalty}. Drag the tree to see earlier steps.",
+                            "每一步：累计 log P 最高的 {k} 个延长；没有结束的前 {width} 个继续。<br>长度惩罚 {penalty}。"
+                            "拖动树可查看更早的步骤。"),
     "beams_axis_step": ("step (generated token)", "步（生成的词元）"),
     "beams_axis_rank": ("rank by cumulative log P", "按累计 log P 的排名"),
     "beams_fate_kept": ("kept: a live beam", "保留：活跃的束"),
