@@ -196,6 +196,14 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "race_needs_weights": ("The race runs the model itself on two texts and needs the whole distribution at every step, "
                            "which {model} on an engine does not give here; choose a local model for it.",
                            "比赛要在本机对两段文本运行模型，并需要每一步的完整分布，而推理引擎上的 {model} 在这里给不出；请为它选择一个本地模型。"),
+    # ---- beams view (model/beams.py) ----
+    "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
+                          "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "beams_tokens_range": ("A beam search writes from 1 to {high} new tokens, got {value!r}.",
+                           "束搜索生成的新词元数必须在 1 到 {high} 之间，收到的是 {value!r}。"),
+    "beams_penalty_range": ("The length penalty must be a number from -{high} to {high}, got {value!r}.",
+                            "长度惩罚必须是 -{high} 到 {high} 之间的数，收到的是 {value!r}。"),
+    "beams_search_over": ("This beam search has stopped: there is no next step.", "这次束搜索已经停止：没有下一步了。"),
 }
 
 

@@ -272,8 +272,8 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
 
         before = list(session.ids)
         for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/export_page", ("zh", 0), "zh"),
-                                ("/speculative", (4, 8), "en")]:
-            extra = settings if api == "/speculative" else {}
+                                ("/speculative", (4, 8), "en"), ("/beams_search", (4, 1.0, 8), "en")]:
+            extra = settings if api in ("/speculative", "/beams_search") else {}
             with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
                 client.predict(*args, **extra, api_name=api)
         assert session.ids == before

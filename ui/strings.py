@@ -410,6 +410,49 @@ PAGE: dict[str, tuple[str, str]] = {
     "race_b_heading": ("Side B's settings (seed and repetition penalty: side A's)", "B 方的设置（种子和重复惩罚与 A 方相同）"),
     "race_steps": ("Steps to race", "比赛的步数"),
     "btn_race": ("Race", "开始比赛"),
+    # ---- beams view (ui/views/beams.py) ----
+    "tab_beams": ("Beams", "束搜索"),
+    "explain_beams": (
+        "**Beam search** keeps the B likeliest partial texts (*beams*) instead of one. Each step extends every live "
+        "beam by every token and looks at the extensions with the highest cumulative log P (2B of them): the B best "
+        "that did not end go on (blue), those that ended join the finished list (squares), the rest are pruned "
+        "(grey). A finished beam is ranked by log P / length^penalty: a penalty above 0 favours longer texts, below 0 "
+        "shorter ones. Greedy decoding is B = 1. **Good at:** finding text the model finds likelier than greedy does, "
+        "where one answer is right (translation, a short fact). **Bad at:** open writing: the likeliest text is often "
+        "the blandest, and it loops. Compare the beams' log P and repeated n-grams with the sampled text below. "
+        "Press Search, then Next step to grow the tree.",
+        "**束搜索**同时保留 B 个最可能的部分文本（称为*束*），而不是只保留一个。每一步把每个活跃的束用每个词元延长，"
+        "查看累计 log P 最高的那些延长（2B 个）：没有结束的前 B 个继续下去（蓝色），已结束的进入完成列表（方块），"
+        "其余被剪掉（灰色）。完成的束按 log P / 长度^惩罚 排序：惩罚大于 0 偏向较长的文本，小于 0 偏向较短的。"
+        "贪心解码就是 B = 1。**擅长**：找到比贪心更可能的文本，适合只有一个正确答案的任务（翻译、简短的事实）。"
+        "**不擅长**：开放式写作：最可能的文本往往最平淡，而且会循环重复。请对比下方各束与采样文本的 log P 和重复的 n 元组。"
+        "按“搜索”，再按“下一步”看树一步步长出来。"),
+    "beams_width": ("beam width B", "束宽 B"),
+    "beams_penalty": ("length penalty", "长度惩罚"),
+    "beams_tokens": ("new tokens, at most", "最多生成的词元数"),
+    "btn_beams_search": ("Search", "搜索"),
+    "btn_beams_next": ("Next step", "下一步"),
+    "btn_beams_all": ("Run to the end", "运行到底"),
+    "beams_step_line": ("Step {step} of {steps}: {live} live beams extended; of the {k} best extensions, {kept} kept, "
+                        "{finished} finished, {pruned} pruned.",
+                        "第 {step} 步（共 {steps} 步）：延长了 {live} 个活跃的束；在最好的 {k} 个延长中，保留 {kept} 个，"
+                        "完成 {finished} 个，剪掉 {pruned} 个。"),
+    "beams_end_line": ("The search stopped after {steps} steps: {why}. Best beam: log P {logp} over {n} tokens; "
+                       "greedy: {glogp} over {gn}; sampled: {slogp} over {sn}.",
+                       "搜索在 {steps} 步后停止：{why}。最好的束：{n} 个词元，log P {logp}；贪心：{gn} 个词元，{glogp}；"
+                       "采样：{sn} 个词元，{slogp}。"),
+    "beams_stopped_limit": ("it reached the limit of new tokens", "达到了新词元数的上限"),
+    "beams_stopped_no_better": ("no live beam could still beat the finished ones",
+                                "已没有活跃的束能超过已完成的束"),
+    "beams_timing": ("Searched in {seconds} s on this machine ({passes} passes over {width} beams), with the greedy "
+                     "and the sampled text.",
+                     "在本机用时 {seconds} 秒完成搜索（{passes} 次前向计算，每次 {width} 个束），包括贪心和采样文本。"),
+    "beams_texts_waiting": ("The finished beams, set beside the greedy and the sampled text, appear at the last step.",
+                            "到最后一步时，这里会列出完成的束，并与贪心和采样文本对照。"),
+    "beams_search_first": ("Press Search first: there is no search to step through yet.",
+                           "请先按“搜索”：还没有可以逐步查看的搜索。"),
+    "beams_prompt_changed": ("The prompt changed since this search: press Search again.",
+                             "自这次搜索以来提示词已改变：请再按一次“搜索”。"),
 }
 
 

@@ -471,6 +471,36 @@ WORDS: dict[str, tuple[str, str]] = {
     "race_axis_logp": ("log P so far", "累计 log P"),
     "race_axis_step": ("step", "步"),
     "race_axis_entropy": ("entropy (bits)", "熵（比特）"),
+    # ---- beams view (viz/beams.py) ----
+    "beams_tree_title": ("Beam search, step {step} (B = {width})", "束搜索，第 {step} 步（B = {width}）"),
+    "beams_tree_subtitle": ("Each step: the {k} extensions with the highest cumulative log P; the {width} best that did "
+                            "not end go on.<br>Length penalty {penalty}. Drag the tree to see earlier steps.",
+                            "每一步：累计 log P 最高的 {k} 个延长；没有结束的前 {width} 个继续。<br>长度惩罚 {penalty}。"
+                            "拖动树可查看更早的步骤。"),
+    "beams_axis_step": ("step (generated token)", "步（生成的词元）"),
+    "beams_axis_rank": ("rank by cumulative log P", "按累计 log P 的排名"),
+    "beams_fate_kept": ("kept: a live beam", "保留：活跃的束"),
+    "beams_fate_finished": ("finished: ended, in the finished list", "完成：已结束，进入完成列表"),
+    "beams_fate_pruned": ("pruned", "剪掉"),
+    "beams_best_path": ("the best finished beam", "得分最高的完成束"),
+    "beams_prompt": ("prompt", "提示词"),
+    "beams_hover": ("step {step}: {token}<br>log p {logp} · cumulative log P {score}<br>{fate} · extends live beam {parent}",
+                    "第 {step} 步：{token}<br>log p {logp} · 累计 log P {score}<br>{fate} · 延长第 {parent} 个活跃的束"),
+    "beams_row_beam": ("beam {i}", "束 {i}"),
+    "beams_row_greedy": ("greedy (B = 1)", "贪心（B = 1）"),
+    "beams_row_sampled": ("sampled (your settings)", "采样（你的设置）"),
+    "beams_col_which": ("text", "文本"),
+    "beams_col_tokens": ("generated tokens (boxed: repeated)", "生成的词元（方框：重复）"),
+    "beams_col_logp": ("log P", "log P"),
+    "beams_col_per_token": ("log P / token", "每词元 log P"),
+    "beams_col_length": ("tokens", "词元数"),
+    "beams_col_score": ("beam score", "束得分"),
+    "beams_col_repeated": ("repeated", "重复"),
+    "beams_texts_note": ("log P: the sum of each token's log p at T = 1 (nearer 0 = likelier; the orange bar grows as it "
+                         "falls). Beam score: log P / length^penalty, what the search ranks by. Repeated: tokens inside "
+                         "a stretch of 3 or more tokens that appeared before (prompt included), boxed in the text.",
+                         "log P：每个词元在 T = 1 时 log p 之和（越接近 0 越可能；橙色条越长表示越低）。束得分：log P / 长度^惩罚，"
+                         "搜索按它排序。重复：位于已出现过的 3 个以上词元片段（包括提示词）中的词元，在文本中加了方框。"),
 }
 
 

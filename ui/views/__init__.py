@@ -7,6 +7,7 @@
 Adding a view: a new module here and one line in VIEWS.
 """
 from ui.views.attention import AttentionView
+from ui.views.beams import BeamsView
 from ui.views.branches import BranchesView
 from ui.views.batching import BatchingView
 from ui.views.calculator import CalculatorView
@@ -24,6 +25,7 @@ from ui.views.temperature import TemperatureView
 from ui.views.training import TrainingView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
-         ChainView, TrainingView, BranchesView, RaceView,  # why token by token
+         ChainView, TrainingView, BranchesView,  # why token by token
+         BeamsView, RaceView,  # beyond one sampled path
          CalculatorView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
          LessonView, RoomView, SessionView]  # the class

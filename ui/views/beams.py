@@ -1,0 +1,169 @@
+"""Beams: beam search from the user's prompt, step by step (the tree grows with Next step), and its finished beams
+set beside the greedy and the sampled text. The search runs on demand (a button), its steps are then only drawn."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import gradio as gr
+
+from model.batcher import model_lock
+from model.beams import (MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_WIDTH, BeamRun, beam_search, compare_texts,
+                         sampled_continuation)
+from ui.events import Event
+from ui.handlers import named_range, whole
+from ui.strings import Refusal, t
+from viz.beams import beam_texts_html, beam_tree_figure
+
+DEFAULT_WIDTH, DEFAULT_TOKENS = 4, 16
+
+
+@dataclass
+class Shown:
+    """One user's search and how far along it the page is."""
+
+    prompt_ids: list[int]
+    run: BeamRun
+    texts: list  # model.beams.TextSummary rows: the finished beams, greedy, sampled
+    shown: int  # steps drawn (1..len(run.steps))
+    seconds: float  # wall time of the search, the greedy and the sampled text
+
+    @property
+    def at_end(self) -> bool:
+        return self.shown >= len(self.run.steps)
+
+
+def run_numbers(st: Shown) -> dict:
+    """The search as numbers, for the API and the tests."""
+    run = st.run
+
+    def text(r):
+        return {"kind": r.kind, "tokens": r.tokens, "logprob": r.logprob, "score": r.score, "length": r.length,
+                "repeated_tokens": r.repeated_tokens}
+
+    return {"width": run.width, "length_penalty": run.length_penalty, "max_new_tokens": run.max_new_tokens,
+            "steps": len(run.steps), "shown": st.shown, "stopped": run.stopped, "seconds": round(st.seconds, 3),
+            "prompt_tokens": len(st.prompt_ids),
+            "finished": [{"tokens": h.tokens, "logprob": h.logprob, "score": h.score, "length": h.length}
+                         for h in run.finished],
+            "texts": [text(r) for r in st.texts]}
+
+
+def summary_text(st: Shown, lang: str) -> str:
+    """What this step did, how long the search took, and at the end how it stopped and the three texts' log P."""
+    run, step = st.run, st.run.steps[st.shown - 1]
+    fates = [c.fate for c in step.candidates]
+    lines = [t("beams_step_line", lang, step=step.step, steps=len(run.steps), live=len(step.live),
+               k=len(step.candidates), kept=fates.count("kept"), finished=fates.count("finished"),
+               pruned=fates.count("pruned")),
+             t("beams_timing", lang, seconds=f"{st.seconds:.1f}", passes=len(run.steps), width=run.width)]
+    if st.at_end:
+        best, greedy, sampled = st.texts[0], st.texts[-2], st.texts[-1]
+        why = t("beams_stopped_limit" if run.stopped == "limit" else "beams_stopped_no_better", lang)
+        lines.insert(1, t("beams_end_line", lang, steps=len(run.steps), why=why, logp=f"{best.logprob:.2f}",
+                          n=best.length, glogp=f"{greedy.logprob:.2f}", gn=greedy.length,
+                          slogp=f"{sampled.logprob:.2f}", sn=sampled.length))
+    return "\n\n".join(lines)
+
+
+class BeamsView:
+    tab, title = "beams", "tab_beams"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+        self._shown: dict[str, Shown] = {}  # per user (session hash)
+        self._lock = threading.Lock()
+
+    def build(self, page):
+        add = page.labels.add
+        add(gr.Markdown(t("explain_beams"), elem_classes="tbt-explain"), "explain_beams", "value")
+        with gr.Row():
+            self.width = add(gr.Slider(1, MAX_WIDTH, DEFAULT_WIDTH, step=1, label=t("beams_width"),
+                                       elem_id="tbt-beams-width"), "beams_width")
+            self.penalty = add(gr.Slider(-MAX_LENGTH_PENALTY, MAX_LENGTH_PENALTY, 1.0, step=0.1,
+                                         label=t("beams_penalty"), elem_id="tbt-beams-penalty"), "beams_penalty")
+            self.tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_TOKENS, step=1, label=t("beams_tokens"),
+                                        elem_id="tbt-beams-tokens"), "beams_tokens")
+        for knob in (self.width, self.penalty, self.tokens):
+            named_range(knob)
+        with gr.Row():
+            self.search_btn = add(gr.Button(t("btn_beams_search"), variant="primary", elem_id="tbt-beams-search"),
+                                  "btn_beams_search", "value")
+            self.next_btn = add(gr.Button(t("btn_beams_next"), elem_id="tbt-beams-next"), "btn_beams_next", "value")
+            self.end_btn = add(gr.Button(t("btn_beams_all"), elem_id="tbt-beams-end"), "btn_beams_all", "value")
+        self.summary = gr.Markdown(elem_id="tbt-beams-summary")
+        self.plot = gr.Plot(label=t("tab_beams"), elem_id="tbt-plot-beams", show_label=False)
+        self.texts = gr.HTML("", elem_id="tbt-beams-texts")
+        self.numbers = gr.JSON(label="beam search", elem_id="tbt-beams-numbers", elem_classes="tbt-hidden")
+
+    # ---- handlers ------------------------------------------------------------------------------------
+    def search(self, request, width, penalty, new_tokens, cfg, view):
+        """Beam search from the user's prompt (B beams), the greedy text (B = 1) and the text the page's settings
+        would sample, all on the user's local model, each pass under the model lock; shows the first step."""
+        b, n = whole(width, "beams_width"), whole(new_tokens, "beams_tokens")
+        session = self.app.local_session(request)
+        with session.reading():
+            prompt = list(session.ids[: session.prompt_len])
+        lm, lock = session.lm, model_lock(session.batcher)
+        t0 = time.perf_counter()
+        run = beam_search(lm, prompt, b, penalty, n, model_lock=lock)  # refuses bad knobs before any pass
+        greedy = run if b == 1 else beam_search(lm, prompt, 1, penalty, n, model_lock=lock)
+        sampled = sampled_continuation(lm, prompt, cfg, n, model_lock=lock)
+        st = Shown(prompt, run, compare_texts(lm, run, greedy, sampled), 1, time.perf_counter() - t0)
+        with self._lock:
+            self._shown[request.session_hash] = st
+        return self._draw(st, view.lang)
+
+    def next_step(self, request, cfg, view):
+        """One more step of the search drawn (no model run)."""
+        st = self._current(request)
+        st.shown = min(st.shown + 1, len(st.run.steps))
+        return self._draw(st, view.lang)
+
+    def to_end(self, request, cfg, view):
+        """The whole search drawn, and its finished beams beside the greedy and the sampled text."""
+        st = self._current(request)
+        st.shown = len(st.run.steps)
+        return self._draw(st, view.lang)
+
+    def relabel(self, request, cfg, view):
+        """The search drawn again in the page's language (nothing before there is one)."""
+        with self._lock:
+            st = self._shown.get(request.session_hash)
+        return [gr.skip()] * 4 if st is None else self._draw(st, view.lang)
+
+    def _current(self, request) -> Shown:
+        with self._lock:
+            st = self._shown.get(request.session_hash)
+        if st is None:
+            raise Refusal("beams_search_first")
+        session = self.app.session(request)
+        with session.reading():
+            if list(session.ids[: session.prompt_len]) != st.prompt_ids:
+                raise Refusal("beams_prompt_changed")
+        return st
+
+    def _draw(self, st: Shown, lang: str) -> list:
+        run = st.run
+        best = (run.finished[0].step, run.finished[0].rank) if st.at_end else None
+        figure = beam_tree_figure(run.steps, st.shown, run.width, run.length_penalty, lang, best=best)
+        texts = beam_texts_html(st.texts, lang) if st.at_end else f"<p>{t('beams_texts_waiting', lang)}</p>"
+        return [summary_text(st, lang), figure, texts, run_numbers(st)]
+
+    def unload(self, request: gr.Request):
+        with self._lock:
+            self._shown.pop(request.session_hash, None)
+
+    def events(self, page):
+        h, page_in = page.handler, page.page_in
+        out = [self.summary, self.plot, self.texts, self.numbers]
+        return [
+            Event(self.search_btn.click, h(self.search, "width", "penalty", "new_tokens"),
+                  [self.width, self.penalty, self.tokens, *page_in], out, "measure", "beams_search",
+                  {"show_progress": "full"}),
+            Event(self.next_btn.click, h(self.next_step), page_in, out, "views", "beams_next"),
+            Event(self.end_btn.click, h(self.to_end), page_in, out, "views", "beams_to_end"),
+            Event(page.lang.change, h(self.relabel), page_in, out, "views"),
+        ]
