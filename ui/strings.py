@@ -378,6 +378,28 @@ PAGE: dict[str, tuple[str, str]] = {
     "room_guess_no_room": ("Open a room in the Room tab first: your class's guesses are counted there.",
                            "请先在“课堂”标签页开设课堂：全班的猜测在那里统计。"),
     "btn_class_guesses": ("Show the class's guesses", "显示全班的猜测"),
+    # ---- constraints view ---- (ui/views/constraints.py)
+    "tab_constraints": ("Constraints", "约束解码"),
+    "explain_constraints": (
+        "A constraint adds one more cut to every step: the tokens that cannot lead to an allowed answer get probability 0 (✂ grammar, drawn on the same chart as the other cuts), and the rest share what they held. It runs before temperature and the other cuts, as in Hugging Face's generate(). The masks come from llguidance, the library vLLM uses for structured output. Press *Write under the constraint*: the model continues your text, one forward pass per token, under your sampling settings; your own text is not changed.",
+        "约束给每一步再加一道截断：不可能通向允许答案的词元概率变为 0（✂ 语法，和其他截断画在同一张图上），剩下的词元分掉它们原来的概率。它在温度和其他截断之前执行，与 Hugging Face 的 generate() 相同。掩码来自 llguidance，也就是 vLLM 做结构化输出所用的库。点“在约束下续写”：模型按你的采样设置续写你的文本，每个词元一次前向计算；你自己的文本不会改变。",
+    ),
+    "constrain_kind": ("Constraint", "约束类型"),
+    "constrain_kind_words": ("one of these words", "以下词之一"),
+    "constrain_kind_regex": ("regular expression", "正则表达式"),
+    "constrain_kind_json": ("JSON shape (schema)", "JSON 结构（模式）"),
+    "constrain_text": ("Allowed words (one per line or comma), pattern, or JSON schema",
+                       "允许的词（每行一个或用逗号分隔）、正则表达式或 JSON 模式"),
+    "constrain_tokens": ("Tokens to write at most", "最多写的词元数"),
+    "constrain_step": ("Step to show", "显示第几步"),
+    "btn_constrain_run": ("Write under the constraint", "在约束下续写"),
+    "constrain_summary": (
+        "Wrote `{text}` in {tokens} tokens ({ended}), {seconds} s. At each step the constraint allowed between {fewest} and {most} tokens of {vocab}, and removed on average {mean} of the probability (the most, {worst}, at step {worst_step}).",
+        "写出了 `{text}`，共 {tokens} 个词元（{ended}），用时 {seconds} 秒。每一步约束允许 {vocab} 个词元中的 {fewest} 到 {most} 个，平均去掉 {mean} 的概率（最多的一步是第 {worst_step} 步，去掉 {worst}）。",
+    ),
+    "constrain_ended_eos": ("the constraint was satisfied and the text ended", "约束已满足，文本结束"),
+    "constrain_ended_length": ("the token budget ran out before the text ended", "文本结束前用完了词元数"),
+    "constrain_no_run": ("Write under the constraint first.", "请先在约束下续写。"),
 }
 
 

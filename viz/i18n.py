@@ -429,6 +429,11 @@ WORDS: dict[str, tuple[str, str]] = {
         "灰色边框：老师的提示词。蓝色：模型写出的词元，颜色越深表示模型认为它越可能（T = 1）。虚线：老师强制选择的词元。只读：点“从这里自己探索”可以尝试你自己的词元。"),
     "hover_logit_penalized": ("logit after the repetition penalty (already in the text)",
                               "重复惩罚后的 logit（已在文本中出现）"),
+    # ---- constraints view ---- (model/constrain.py, viz/candidates.py)
+    "fate_grammar": ("cut by the constraint (grammar)", "被约束（语法）截掉"),
+    "stage_grammar": ("the constraint (grammar)", "约束（语法）"),
+    "cand_grammar_note": ("✂ grammar: the constraint removed {removed} tokens holding {mass} of the probability; the rest share it",
+                          "✂ 语法：约束去掉了 {removed} 个词元，它们共占 {mass} 的概率；剩下的词元分掉这部分概率"),
 }
 
 

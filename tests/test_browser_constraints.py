@@ -1,0 +1,32 @@
+"""The Constraints tab in headless Chromium, English and Chinese: write under a list of allowed words, and the
+candidates chart shows the tokens the constraint removed as their own fate (✂ grammar)."""
+from browser import ARTIFACTS, marker, open_view, needs_chromium, under_load, page, plot_drawn, url  # noqa: F401
+
+import pytest
+
+pytestmark = [needs_chromium, under_load, pytest.mark.browser]
+WORDS = {"en": dict(tab="Constraints", run="Write under the constraint", wrote="Wrote", fate="cut by the constraint"),
+         "zh": dict(tab="约束解码", run="在约束下续写", wrote="写出了", fate="被约束")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_constraints_tab_draws_the_grammar_cut(page, lang):
+    words = WORDS[lang]
+    marker(page).wait_for(timeout=180_000)
+    if lang == "zh":
+        page.get_by_text("中文", exact=True).click()
+        page.get_by_role("tab", name=words["tab"], exact=True).wait_for(timeout=30_000)
+    open_view(page, words["tab"])
+    page.locator("#tbt-constrain-run").click()
+    page.locator("#tbt-constrain-summary").get_by_text(words["wrote"]).wait_for(timeout=180_000)
+    plot_drawn(page, "tbt-plot-constrain")
+    legend = page.locator("#tbt-plot-constrain .legendtext").all_inner_texts()
+    assert any(words["fate"] in text for text in legend), legend
+    numbers = page.locator("#tbt-constrain-summary").inner_text()
+    assert "`" not in numbers
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#tbt-constrain-summary").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"constraints_{lang}.png"))
+    page.locator("#tbt-plot-constrain").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"constraints_chart_{lang}.png"))
+    assert not page.problems, page.problems
