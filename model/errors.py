@@ -203,6 +203,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "constrain_tokens_range": ("Tokens to generate must be a whole number from {low} to {high}, got {value!r}.",
                                "生成的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "constrain_dead_end": ("The constraint allows no token here.", "约束在这里不允许任何词元。"),
+    # ---- consistency view ---- (model/consistency.py)
+    "consistency_no_prompt": ("Self-consistency needs a question to continue: start with a prompt first.",
+                              "自洽投票需要一个可续写的问题：请先输入提示词并开始。"),
+    "consistency_samples_range": ("Samples must be a whole number from {low} to {high}, got {value!r}.",
+                                  "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
+                                 "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
 }
 
 

@@ -400,6 +400,24 @@ PAGE: dict[str, tuple[str, str]] = {
     "constrain_ended_eos": ("the constraint was satisfied and the text ended", "约束已满足，文本结束"),
     "constrain_ended_length": ("the token budget ran out before the text ended", "文本结束前用完了词元数"),
     "constrain_no_run": ("Write under the constraint first.", "请先在约束下续写。"),
+    # ---- consistency view ---- (ui/views/consistency.py)
+    "tab_consistency": ("Self-consistency", "自洽投票"),
+    "explain_consistency": (
+        "Ask the same question several times with sampling and let the answers vote (self-consistency). The samples continue your text under your sampling settings, sample i with seed + i − 1, all in one batched forward pass per step; the greedy answer (T = 0) is written beside them. The answer rule: the first number in a sample (thousands commas dropped); if there is none, its first line, lower-cased. A small model is often wrong, and so is its vote: watch how the vote moves as N grows and with temperature. Works best with a short question in chat mode, such as “What is 7 + 5?”.",
+        "用采样把同一个问题问好几次，让答案投票（自洽投票）。样本按你的采样设置续写你的文本，第 i 个样本用种子 seed + i − 1，每一步所有样本在一次批量前向计算里完成；旁边是贪心解码（T = 0）的答案。答案规则：样本中的第一个数字（去掉千位逗号）；没有数字时取它的第一行（转为小写）。小模型经常答错，它的投票也会错：看看投票结果如何随 N 和温度变化。最适合对话模式下的简短问题，例如“What is 7 + 5?”。",
+    ),
+    "sc_samples": ("Samples N", "样本数 N"),
+    "sc_tokens": ("Tokens per answer at most", "每个答案最多的词元数"),
+    "btn_sc_run": ("Ask N times and vote", "问 N 次并投票"),
+    "btn_sc_sweep": ("Vote at T = 0.3, 0.7, 1.0, 1.5", "在 T = 0.3、0.7、1.0、1.5 下投票"),
+    "sc_summary": (
+        "{n} samples in {passes} batched passes, {seconds} s: the vote is {majority} with {votes} of {n}; the greedy answer is {greedy}{agree}.",
+        "{n} 个样本，{passes} 次批量前向计算，用时 {seconds} 秒：投票结果是 {majority}（{n} 票中 {votes} 票）；贪心答案是 {greedy}{agree}。",
+    ),
+    "sc_agrees": (" (they agree)", "（两者一致）"),
+    "sc_disagrees": (" (they differ)", "（两者不同）"),
+    "sc_sweep_line": ("T = {temperature}: vote {majority} ({votes} of {n}), {share} of the samples give the greedy answer {greedy}",
+                      "T = {temperature}：投票结果 {majority}（{n} 票中 {votes} 票），{share} 的样本给出贪心答案 {greedy}"),
 }
 
 

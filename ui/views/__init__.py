@@ -12,6 +12,7 @@ from ui.views.batching import BatchingView
 from ui.views.calculator import CalculatorView
 from ui.views.candidates import CandidatesView
 from ui.views.chain import ChainView
+from ui.views.consistency import ConsistencyView
 from ui.views.constraints import ConstraintsView
 from ui.views.kv_cache import KVCacheView
 from ui.views.lesson import LessonView
@@ -23,6 +24,7 @@ from ui.views.temperature import TemperatureView
 from ui.views.training import TrainingView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, KVCacheView,  # one step
-         ChainView, TrainingView, BranchesView, ConstraintsView,  # why token by token
+         ChainView, TrainingView, BranchesView,  # why token by token
+         ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
          LessonView, RoomView, SessionView]  # the class
