@@ -134,8 +134,12 @@ class Grammar:
 
 
 def _first_line(text: str) -> str:
+    """llguidance's error, short: its first line, and the line saying what is wrong when it has one."""
     lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[0][:200] if lines else "?"
+    if not lines:
+        return "?"
+    cause = next((line for line in lines[1:] if line.startswith("error:")), "")
+    return f"{lines[0]} {cause}".strip()[:240]
 
 
 @dataclass

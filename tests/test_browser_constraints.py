@@ -30,3 +30,29 @@ def test_constraints_tab_draws_the_grammar_cut(page, lang):
     page.locator("#tbt-plot-constrain").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / f"constraints_chart_{lang}.png"))
     assert not page.problems, page.problems
+
+
+SC_WORDS = {"en": dict(tab="Self-consistency", wrote="samples in"), "zh": dict(tab="自洽投票", wrote="个样本")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_consistency_tab_votes(page, lang):
+    words = SC_WORDS[lang]
+    marker(page).wait_for(timeout=180_000)
+    page.locator("#tbt-prompt textarea").fill("Question: what is 7 + 5?\nAnswer:")
+    page.locator("#tbt-start").click()
+    page.wait_for_function("() => (document.querySelector('#tbt-chips')?.innerText || '').includes('5?')",
+                           timeout=180_000)
+    if lang == "zh":
+        page.get_by_text("中文", exact=True).click()
+        page.get_by_role("tab", name=words["tab"], exact=True).wait_for(timeout=30_000)
+    open_view(page, words["tab"])
+    page.locator("#tbt-sc-run").click()
+    page.locator("#tbt-sc-summary").get_by_text(words["wrote"]).wait_for(timeout=300_000)
+    plot_drawn(page, "tbt-plot-sc")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("#tbt-sc-summary").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"consistency_{lang}.png"))
+    page.locator("#tbt-plot-sc").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"consistency_chart_{lang}.png"))
+    assert not page.problems, page.problems
