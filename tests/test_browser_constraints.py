@@ -20,7 +20,7 @@ def test_constraints_tab_draws_the_grammar_cut(page, lang):
     page.locator("#tbt-constrain-run").click()
     page.locator("#tbt-constrain-summary").get_by_text(words["wrote"]).wait_for(timeout=180_000)
     plot_drawn(page, "tbt-plot-constrain")
-    legend = page.locator("#tbt-plot-constrain .legendtext").all_inner_texts()
+    legend = page.locator("#tbt-plot-constrain .legendtext").all_text_contents()  # SVG: no innerText
     assert any(words["fate"] in text for text in legend), legend
     numbers = page.locator("#tbt-constrain-summary").inner_text()
     assert "`" not in numbers

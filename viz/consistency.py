@@ -82,17 +82,17 @@ def consistency_chart(run: ConsistencyRun, lang: str = "en") -> dict:
     subtitle = t("sc_subtitle", lang, temperature=f"{run.config.temperature:g}", agree=format_prob(counts.get(run.greedy.answer, 0) / n))
     y = {"tickvals": list(range(len(rows))), "ticktext": ticks, "autorange": "reversed"}
     layout = base_layout(
-        title, lang, subtitle=subtitle, height=640,
+        title, lang, subtitle=subtitle, height=720,
         xaxis={"domain": left, "anchor": "y", "title": {"text": t("sc_axis_votes", lang)}, "range": [0, top_votes * 1.25 + 0.5],
                "dtick": max(1, round(top_votes / 5))},
-        yaxis={"domain": (0.45, 1.0), "anchor": "x", **y},
+        yaxis={"domain": (0.56, 1.0), "anchor": "x", **y},
         xaxis2={"domain": right, "anchor": "y2", "title": {"text": t("sc_axis_logprob", lang)}},
-        yaxis2={"domain": (0.45, 1.0), "anchor": "x2", **y, "showticklabels": False},
+        yaxis2={"domain": (0.56, 1.0), "anchor": "x2", **y, "showticklabels": False},
         xaxis3={"domain": (0.0, 1.0), "anchor": "y3", "title": {"text": t("sc_axis_n", lang)}, "dtick": 1},
-        yaxis3={"domain": (0.0, 0.26), "anchor": "x3", "range": [0, 1.05], "tickformat": ".0%",
+        yaxis3={"domain": (0.0, 0.24), "anchor": "x3", "range": [0, 1.05], "tickformat": ".0%",
                 "title": {"text": t("sc_axis_share", lang)}},
         annotations=[panel_title(t("sc_panel_votes", lang), left, 1.0), panel_title(t("sc_panel_logprob", lang), right, 1.0),
-                     panel_title(t("sc_panel_running", lang), (0.0, 1.0), 0.33)],
+                     panel_title(t("sc_panel_running", lang), (0.0, 1.0), 0.31)],
         legend={"orientation": "h", "y": -0.16, "x": 0, "yanchor": "top", "font": {"size": SMALL_SIZE, "color": MUTED}},
         margin={"b": 130},
     )
