@@ -204,6 +204,33 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "beams_penalty_range": ("The length penalty must be a number from -{high} to {high}, got {value!r}.",
                             "长度惩罚必须是 -{high} 到 {high} 之间的数，收到的是 {value!r}。"),
     "beams_search_over": ("This beam search has stopped: there is no next step.", "这次束搜索已经停止：没有下一步了。"),
+    # ---- constraints view ---- (model/constrain.py)
+    "constrain_kind_unknown": ("The constraint must be one of {kinds}, got {value!r}.", "约束必须是 {kinds} 之一，收到的是 {value!r}。"),
+    "constrain_empty": ("The constraint is empty: type the allowed words, a pattern or a JSON schema.",
+                        "约束为空：请输入允许的词、正则表达式或 JSON 模式。"),
+    "constrain_too_many_words": ("Too many allowed words: {n} (at most {limit}).", "允许的词太多：{n} 个（最多 {limit} 个）。"),
+    "constrain_word_too_long": ("An allowed word is too long: {word} (at most {limit} characters).",
+                                "有一个允许的词太长：{word}（最多 {limit} 个字符）。"),
+    "constrain_regex_too_long": ("The regular expression is too long: {n} characters (at most {limit}).",
+                                 "正则表达式太长：{n} 个字符（最多 {limit} 个）。"),
+    "constrain_schema_too_long": ("The JSON schema is too long: {n} characters (at most {limit}).",
+                                  "JSON 模式太长：{n} 个字符（最多 {limit} 个）。"),
+    "constrain_schema_not_json": ("The JSON schema is not valid JSON: {detail}", "JSON 模式不是有效的 JSON：{detail}"),
+    "constrain_schema_not_object": ('The JSON schema must be an object, such as {{"type": "object", ...}}.',
+                                    'JSON 模式必须是一个对象，例如 {{"type": "object", ...}}。'),
+    "constrain_invalid": ("The constraint cannot be used: {detail}", "这个约束无法使用：{detail}"),
+    "constrain_no_prompt": ("Constrained decoding needs a text to continue: start with a prompt first.",
+                            "约束解码需要一段可续写的文本：请先输入提示词并开始。"),
+    "constrain_tokens_range": ("Tokens to generate must be a whole number from {low} to {high}, got {value!r}.",
+                               "生成的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "constrain_dead_end": ("The constraint allows no token here.", "约束在这里不允许任何词元。"),
+    # ---- consistency view ---- (model/consistency.py)
+    "consistency_no_prompt": ("Self-consistency needs a question to continue: start with a prompt first.",
+                              "自洽投票需要一个可续写的问题：请先输入提示词并开始。"),
+    "consistency_samples_range": ("Samples must be a whole number from {low} to {high}, got {value!r}.",
+                                  "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
+                                 "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
 }
 
 

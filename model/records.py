@@ -19,8 +19,9 @@ ORDERS = {"transformers": STAGES_TRANSFORMERS, "temperature_last": STAGES_TEMPER
 REPETITION_PENALTY_RANGE = (0.1, 10.0)
 
 # The fate of a candidate: drawn, kept in the final set, or removed by the named stage.
-# "greedy" marks every token but the argmax when temperature is 0.
-FATES = ("chosen", "kept", "top_k", "top_p", "min_p", "greedy")
+# "greedy" marks every token but the argmax when temperature is 0; "grammar", a token a constraint does not allow
+# (model/constrain.py; only when one is set).
+FATES = ("chosen", "kept", "top_k", "top_p", "min_p", "greedy", "grammar")
 
 
 @dataclass(frozen=True)

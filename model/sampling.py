@@ -75,12 +75,36 @@ def entropy_bits(probs: torch.Tensor) -> float:
     return float(torch.special.entr(probs).sum()) / math.log(2)  # entr(p) = -p ln p, and 0 at p = 0
 
 
-def run_stages(logits: torch.Tensor, context_ids: torch.Tensor, cfg: SamplingConfig):
-    """Apply the stages in cfg's order. Returns [(name, active, scores after it)], scores (1, V) float32."""
+GRAMMAR = "grammar"  # the constraint stage's name (and its candidates' fate): only there when a constraint is set
+
+
+def _grammar(allowed: torch.Tensor):
+    """The constraint stage: every token outside `allowed` ((V,) bool) gets -inf, as transformers'
+    PrefixConstrainedLogitsProcessor does with the ids prefix_allowed_tokens_fn returns (tests prove they agree)."""
+    def stage(input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        return scores.masked_fill(~allowed.reshape(1, -1), -math.inf)
+    return stage
+
+
+def stage_names(cfg: SamplingConfig, constrained: bool = False) -> tuple[str, ...]:
+    """The stages in the order they run: cfg's order, with the grammar stage right after the repetition penalty
+    (where generate() puts its PrefixConstrainedLogitsProcessor: before every warper) when a constraint is set."""
+    if not constrained:
+        return cfg.stages
+    names = list(cfg.stages)
+    names.insert(names.index("repetition_penalty") + 1, GRAMMAR)
+    return tuple(names)
+
+
+def run_stages(logits: torch.Tensor, context_ids: torch.Tensor, cfg: SamplingConfig, allowed: torch.Tensor | None = None):
+    """Apply the stages in cfg's order. Returns [(name, active, scores after it)], scores (1, V) float32.
+
+    allowed: (V,) bool, the tokens a constraint allows (model/constrain.py); None (no constraint): no grammar stage.
+    """
     scores = logits.float().reshape(1, -1)
     out = []
-    for name in cfg.stages:
-        stage = _stage(name, cfg)
+    for name in stage_names(cfg, allowed is not None):
+        stage = _grammar(allowed) if name == GRAMMAR else _stage(name, cfg)
         if stage is not None:
             scores = stage(context_ids, scores)  # processors return new tensors, never edit in place
         out.append((name, stage is not None, scores))
@@ -126,10 +150,12 @@ def derive(
     tokens: TokenDisplay,
     force_token: int | None = None,
     top_n: int = TOP_N,
+    allowed: torch.Tensor | None = None,
 ) -> Distribution:
     """The Distribution for the next token: every stage, its cuts, the draw (or the forced token).
 
     logits: (V,) raw logits for `position`; context_ids: (1, t) the tokens so far (for the repetition penalty).
+    allowed: (V,) bool, a constraint's allowed tokens (its own stage and fate, "grammar"); None: no constraint.
     """
     cfg.validate()
     vocab = logits.shape[-1]
@@ -138,7 +164,7 @@ def derive(
     raw = logits.float().reshape(-1)
     p_t1 = torch.softmax(raw, -1)  # normalised over the full vocabulary
     entropy_t1 = entropy_bits(p_t1)
-    staged = run_stages(raw, context_ids, cfg)
+    staged = run_stages(raw, context_ids, cfg, allowed)
     probs_after = []
     for _, active, scores in staged:  # an inactive stage leaves the distribution as it was
         probs_after.append(torch.softmax(scores, -1).reshape(-1) if active or not probs_after else probs_after[-1])

@@ -186,7 +186,7 @@ def test_candidate_bars_show_the_records_probabilities_and_fates():
 
 def test_fate_colours_are_the_okabe_ito_palette_one_each():
     assert FATE_COLORS == {"chosen": "#D55E00", "kept": "#0072B2", "top_k": "#E69F00", "top_p": "#CC79A7",
-                           "min_p": "#56B4E9", "greedy": "#999999"}
+                           "min_p": "#56B4E9", "greedy": "#999999", "grammar": "#009E73"}  # grammar: constraints
 
 
 def test_draw_order_is_final_probability_descending_ties_by_id_not_rank():

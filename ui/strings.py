@@ -453,6 +453,46 @@ PAGE: dict[str, tuple[str, str]] = {
                            "请先按“搜索”：还没有可以逐步查看的搜索。"),
     "beams_prompt_changed": ("The prompt changed since this search: press Search again.",
                              "自这次搜索以来提示词已改变：请再按一次“搜索”。"),
+    # ---- constraints view ---- (ui/views/constraints.py)
+    "tab_constraints": ("Constraints", "约束解码"),
+    "explain_constraints": (
+        "A constraint adds one more cut to every step: the tokens that cannot lead to an allowed answer get probability 0 (✂ grammar, drawn on the same chart as the other cuts), and the rest share what they held. It runs before temperature and the other cuts, as in Hugging Face's generate(). The masks come from llguidance, the library vLLM uses for structured output. Press *Write under the constraint*: the model continues your text, one forward pass per token, under your sampling settings; your own text is not changed.",
+        "约束给每一步再加一道截断：不可能通向允许答案的词元概率变为 0（✂ 语法，和其他截断画在同一张图上），剩下的词元分掉它们原来的概率。它在温度和其他截断之前执行，与 Hugging Face 的 generate() 相同。掩码来自 llguidance，也就是 vLLM 做结构化输出所用的库。点“在约束下续写”：模型按你的采样设置续写你的文本，每个词元一次前向计算；你自己的文本不会改变。",
+    ),
+    "constrain_kind": ("Constraint", "约束类型"),
+    "constrain_kind_words": ("one of these words", "以下词之一"),
+    "constrain_kind_regex": ("regular expression", "正则表达式"),
+    "constrain_kind_json": ("JSON shape (schema)", "JSON 结构（模式）"),
+    "constrain_text": ("Allowed words (one per line or comma), pattern, or JSON schema",
+                       "允许的词（每行一个或用逗号分隔）、正则表达式或 JSON 模式"),
+    "constrain_tokens": ("Tokens to write at most", "最多写的词元数"),
+    "constrain_step": ("Step to show", "显示第几步"),
+    "btn_constrain_run": ("Write under the constraint", "在约束下续写"),
+    "constrain_summary": (
+        "Wrote `{text}` in {tokens} tokens ({ended}), {seconds} s. At each step the constraint allowed between {fewest} and {most} tokens of {vocab}, and removed on average {mean} of the probability (the most, {worst}, at step {worst_step}).",
+        "写出了 `{text}`，共 {tokens} 个词元（{ended}），用时 {seconds} 秒。每一步约束允许 {vocab} 个词元中的 {fewest} 到 {most} 个，平均去掉 {mean} 的概率（最多的一步是第 {worst_step} 步，去掉 {worst}）。",
+    ),
+    "constrain_ended_eos": ("the constraint was satisfied and the text ended", "约束已满足，文本结束"),
+    "constrain_ended_length": ("the token budget ran out before the text ended", "文本结束前用完了词元数"),
+    "constrain_no_run": ("Write under the constraint first.", "请先在约束下续写。"),
+    # ---- consistency view ---- (ui/views/consistency.py)
+    "tab_consistency": ("Self-consistency", "自洽投票"),
+    "explain_consistency": (
+        "Ask the same question several times with sampling and let the answers vote (self-consistency). The samples continue your text under your sampling settings, sample i with seed + i − 1, all in one batched forward pass per step; the greedy answer (T = 0) is written beside them. The answer rule: the first number in a sample (thousands commas dropped); if there is none, its first line, lower-cased. A small model is often wrong, and so is its vote: watch how the vote moves as N grows and with temperature. Works best with a short question in chat mode, such as “What is 7 + 5?”.",
+        "用采样把同一个问题问好几次，让答案投票（自洽投票）。样本按你的采样设置续写你的文本，第 i 个样本用种子 seed + i − 1，每一步所有样本在一次批量前向计算里完成；旁边是贪心解码（T = 0）的答案。答案规则：样本中的第一个数字（去掉千位逗号）；没有数字时取它的第一行（转为小写）。小模型经常答错，它的投票也会错：看看投票结果如何随 N 和温度变化。最适合对话模式下的简短问题，例如“What is 7 + 5?”。",
+    ),
+    "sc_samples": ("Samples N", "样本数 N"),
+    "sc_tokens": ("Tokens per answer at most", "每个答案最多的词元数"),
+    "btn_sc_run": ("Ask N times and vote", "问 N 次并投票"),
+    "btn_sc_sweep": ("Vote at T = 0.3, 0.7, 1.0, 1.5", "在 T = 0.3、0.7、1.0、1.5 下投票"),
+    "sc_summary": (
+        "{n} samples in {passes} batched passes, {seconds} s: the vote is {majority} with {votes} of {n}; the greedy answer is {greedy}{agree}.",
+        "{n} 个样本，{passes} 次批量前向计算，用时 {seconds} 秒：投票结果是 {majority}（{n} 票中 {votes} 票）；贪心答案是 {greedy}{agree}。",
+    ),
+    "sc_agrees": (" (they agree)", "（两者一致）"),
+    "sc_disagrees": (" (they differ)", "（两者不同）"),
+    "sc_sweep_line": ("T = {temperature}: vote {majority} ({votes} of {n}), {share} of the samples give the greedy answer {greedy}",
+                      "T = {temperature}：投票结果 {majority}（{n} 票中 {votes} 票），{share} 的样本给出贪心答案 {greedy}"),
 }
 
 

@@ -12,7 +12,7 @@ from viz.i18n import t
 from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
                        format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
-CUT_FATES = ("top_k", "top_p", "min_p", "greedy")
+CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
 
 
@@ -109,9 +109,13 @@ def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
     penalized = _penalized_logit(c, dist) if "repetition_penalty" in active else None
     if penalized is not None:
         lines.insert(2, f"{t('hover_logit_penalized', lang)}: {penalized:.2f}")
-    for stage in dist.config.stages:
+    stages = list(dist.config.stages)
+    if "grammar" in c.stage_probs:  # a constraint's stage runs right after the repetition penalty (model/sampling.py)
+        stages.insert(stages.index("repetition_penalty") + 1, "grammar")
+    for stage in stages:
         if stage in active and stage in c.stage_probs:
-            after = t("hover_after", lang, stage=t(f"stage_{stage}", lang))
+            name = t("stage_grammar", lang) if stage == "grammar" else t(f"stage_{stage}", lang)
+            after = t("hover_after", lang, stage=name)
             lines.append(f"{after}: {format_prob(c.stage_probs[stage])}")
     lines.append(f"<b>{t('hover_final', lang)}: {format_prob(c.final_prob)}</b>")
     lines.append(f"{t('hover_fate', lang)}: {fate_label(c.fate, lang)}")
@@ -218,13 +222,14 @@ def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float
     return line, label
 
 
-def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12) -> dict:
+def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, grammar_mass: float | None = None) -> dict:
     """The candidates for one next token under one SamplingConfig.
 
     Left: the `top_n` most probable candidates at T = 1 (plus the chosen one), each with an outline bar at
     T = 1 (hatched when a stage cut it) and a solid bar for the final probability, coloured by fate.
     Right: the inverse-CDF draw, the kept tokens' stretches of the running total in draw order with the
     uniform draw u (and the top-p threshold when top_p < 1). Hover shows every stage's probability.
+    grammar_mass: under a constraint (model/constrain.py), the probability its stage removed, said in the subtitle.
     """
     greedy = dist.config.temperature == 0
     draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
@@ -243,6 +248,9 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12) -> di
     subtitle += "<br>" + t("cand_chosen_note", lang, token=token_label(dist.chosen.display),
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
                            rank=dist.chosen_rank)
+    if grammar_mass is not None:
+        removed = next((s.removed for s in dist.stages if s.name == "grammar"), 0)
+        subtitle += "<br>" + t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}")
     if getattr(dist, "top_n", 0):  # from an engine (model/engine_session.py): only its top N are known
         subtitle += "<br>" + t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
                                tail=format_prob(1 - dist.known_mass))

@@ -501,6 +501,28 @@ WORDS: dict[str, tuple[str, str]] = {
                          "a stretch of 3 or more tokens that appeared before (prompt included), boxed in the text.",
                          "log P：每个词元在 T = 1 时 log p 之和（越接近 0 越可能；橙色条越长表示越低）。束得分：log P / 长度^惩罚，"
                          "搜索按它排序。重复：位于已出现过的 3 个以上词元片段（包括提示词）中的词元，在文本中加了方框。"),
+    # ---- constraints view ---- (model/constrain.py, viz/candidates.py)
+    "fate_grammar": ("cut by the constraint (grammar)", "被约束（语法）截掉"),
+    "stage_grammar": ("the constraint (grammar)", "约束（语法）"),
+    "cand_grammar_note": ("✂ grammar: the constraint removed {removed} tokens holding {mass} of the probability; the rest share it",
+                          "✂ 语法：约束去掉了 {removed} 个词元，它们共占 {mass} 的概率；剩下的词元分掉这部分概率"),
+    # ---- consistency view ---- (viz/consistency.py)
+    "sc_title": ("{n} samples vote {majority} ({votes} of {n}); greedy answers {greedy}",
+                 "{n} 个样本投票选出 {majority}（{n} 票中 {votes} 票）；贪心解码的答案是 {greedy}"),
+    "sc_subtitle": ("T = {temperature} · {agree} of the samples agree with the greedy answer (★)",
+                    "T = {temperature} · {agree} 的样本与贪心答案（★）一致"),
+    "sc_panel_votes": ("Votes per answer", "每个答案的票数"),
+    "sc_panel_logprob": ("Each sample's log P(text) at T = 1", "每个样本在 T = 1 时的 log P(文本)"),
+    "sc_panel_running": ("Share of the first N samples that give the answer", "前 N 个样本中给出该答案的比例"),
+    "sc_axis_votes": ("votes", "票数"),
+    "sc_axis_logprob": ("log P (natural log; higher = more likely)", "log P（自然对数；越大越可能）"),
+    "sc_axis_n": ("N (samples counted)", "N（计入的样本数）"),
+    "sc_axis_share": ("share", "比例"),
+    "sc_legend_sample": ("a sample", "一个样本"),
+    "sc_legend_greedy": ("greedy (T = 0)", "贪心（T = 0）"),
+    "sc_legend_majority": ("majority answer {answer}", "多数答案 {answer}"),
+    "sc_legend_greedy_share": ("greedy answer {answer}", "贪心答案 {answer}"),
+    "sc_hover_sample": ("sample {k} (seed {seed}) · log P = {logprob}<br>{text}", "样本 {k}（种子 {seed}）· log P = {logprob}<br>{text}"),
 }
 
 

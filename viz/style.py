@@ -22,11 +22,13 @@ FATE_COLORS = {
     "top_p": "#CC79A7",  # reddish purple
     "min_p": "#56B4E9",  # sky blue
     "greedy": "#999999",  # grey
+    "grammar": "#009E73",  # bluish green: a constraint's cut (model/constrain.py)
 }
 # A second cue besides colour: cut tokens are hatched, each cut its own way.
-FATE_PATTERNS = {"chosen": "", "kept": "", "top_k": "/", "top_p": "\\", "min_p": "x", "greedy": "."}
+FATE_PATTERNS = {"chosen": "", "kept": "", "top_k": "/", "top_p": "\\", "min_p": "x", "greedy": ".", "grammar": "-"}
 # A short mark printed beside a bar, so the fate can be read without colour at all.
-FATE_MARKS = {"chosen": "★", "kept": "", "top_k": "✂k", "top_p": "✂p", "min_p": "✂min", "greedy": "–"}
+FATE_MARKS = {"chosen": "★", "kept": "", "top_k": "✂k", "top_p": "✂p", "min_p": "✂min", "greedy": "–",
+              "grammar": "✂grammar"}
 
 # Colours for things that are not fates (K and V, timings, masks), chosen not to clash with them.
 KEY_COLOR = "#009E73"  # bluish green

@@ -13,6 +13,8 @@ from ui.views.batching import BatchingView
 from ui.views.calculator import CalculatorView
 from ui.views.candidates import CandidatesView
 from ui.views.chain import ChainView
+from ui.views.consistency import ConsistencyView
+from ui.views.constraints import ConstraintsView
 from ui.views.kv_cache import KVCacheView
 from ui.views.lens import LensView
 from ui.views.lesson import LessonView
@@ -26,6 +28,6 @@ from ui.views.training import TrainingView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
          ChainView, TrainingView, BranchesView,  # why token by token
-         BeamsView, RaceView,  # beyond one sampled path
+         BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
          LessonView, RoomView, SessionView]  # the class

@@ -1,0 +1,95 @@
+"""Self-consistency: the user's text (a question) answered N times by sampling and once greedily, in one batched
+pass per step; the vote, each sample's log P, and how the vote moves with N (and, on demand, with temperature)."""
+from __future__ import annotations
+
+import gradio as gr
+
+from model.batcher import model_lock
+from model.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES, self_consistency, temperature_sweep
+from ui.events import Event
+from ui.handlers import whole
+from ui.strings import t
+from viz.consistency import consistency_figure
+from viz.style import format_prob
+
+DEFAULT_SAMPLES, DEFAULT_TOKENS = 8, 16
+
+
+def run_numbers(run) -> dict:
+    """The run as numbers: what the API and the tests read."""
+    return {"greedy": {"text": run.greedy.text, "answer": run.greedy.answer, "logprob": run.greedy.logprob},
+            "samples": [{"seed": s.seed, "text": s.text, "answer": s.answer, "logprob": s.logprob, "tokens": s.tokens}
+                        for s in run.samples],
+            "votes": run.votes(), "majority": run.majority, "passes": run.passes, "seconds": run.seconds}
+
+
+def run_sentence(run, lang: str) -> str:
+    majority, votes = run.votes()[0]
+    agree = t("sc_agrees" if majority == run.greedy.answer else "sc_disagrees", lang)
+    quote = lambda a: f"`{a.replace('`', chr(39))}`" if a else "∅"
+    return t("sc_summary", lang, n=len(run.samples), passes=run.passes, seconds=f"{run.seconds:.1f}",
+             majority=quote(majority), votes=votes, greedy=quote(run.greedy.answer), agree=agree)
+
+
+def sweep_lines(runs, lang: str) -> str:
+    lines = []
+    for run in runs:
+        majority, votes = run.votes()[0]
+        share = sum(s.answer == run.greedy.answer for s in run.samples) / len(run.samples)
+        lines.append("- " + t("sc_sweep_line", lang, temperature=f"{run.config.temperature:g}", majority=f"`{majority}`",
+                              votes=votes, n=len(run.samples), share=format_prob(share), greedy=f"`{run.greedy.answer}`"))
+    return "\n".join(lines)
+
+
+class ConsistencyView:
+    tab, title = "consistency", "tab_consistency"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+
+    def build(self, page):
+        add = page.labels.add
+        add(gr.Markdown(t("explain_consistency"), elem_classes="tbt-explain"), "explain_consistency", "value")
+        with gr.Row():
+            self.samples = add(gr.Slider(1, MAX_SAMPLES, DEFAULT_SAMPLES, step=1, label=t("sc_samples"),
+                                         elem_id="tbt-sc-n"), "sc_samples")
+            self.tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_TOKENS, step=1, label=t("sc_tokens"),
+                                        elem_id="tbt-sc-tokens"), "sc_tokens")
+        with gr.Row():
+            self.run_btn = add(gr.Button(t("btn_sc_run"), variant="primary", elem_id="tbt-sc-run"), "btn_sc_run", "value")
+            self.sweep_btn = add(gr.Button(t("btn_sc_sweep"), elem_id="tbt-sc-sweep"), "btn_sc_sweep", "value")
+        self.summary = gr.Markdown(elem_id="tbt-sc-summary")
+        self.plot = gr.Plot(label=t("tab_consistency"), elem_id="tbt-plot-sc", show_label=False)
+        self.numbers = gr.JSON(label="self-consistency run", elem_id="tbt-sc-numbers", elem_classes="tbt-hidden")
+        self.sweep = gr.Markdown(elem_id="tbt-sc-sweep-result")
+
+    def _question(self, request):
+        session = self.app.local_session(request)
+        with session.reading():
+            ids = list(session.ids)
+        return session, ids, model_lock(session.batcher)
+
+    def run(self, request, samples, tokens, cfg, view):
+        """N samples and the greedy answer to the user's text, voted (the session is not changed)."""
+        n, m = whole(samples, "sc_samples"), whole(tokens, "sc_tokens")
+        session, ids, lock = self._question(request)
+        run = self_consistency(session.lm, ids, cfg, n, m, model_lock=lock)
+        return [run_sentence(run, view.lang), consistency_figure(run, view.lang), run_numbers(run)]
+
+    def sweep_temperature(self, request, samples, tokens, cfg, view):
+        """The same vote at each of SWEEP_TEMPERATURES, the other settings held."""
+        n, m = whole(samples, "sc_samples"), whole(tokens, "sc_tokens")
+        session, ids, lock = self._question(request)
+        return sweep_lines(temperature_sweep(session.lm, ids, cfg, n, m, lock, SWEEP_TEMPERATURES), view.lang)
+
+    def events(self, page):
+        h, page_in = page.handler, page.page_in
+        inputs = [self.samples, self.tokens, *page_in]
+        progress = {"show_progress": "full"}
+        return [
+            Event(self.run_btn.click, h(self.run, "samples", "tokens"), inputs, [self.summary, self.plot, self.numbers],
+                  "model", "consistency", progress),
+            Event(self.sweep_btn.click, h(self.sweep_temperature, "samples", "tokens"), inputs, [self.sweep], "measure",
+                  "consistency_sweep", progress),
+        ]

@@ -1,0 +1,120 @@
+"""Constrained decoding: the user's text continued under a constraint (allowed words, a regular expression, a JSON
+schema), each step's candidates drawn with the tokens the constraint removed as their own fate (✂ grammar).
+
+A tab of its own, so the main Candidates tab and the session's steps are untouched: the run has its own cache."""
+from __future__ import annotations
+
+import threading
+
+import gradio as gr
+
+from model.batcher import model_lock
+from model.constrain import MAX_NEW_TOKENS, Constraint, constrained_decode
+from ui.events import Event
+from ui.handlers import friendly, whole
+from ui.labels import choices
+from ui.strings import Refusal, t
+from viz.candidates import candidate_figure
+from viz.style import format_prob
+
+KINDS = [("constrain_kind_words", "words"), ("constrain_kind_regex", "regex"), ("constrain_kind_json", "json")]
+EXAMPLES = {
+    "words": "yes\nno",
+    "regex": r"(yes|no), because [a-z ]{1,40}\.",
+    "json": '{"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string", '
+            '"maxLength": 60}}, "required": ["answer", "reason"], "additionalProperties": false}',
+}
+DEFAULT_TOKENS = 24
+ENDED = {"eos": "constrain_ended_eos", "length": "constrain_ended_length"}  # ConstrainedRun.stopped
+
+
+def run_numbers(run) -> dict:
+    """The run as numbers: what the API and the tests read."""
+    return {"kind": run.constraint.kind, "generated": list(run.generated), "text": run.text, "stopped": run.stopped,
+            "allowed": [s.allowed for s in run.steps], "removed_mass": [s.removed_mass for s in run.steps],
+            "seconds": run.seconds}
+
+
+def run_sentence(run, vocab: int, lang: str) -> str:
+    masses = [s.removed_mass for s in run.steps]
+    worst = max(range(len(masses)), key=masses.__getitem__)
+    allowed = [s.allowed for s in run.steps]
+    return t("constrain_summary", lang, text=run.text.replace("\n", "↵ ").replace("`", "'"), tokens=len(run.generated),
+             ended=t(ENDED[run.stopped], lang), seconds=f"{run.seconds:.1f}", fewest=f"{min(allowed):,}",
+             most=f"{max(allowed):,}", vocab=f"{vocab:,}", mean=format_prob(sum(masses) / len(masses)),
+             worst=format_prob(masses[worst]), worst_step=worst + 1)
+
+
+class ConstraintsView:
+    tab, title = "constraints", "tab_constraints"
+    chart = None
+
+    def __init__(self, app):
+        self.app = app
+        self._runs: dict[str, object] = {}  # per user: the last run (its steps' charts are drawn from it)
+        self._lock = threading.Lock()
+
+    def build(self, page):
+        add = page.labels.add
+        add(gr.Markdown(t("explain_constraints"), elem_classes="tbt-explain"), "explain_constraints", "value")
+        with gr.Row():
+            self.kind = add(gr.Radio([(t(k), v) for k, v in KINDS], value="words", label=t("constrain_kind"),
+                                     elem_id="tbt-constrain-kind", scale=2),
+                            words=lambda lang: {"label": t("constrain_kind", lang), **choices(KINDS)(lang)})
+            self.tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_TOKENS, step=1, label=t("constrain_tokens"),
+                                        elem_id="tbt-constrain-tokens", scale=1), "constrain_tokens")
+        self.text = add(gr.Textbox(EXAMPLES["words"], label=t("constrain_text"), lines=3, max_lines=10,
+                                   elem_id="tbt-constrain-text"), "constrain_text")
+        self.run_btn = add(gr.Button(t("btn_constrain_run"), variant="primary", elem_id="tbt-constrain-run"),
+                           "btn_constrain_run", "value")
+        self.summary = gr.Markdown(elem_id="tbt-constrain-summary")
+        self.step = add(gr.Slider(1, MAX_NEW_TOKENS, 1, step=1, label=t("constrain_step"),
+                                  elem_id="tbt-constrain-step"), "constrain_step")
+        self.plot = gr.Plot(label=t("tab_constraints"), elem_id="tbt-plot-constrain", show_label=False)
+        self.numbers = gr.JSON(label="constrained run", elem_id="tbt-constrain-numbers", elem_classes="tbt-hidden")
+
+    # ---- handlers ------------------------------------------------------------------------------------
+    def run(self, request, kind, text, tokens, cfg, view):
+        """Continue the user's text under the constraint and the page's settings (the session is not changed)."""
+        n = whole(tokens, "constrain_tokens")
+        session = self.app.local_session(request)
+        with session.reading():
+            ids = list(session.ids)
+        lock = model_lock(session.batcher)
+        run = constrained_decode(session.lm, ids, Constraint(kind, text), cfg, n, model_lock=lock)
+        with self._lock:
+            self._runs[request.session_hash] = run
+        last = len(run.steps)
+        return [run_sentence(run, session.lm.info.vocab, view.lang), gr.update(maximum=max(last, 2), value=1),
+                self._figure(run, 1, view.lang), run_numbers(run)]
+
+    def show_step(self, request: gr.Request, step, lang="en"):
+        """One step of the last run: its candidates with the constraint's cut."""
+        with self._lock:
+            run = self._runs.get(request.session_hash)
+        if run is None:
+            raise Refusal("constrain_no_run")
+        return self._figure(run, whole(step, "constrain_step"), lang)
+
+    @staticmethod
+    def _figure(run, step: int, lang: str):
+        chosen = run.steps[min(max(step, 1), len(run.steps)) - 1]
+        return candidate_figure(chosen.distribution, lang, grammar_mass=chosen.removed_mass)
+
+    def example(self, kind):
+        """The example constraint of a kind, when the kind is switched."""
+        return EXAMPLES.get(kind, "")
+
+    def unload(self, request: gr.Request):
+        with self._lock:
+            self._runs.pop(request.session_hash, None)
+
+    def events(self, page):
+        h, page_in = page.handler, page.page_in
+        return [
+            Event(self.run_btn.click, h(self.run, "kind", "text", "tokens"), [self.kind, self.text, self.tokens, *page_in],
+                  [self.summary, self.step, self.plot, self.numbers], "model", "constrain", {"show_progress": "full"}),
+            Event(self.step.release, friendly(self.show_step), [self.step, page.lang], [self.plot], "views",
+                  "constrain_step"),
+            Event(self.kind.input, self.example, [self.kind], [self.text], "page", False),
+        ]
