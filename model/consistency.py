@@ -17,7 +17,7 @@ import torch
 from transformers import DynamicCache
 
 from .errors import SessionError
-from .loading import LoadedModel
+from .loading import LoadedModel, end_ids
 from .records import SamplingConfig
 from .sampling import draw_u, inverse_cdf, run_stages
 
@@ -87,12 +87,6 @@ def _whole(value, low: int, high: int, key: str) -> int:
     return int(value)
 
 
-def _eos_ids(lm: LoadedModel) -> set[int]:
-    eos = lm.model.generation_config.eos_token_id
-    ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-    return ids | ({lm.tokenizer.eos_token_id} - {None})
-
-
 @torch.no_grad()
 def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, n: int = 8,
                      max_new_tokens: int = 24, model_lock=None) -> ConsistencyRun:
@@ -103,7 +97,7 @@ def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig
     steps = _whole(max_new_tokens, 1, MAX_NEW_TOKENS, "consistency_tokens_range")
     configs = [SamplingConfig(temperature=0)] + [replace(cfg, seed=int(cfg.seed) + i).validate() for i in range(n)]
     lock = model_lock if model_lock is not None else contextlib.nullcontext()
-    eos, pad = _eos_ids(lm), (lm.tokenizer.eos_token_id or 0)
+    eos, pad = end_ids(lm), (lm.tokenizer.eos_token_id or 0)
     prompt = [int(i) for i in prompt_ids]
     rows = len(configs)
     start = time.perf_counter()

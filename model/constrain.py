@@ -21,7 +21,7 @@ import torch
 from transformers import DynamicCache
 
 from .errors import SessionError
-from .loading import LoadedModel
+from .loading import LoadedModel, end_ids
 from .records import Distribution, SamplingConfig
 from .sampling import derive, run_stages
 
@@ -185,7 +185,7 @@ def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Const
     n = _whole(max_new_tokens, 1, MAX_NEW_TOKENS, "constrain_tokens_range")
     grammar = Grammar(lm, constraint)
     lock = model_lock if model_lock is not None else contextlib.nullcontext()
-    eos = _eos_ids(lm)
+    eos = end_ids(lm)
     ids, generated, steps, stopped = [int(i) for i in prompt_ids], [], [], "length"
     start = time.perf_counter()
     cache = DynamicCache(config=lm.model.config)
@@ -211,12 +211,6 @@ def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Const
     text = lm.tokenizer.decode(generated, skip_special_tokens=True)
     return ConstrainedRun(constraint, [int(i) for i in prompt_ids], generated, text, steps, stopped,
                           time.perf_counter() - start)
-
-
-def _eos_ids(lm: LoadedModel) -> set[int]:
-    eos = lm.model.generation_config.eos_token_id
-    ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-    return ids | ({lm.tokenizer.eos_token_id} - {None})
 
 
 def prefix_allowed_tokens_fn(lm: LoadedModel, constraint: Constraint, prompt_len: int):

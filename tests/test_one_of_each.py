@@ -139,6 +139,15 @@ def test_the_model_lock_is_fetched_one_way():
     assert not found, found
 
 
+def test_a_models_end_tokens_are_read_one_way():
+    """Five copies once (the session, speculative decoding, the race, self-consistency, constraints); now
+    model.loading.end_ids. Beam search keeps generate()'s ordered list (its K depends on how many there are)."""
+    found = [where(p, n) for p, tree in code().items() if p.name not in ("loading.py", "beams.py")
+             for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "eos_token_id"
+             and isinstance(n.value, ast.Attribute) and n.value.attr == "generation_config"]
+    assert not found, found
+
+
 def test_no_batcher_means_nothing_to_wait_for():
     from model.batcher import StepBatcher, model_lock
 
