@@ -18,6 +18,7 @@ from transformers import DynamicCache
 
 from .errors import SessionError
 from .loading import LoadedModel, end_ids
+from .parse import whole_in_range
 from .records import SamplingConfig
 from .sampling import draw_u, inverse_cdf, run_stages
 
@@ -81,20 +82,14 @@ class ConsistencyRun:
         return out
 
 
-def _whole(value, low: int, high: int, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or not low <= value <= high:
-        raise SessionError(key, value=value, low=low, high=high)
-    return int(value)
-
-
 @torch.no_grad()
 def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, n: int = 8,
                      max_new_tokens: int = 24, model_lock=None) -> ConsistencyRun:
     """The greedy answer and n sampled ones, one batched forward pass per step (model_lock held for each pass)."""
     if not prompt_ids:
         raise SessionError("consistency_no_prompt")
-    n = _whole(n, 1, MAX_SAMPLES, "consistency_samples_range")
-    steps = _whole(max_new_tokens, 1, MAX_NEW_TOKENS, "consistency_tokens_range")
+    n = whole_in_range(n, 1, MAX_SAMPLES, "consistency_samples_range")
+    steps = whole_in_range(max_new_tokens, 1, MAX_NEW_TOKENS, "consistency_tokens_range")
     configs = [SamplingConfig(temperature=0)] + [replace(cfg, seed=int(cfg.seed) + i).validate() for i in range(n)]
     lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos, pad = end_ids(lm), (lm.tokenizer.eos_token_id or 0)

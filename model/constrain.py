@@ -22,6 +22,7 @@ from transformers import DynamicCache
 
 from .errors import SessionError
 from .loading import LoadedModel, end_ids
+from .parse import whole_in_range
 from .records import Distribution, SamplingConfig
 from .sampling import derive, run_stages
 
@@ -164,12 +165,6 @@ class ConstrainedRun:
     seconds: float  # wall time of the run (forward passes, masks and draws)
 
 
-def _whole(value, low: int, high: int, key: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or not low <= value <= high:
-        raise SessionError(key, value=value, low=low, high=high)
-    return int(value)
-
-
 @torch.no_grad()
 def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Constraint, cfg: SamplingConfig,
                        max_new_tokens: int = 24, model_lock=None) -> ConstrainedRun:
@@ -182,7 +177,7 @@ def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Const
     cfg.validate()
     if not prompt_ids:
         raise SessionError("constrain_no_prompt")
-    n = _whole(max_new_tokens, 1, MAX_NEW_TOKENS, "constrain_tokens_range")
+    n = whole_in_range(max_new_tokens, 1, MAX_NEW_TOKENS, "constrain_tokens_range")
     grammar = Grammar(lm, constraint)
     lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos = end_ids(lm)

@@ -85,7 +85,7 @@ def kv_calculation(preset: str | None, model: ModelInfo, dtype: str, tokens, bat
     if preset is not None:
         layers, heads, kv_heads, head_dim = preset_shape(preset, model)
     shape = dict(layers=layers, heads=heads, kv_heads=kv_heads, head_dim=head_dim, tokens=tokens, batch=batch)
-    layers, heads, kv_heads, head_dim, tokens, batch = (_whole(name, v) for name, v in shape.items())
+    layers, heads, kv_heads, head_dim, tokens, batch = (_positive_field(name, v) for name, v in shape.items())
     if dtype not in DTYPE_BYTES:
         raise SessionError("kv_dtype_unknown", dtypes=list(DTYPE_BYTES), value=dtype)
     if kv_heads > heads or heads % kv_heads:
@@ -103,7 +103,7 @@ def kv_calculation(preset: str | None, model: ModelInfo, dtype: str, tokens, bat
     return KVCalculation(layers, heads, kv_heads, head_dim, rows[1].bytes, rows)
 
 
-def _whole(name: str, value) -> int:
+def _positive_field(name: str, value) -> int:
     """value as an int >= 1 (a whole float such as 32.0 too: model.parse.whole_number), or SessionError naming the field."""
     number = whole_number(value, text=False)  # a number box's
     if number is None or number < 1:

@@ -58,3 +58,11 @@ def parse_token_id(value) -> int:
     if number is None:
         raise SessionError("forced_token_not_an_id", value=shown(value))
     return number
+
+
+def whole_in_range(value, low: int, high: int, key: str) -> int:
+    """value as a whole number in [low, high] (whole_number, no text), or SessionError(key, value, low, high)."""
+    number = whole_number(value, text=False)
+    if number is None or not low <= number <= high:
+        raise SessionError(key, value=shown(value), low=low, high=high)
+    return number

@@ -27,7 +27,7 @@ from transformers import DynamicCache
 from .cache_surgery import crop_to, restore, snapshot
 from .errors import SessionError
 from .loading import LoadedModel, end_ids
-from .parse import shown, whole_number
+from .parse import whole_in_range
 from .records import SamplingConfig
 from .sampling import draw_u, inverse_cdf, run_stages
 from .speculative_records import DraftCheck, DraftLookup, SpecRound, SpeculativeRun, SpeedComparison
@@ -93,14 +93,6 @@ def residual_u(seed: int, position: int) -> float:
 
 
 # ---- the engine ----------------------------------------------------------------------------------------
-def _whole(value, low: int, high: int, key: str) -> int:
-    """value as a whole number in [low, high] (model.parse.whole_number), or SessionError(key) naming the range."""
-    number = whole_number(value, text=False)
-    if number is None or not low <= number <= high:
-        raise SessionError(key, value=shown(value), low=low, high=high)
-    return number
-
-
 class SpeculativeDecoder:
     """Speculative decoding of one text on the shared, read-only model; the cache and ids belong to this object.
 
@@ -114,9 +106,9 @@ class SpeculativeDecoder:
             raise SessionError("spec_no_prompt")
         cfg.validate()
         self.lm, self.cfg = lm, cfg
-        self.k = _whole(draft_len, 1, MAX_DRAFT, "spec_draft_len_range")
-        self.max_ngram = _whole(max_ngram, 1, MAX_NGRAM, "spec_ngram_range")
-        self.max_new_tokens = _whole(max_new_tokens, 1, MAX_NEW_TOKENS, "spec_new_tokens_range")
+        self.k = whole_in_range(draft_len, 1, MAX_DRAFT, "spec_draft_len_range")
+        self.max_ngram = whole_in_range(max_ngram, 1, MAX_NGRAM, "spec_ngram_range")
+        self.max_new_tokens = whole_in_range(max_new_tokens, 1, MAX_NEW_TOKENS, "spec_new_tokens_range")
         self.lock = model_lock if model_lock is not None else contextlib.nullcontext()
         self.prompt_ids = [int(i) for i in prompt_ids]
         self.ids = list(self.prompt_ids)

@@ -131,6 +131,20 @@ def test_no_other_list_of_the_settings_names_is_written_out():
     assert not written, written
 
 
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, 2.5, True, "4", None], ids=repr)
+def test_the_bounded_counts_of_the_views_are_read_by_the_one_reader(value):
+    """Self-consistency and constraints had their own copy, where inf raised OverflowError and nan ValueError."""
+    from model.parse import whole_in_range
+
+    for key in ("consistency_samples_range", "constrain_tokens_range", "spec_draft_len_range"):
+        with pytest.raises(SessionError) as refused:
+            whole_in_range(value, 1, 16, key)
+        assert refused.value.key == key
+    found = [where(p, n) for p, tree in code().items() for n in ast.walk(tree)
+             if isinstance(n, ast.FunctionDef) and n.name == "_whole"]
+    assert not found, found
+
+
 # ---- 3. the model lock ---------------------------------------------------------------------------------------
 def test_the_model_lock_is_fetched_one_way():
     """Five ways once (one of them without the None check); now model.batcher.model_lock(batcher) only."""
