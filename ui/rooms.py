@@ -5,6 +5,16 @@ Only the teacher's session id writes a room; a student's page reads it by a code
 long enough not to be guessed. While the teacher's lesson asks a question, the room holds it and each follower's
 guess (one per follower, counted, never named) until the teacher reveals the answer. A room closes when its teacher's page unloads, when the teacher closes it, or
 after ROOM_IDLE_S without a teacher's render; rooms and followers are bounded.
+
+A seat is held by a page that looks at the room: the follower's tick (every POLL_S) is its heartbeat, and a
+follower not seen for FOLLOWER_STALE_S loses its seat and its vote (its next tick takes a seat again, and its vote
+back if the question is still open). A script that joins and never ticks holds a seat for that long; joins are
+metered per client address (a class's burst, then one every JOIN_EVERY_S), so one address cannot keep a room full
+of silent followers. A room is opened only by a page with a started session, at most ROOMS_PER_ADDRESS per
+address, and lives while the teacher's wall ticks (its joined count, every few seconds): a room whose wall has not
+ticked for TEACHER_STALE_S closes. What stays possible: a student with the code and a script that ticks for every
+fake follower can still fill free seats and vote many times; the teacher sees the joined count on the wall and
+`renew` closes the room and opens it under a new code, every follower out.
 """
 from __future__ import annotations
 
@@ -23,6 +33,12 @@ CODE_LENGTH = 8  # 32**8 = 2**40 codes: at 20 open rooms, a guess finds one once
 MAX_ROOMS = 20
 MAX_FOLLOWERS = 80  # per room: a large class
 ROOM_IDLE_S = 45 * 60.0  # a room whose teacher has not moved for this long closes
+ROOMS_PER_ADDRESS = 4  # rooms open at once from one client address (a school's NAT: a few teachers)
+FOLLOWER_STALE_S = 30.0  # a follower whose page has not ticked for this long loses its seat and its vote
+TEACHER_STALE_S = 120.0  # a room whose teacher's wall has not ticked (every few seconds) for this long closes
+JOIN_BURST = 120  # joins one address may make at once: a class of 80 and their reloads
+JOIN_EVERY_S = 1.0  # then one more join per this many seconds
+AWAY_KEPT = 2 * MAX_FOLLOWERS  # votes of followers away for a while, kept per room to give back on their return
 CLOSED_KEPT = 500  # closed rooms remembered, so their followers are told it closed (not "no such room")
 
 
@@ -50,9 +66,24 @@ class Question:
     words: dict[str, str]
     choices: dict[str, list[tuple[str, str]]]
     open: bool = True  # False once the teacher revealed the answer
+    scores: dict[str, dict] = field(default_factory=dict)  # at the reveal: each value's reveal record (quiz)
 
     def values(self) -> list[str]:
         return [value for _, value in next(iter(self.choices.values()))]
+
+
+@dataclass(frozen=True)
+class Split:
+    """How a room's class answered its question, as one follower may see it: counts only, no names.
+
+    counts: each value of the question -> how many picked it (every value, zeros too); mine: this follower's pick
+    (None: no guess); scores: each value's reveal record (model.quiz.reveal_record: "right", and for a token
+    "prob" in [0, 1] at T = 1 and "rank", 1 the most probable), empty before the reveal; followers: seats held."""
+
+    counts: dict[str, int]
+    mine: str | None
+    scores: dict[str, dict]
+    followers: int
 
 
 @dataclass
@@ -62,18 +93,26 @@ class Room:
     opened: float
     touched: float
     snapshot: Snapshot | None = None
-    followers: set[str] = field(default_factory=set)
+    followers: dict[str, float] = field(default_factory=dict)  # follower -> when its page last ticked
     question: Question | None = None
     guesses: dict[str, str] = field(default_factory=dict)  # follower -> the value they picked
+    away: OrderedDict[str, str] = field(default_factory=OrderedDict)  # dropped follower -> its vote, given back
+    address: str | None = None  # the teacher's client address (rooms are bounded per address)
+    wall: float = 0.0  # when the teacher's wall last ticked
 
 
 class Rooms:
     """Every open room by code; who follows which. All of it under one lock, each call a few dict operations."""
 
     def __init__(self, clock=time.monotonic, max_rooms: int = MAX_ROOMS, max_followers: int = MAX_FOLLOWERS,
-                 idle_s: float = ROOM_IDLE_S, langs=LANGS):
+                 idle_s: float = ROOM_IDLE_S, langs=LANGS, per_address: int = ROOMS_PER_ADDRESS,
+                 follower_stale_s: float = FOLLOWER_STALE_S, teacher_stale_s: float = TEACHER_STALE_S,
+                 join_burst: int = JOIN_BURST, join_every_s: float = JOIN_EVERY_S):
         self.clock, self.max_rooms, self.max_followers, self.idle_s = clock, max_rooms, max_followers, idle_s
-        self.langs = langs
+        self.langs, self.per_address = langs, per_address
+        self.follower_stale_s, self.teacher_stale_s = follower_stale_s, teacher_stale_s
+        self.join_burst, self.join_every_s = join_burst, join_every_s
+        self._joins: dict[str, tuple[float, float]] = {}  # address -> (joins left, when counted): a token bucket
         self._rooms: dict[str, Room] = {}
         self._by_teacher: dict[str, str] = {}
         self._following: dict[str, str] = {}  # follower's session id -> code
@@ -82,21 +121,45 @@ class Rooms:
         self._revision = 0
 
     # ---- the teacher ---------------------------------------------------------------------------------
-    def open(self, teacher: str) -> str:
-        """The teacher's room (a new one, or the one already open), by its code."""
+    def open(self, teacher: str, address: str | None = None) -> str:
+        """The teacher's room (a new one, or the one already open), by its code; at most per_address rooms open
+        from one client address."""
         with self._lock:
             self._expire()
             if teacher in self._by_teacher:
                 return self._by_teacher[teacher]
             if len(self._rooms) >= self.max_rooms:
                 raise Refusal("room_full", limit=self.max_rooms)
+            if address is not None and sum(r.address == address for r in self._rooms.values()) >= self.per_address:
+                raise Refusal("room_too_many_here", limit=self.per_address)
             code = new_code()
             while code in self._rooms or code in self._closed:
                 code = new_code()
             now = self.clock()
-            self._rooms[code] = Room(code, teacher, now, now)
+            self._rooms[code] = Room(code, teacher, now, now, address=address, wall=now)
             self._by_teacher[teacher] = code
             return code
+
+    def renew(self, teacher: str, address: str | None = None) -> str:
+        """The teacher's room closed and opened again under a new code: every follower is out (told the room has a
+        new code) and joins again with the code on the wall; Refusal('room_guess_no_room') without a room."""
+        with self._lock:
+            code = self._by_teacher.get(teacher)
+            if code is None:
+                raise Refusal("room_guess_no_room")
+            self._close(code, "renewed")
+        return self.open(teacher, address)
+
+    def wall(self, teacher: str) -> tuple[str, int]:
+        """The teacher's wall ticked (its heartbeat): (the room's code, the followers whose page is there)."""
+        with self._lock:
+            self._expire()
+            room = self._rooms.get(self._by_teacher.get(teacher))
+            if room is None:
+                raise Refusal("room_guess_no_room")
+            room.wall = self.clock()
+            self._sweep(room)
+            return room.code, len(room.followers)
 
     def close(self, teacher: str, why: str = "closed") -> None:
         """The teacher's room closes (why: 'closed' by the button, 'left' when the page unloads)."""
@@ -137,16 +200,27 @@ class Rooms:
             if room is None:
                 return
             if question is None or room.question is None or room.question.key != question.key:
-                room.guesses = {}
+                room.guesses, room.away = {}, OrderedDict()
             room.question = question
             room.touched = self.clock()
 
-    def reveal(self, teacher: str) -> None:
-        """The teacher revealed the answer: no more guesses."""
+    def reveal(self, teacher: str, score=None) -> None:
+        """The teacher revealed the answer: no more guesses. `score(value)`: the reveal record of one of the
+        question's values (model.quiz.reveal_record, no model pass), kept so each follower sees how its own guess
+        did; it runs outside the lock, once per value, before the question closes."""
         with self._lock:
             room = self._rooms.get(self._by_teacher.get(teacher))
-            if room is not None and room.question is not None:
-                room.question.open = False
+            question = room.question if room is not None else None
+        if question is None:
+            return
+        scores = {}
+        for value in question.values() if score is not None else ():
+            try:
+                scores[value] = score(value)
+            except Exception:  # a value the record cannot say (a text with no token): it shows no figure
+                continue
+        with self._lock:
+            question.scores, question.open = scores, False
 
     def tally(self, teacher: str) -> tuple[Question | None, dict[str, int], int]:
         """The question of the teacher's room, the count of each of its values (every value, zeros too) and the
@@ -155,7 +229,8 @@ class Rooms:
             room = self._rooms.get(self._by_teacher.get(teacher))
             if room is None:
                 raise Refusal("room_guess_no_room")
-            if room.question is None:
+            question = room.question
+            if question is None:
                 return None, {}, len(room.followers)
             counts = {value: 0 for value in room.question.values()}
             for value in room.guesses.values():
@@ -163,23 +238,20 @@ class Rooms:
             return room.question, counts, len(room.followers)
 
     # ---- a follower ----------------------------------------------------------------------------------
-    def join(self, follower: str, code) -> str:
-        """Follow the room of `code` (typed by a student: case and spaces forgiven); a refusal naming why not."""
+    def join(self, follower: str, code, address: str | None = None) -> str:
+        """Follow the room of `code` (typed by a student: case and spaces forgiven) from a page at `address`; a
+        refusal naming why not. The page's ticks (state) keep the seat."""
         code = normal_code(code)
         with self._lock:
             self._expire()
             if code in self._closed:
-                raise Refusal("room_closed")
+                raise Refusal(closed_key(self._closed[code]))
             room = self._rooms.get(code)
             if room is None:
                 raise Refusal("room_unknown", code=code or "—")
             if room.teacher == follower:
                 raise Refusal("room_own")
-            if follower not in room.followers and len(room.followers) >= self.max_followers:
-                raise Refusal("room_no_seats", limit=self.max_followers)
-            self._leave(follower)
-            room.followers.add(follower)
-            self._following[follower] = code
+            self._take_seat(room, follower, address)
             return code
 
     def guess(self, follower: str, value) -> str:
@@ -187,7 +259,9 @@ class Rooms:
         question or `value` is not one of its choices."""
         with self._lock:
             room = self._rooms.get(self._following.get(follower))
-            if room is None:
+            if room is not None:
+                self._sweep(room)
+            if room is None or follower not in room.followers:  # (a page away too long ticks its seat back first)
                 raise Refusal("room_not_following")
             question = room.question
             if question is None:
@@ -197,15 +271,17 @@ class Rooms:
             if value not in question.values():
                 raise Refusal("room_guess_unknown")
             room.guesses[follower] = value
+            room.followers[follower] = self.clock()
             return value
 
     def leave(self, follower: str) -> None:
         with self._lock:
             self._leave(follower)
 
-    def state(self, follower: str) -> tuple[str, Snapshot | None, Question | None, str | None]:
-        """(code, the teacher's last snapshot, the question asked, this follower's guess at it) of the room
-        `follower` follows; Refusal('room_closed') once it closed, Refusal('room_not_following') if they follow
+    def state(self, follower: str, address: str | None = None) -> tuple[str, Snapshot | None, Question | None, str | None]:
+        """The follower's tick, its heartbeat: (code, the teacher's last snapshot, the question asked, this
+        follower's guess at it) of the room `follower` follows. A follower whose seat lapsed takes one again (as a
+        join from `address`). Refusal('room_closed') once it closed, Refusal('room_not_following') if they follow
         none."""
         with self._lock:
             self._expire()
@@ -215,13 +291,30 @@ class Rooms:
             room = self._rooms.get(code)
             if room is None:
                 self._following.pop(follower, None)
-                raise Refusal("room_closed")
+                raise Refusal(closed_key(self._closed.get(code, "closed")))
+            self._sweep(room)
+            if follower in room.followers:
+                room.followers[follower] = self.clock()
+            else:
+                self._take_seat(room, follower, address)
             return code, room.snapshot, room.question, room.guesses.get(follower)
 
+    def split(self, follower: str) -> Split:
+        """How the class of `follower`'s room answered, and this follower's own pick (see Split)."""
+        with self._lock:
+            room = self._rooms.get(self._following.get(follower))
+            if room is None or room.question is None:
+                raise Refusal("room_guess_no_question")
+            return Split(counted(room), room.guesses.get(follower), dict(room.question.scores), len(room.followers))
+
     def followers(self, code: str) -> int:
+        """The seats of room `code` held by a page that ticked lately."""
         with self._lock:
             room = self._rooms.get(code)
-            return len(room.followers) if room else 0
+            if room is None:
+                return 0
+            self._sweep(room)
+            return len(room.followers)
 
     def __len__(self) -> int:
         return len(self._rooms)
@@ -230,8 +323,51 @@ class Rooms:
     def _leave(self, follower: str) -> None:
         code = self._following.pop(follower, None)
         if code in self._rooms:
-            self._rooms[code].followers.discard(follower)
+            self._rooms[code].followers.pop(follower, None)
             self._rooms[code].guesses.pop(follower, None)
+            self._rooms[code].away.pop(follower, None)
+
+    def _take_seat(self, room: Room, follower: str, address: str | None) -> None:
+        """`follower` sits in `room` (seen now), leaving any other; its vote back if it was away; refused when the
+        room is full or `address` joins faster than the meter allows."""
+        self._sweep(room)
+        if follower not in room.followers:
+            if len(room.followers) >= self.max_followers:
+                raise Refusal("room_no_seats", limit=self.max_followers)
+            self._meter(address)
+        if self._following.get(follower) != room.code:
+            self._leave(follower)
+        room.followers[follower] = self.clock()
+        self._following[follower] = room.code
+        vote = room.away.pop(follower, None)
+        if vote is not None and room.question is not None and room.question.open:
+            room.guesses[follower] = vote
+
+    def _meter(self, address: str | None) -> None:
+        """One join from `address`: a bucket of join_burst, refilled by one every join_every_s."""
+        if address is None:
+            return
+        now = self.clock()
+        left, then = self._joins.get(address, (float(self.join_burst), now))
+        left = min(float(self.join_burst), left + (now - then) / self.join_every_s)
+        if left < 1:
+            raise Refusal("room_join_rate", seconds=max(1, round((1 - left) * self.join_every_s)))
+        self._joins[address] = (left - 1, now)
+        if len(self._joins) > 10_000:  # addresses long quiet: their buckets are full again
+            full = [a for a, (n, t) in self._joins.items() if n + (now - t) / self.join_every_s >= self.join_burst]
+            for a in full:
+                del self._joins[a]
+
+    def _sweep(self, room: Room) -> None:
+        """Followers whose page has not ticked for follower_stale_s lose their seat; their vote is kept aside."""
+        now = self.clock()
+        for follower in [f for f, seen in room.followers.items() if now - seen > self.follower_stale_s]:
+            del room.followers[follower]
+            vote = room.guesses.pop(follower, None)
+            if vote is not None:
+                room.away[follower] = vote
+                while len(room.away) > AWAY_KEPT:
+                    room.away.popitem(last=False)
 
     def _close(self, code: str, why: str) -> None:
         room = self._rooms.pop(code)
@@ -245,6 +381,21 @@ class Rooms:
         now = self.clock()
         for code in [c for c, r in self._rooms.items() if now - r.touched > self.idle_s]:
             self._close(code, "idle")
+        for code in [c for c, r in self._rooms.items() if now - r.wall > self.teacher_stale_s]:
+            self._close(code, "left")
+
+
+def counted(room: Room) -> dict[str, int]:
+    """How many of the room's seated followers picked each value of its question (every value, zeros too)."""
+    counts = {value: 0 for value in room.question.values()}
+    for value in room.guesses.values():
+        counts[value] += 1
+    return counts
+
+
+def closed_key(why: str) -> str:
+    """What a follower of a closed room is told: a new code (renewed) or closed."""
+    return "room_renewed" if why == "renewed" else "room_closed"
 
 
 def new_code() -> str:

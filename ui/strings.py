@@ -493,6 +493,27 @@ PAGE: dict[str, tuple[str, str]] = {
     "sc_disagrees": (" (they differ)", "（两者不同）"),
     "sc_sweep_line": ("T = {temperature}: vote {majority} ({votes} of {n}), {share} of the samples give the greedy answer {greedy}",
                       "T = {temperature}：投票结果 {majority}（{n} 票中 {votes} 票），{share} 的样本给出贪心答案 {greedy}"),
+    # ---- rooms: the wall, seats kept by a heartbeat, one text per student, feedback after the reveal ----
+    "btn_room_renew": ("New code (everyone out)", "换新课堂码（所有人退出）"),
+    "room_qr_alt": ("QR code of the room's join link", "加入课堂链接的二维码"),
+    "room_joined": ("{n} students joined", "已加入 {n} 名学生"),
+    "room_too_many_here": ("Your network already has {limit} rooms open: close one first.",
+                           "你的网络已开设 {limit} 个课堂：请先关闭一个。"),
+    "room_renewed": ("The teacher gave the room a new code: type the new code from the board.",
+                     "老师给课堂换了新的课堂码：请输入黑板上的新课堂码。"),
+    "room_join_rate": ("Too many joins from your network just now: try again in {seconds} s.",
+                       "你的网络刚才加入课堂的次数过多：请在 {seconds} 秒后重试。"),
+    "room_explore_after_reveal": ("The teacher is asking a question: explore on your own after the answer is revealed.",
+                                  "老师正在提问：揭晓答案之后再自己探索。"),
+    "room_feedback_none": ("You did not send a guess.", "你没有提交猜测。"),
+    "room_feedback_token": ("Your guess {guess}: the model gave it {prob}, rank {rank}.",
+                            "你的猜测 {guess}：模型给它的概率是 {prob}，排第 {rank} 位。"),
+    "room_feedback_right": ("Your guess {guess} was right.", "你的猜测 {guess} 是对的。"),
+    "room_feedback_wrong": ("Your guess {guess} was not right.", "你的猜测 {guess} 不对。"),
+    "room_feedback_top": ("The model's most likely next token: {token} ({prob}).", "模型认为最可能的下一个词元：{token}（{prob}）。"),
+    "room_feedback_you": ("you", "你"),
+    "room_feedback_class": ("How the class answered ({n} guesses):", "全班的回答（{n} 个猜测）："),
+
 }
 
 

@@ -185,7 +185,8 @@ class LessonView:
             answer = reveal_record(session, step, guess, cfg)
         except NoToken:
             raise Refusal("lesson_guess_first") from None
-        self.app.rooms.reveal(request.session_hash)  # the class's guesses are closed
+        self.app.rooms.reveal(request.session_hash,  # the class's guesses closed, each scored for its student
+                              lambda value: reveal_record(session, step, typed_guess(step["predict"], value), cfg))
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
                  self.reveal_plot: self._reveal_plot(answer, session, cfg, view.lang),
                  self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
