@@ -17,9 +17,9 @@ def test_a_student_follows_the_teacher(url, new_tab, lang, locale):
     code = teacher.locator(".tbt-room-code").get_attribute("data-code", timeout=30_000)
     assert len(code) == 8
     link = teacher.locator("#tbt-room-info a").get_attribute("href")
-    assert link == f"?room={code}"
+    assert link == f"{url}?room={code}"  # the page's own address, as the browser sees it
 
-    student = new_tab(url + link, locale)
+    student = new_tab(link, locale)
     try:
         student.wait_for_function("() => document.querySelector('#tbt-room-marker')?.dataset.step === '0'",
                                   timeout=60_000)
@@ -64,7 +64,7 @@ def test_the_class_guesses_before_the_teacher_reveals(url, new_tab):
     open_view(teacher, "Room")
     teacher.click("#tbt-room-open")
     link = teacher.locator("#tbt-room-info a").get_attribute("href", timeout=30_000)
-    student = new_tab(url + link, "zh-CN")
+    student = new_tab(link, "zh-CN")
     student.wait_for_function("() => document.querySelector('#tbt-room-marker')?.dataset.step === '0'",
                               timeout=60_000)
     # a browser in Chinese: the page, its first text and the mirror are in Chinese without a click
@@ -75,7 +75,7 @@ def test_the_class_guesses_before_the_teacher_reveals(url, new_tab):
     open_view(teacher, "Lesson")
     teacher.get_by_role("button", name="Start this lesson").click()
     teacher.locator("#tbt-lesson-question").get_by_text("The capital of France is").wait_for(timeout=60_000)
-    question = student.locator("#tbt-room-question").first  # (a gr.Group puts its id on two nested divs)
+    question = student.locator("#tbt-room-question")
     question.get_by_text("The capital of France is").wait_for(timeout=30_000)
     student.locator("#tbt-plot-room").get_by_text(t("guesses_wait_title", "zh")).wait_for(timeout=30_000)
     question.get_by_label("␣Paris").check()
@@ -98,3 +98,103 @@ def test_the_class_guesses_before_the_teacher_reveals(url, new_tab):
     student.wait_for_function(f"""() => !(document.querySelector('#tbt-plot-room')?.innerText || '')
         .includes({t("guesses_wait_title", "zh")!r})""", timeout=30_000)
     assert student.problems == [] and teacher.problems == []
+
+
+def phone_tab(chromium, address):
+    """A phone-sized tab (390 × 844, touch), recording what goes wrong as browser.open_tab does."""
+    tab = chromium.new_page(viewport={"width": 390, "height": 844}, locale="en-US", is_mobile=True, has_touch=True,
+                            device_scale_factor=2)
+    tab.problems = []
+    tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
+    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+    tab.on("response", lambda r: r.status >= 400 and tab.problems.append(f"{r.status} {r.request.method} {r.url}"))
+    tab.goto(address)
+    return tab
+
+
+def shown(tab, selector: str) -> bool:
+    return tab.locator(selector).first.is_visible()
+
+
+def test_a_class_joins_from_the_wall_follows_one_text_and_gets_feedback(url, new_tab, chromium):
+    """A teacher (English, projector-sized) opens a room: the wall shows a big code, a QR code of the join link and
+    the count. One student (Chinese) opens the link, one (a phone) types the code; each sees the teacher's text
+    only; they guess the lesson's question; after the reveal each sees their own guess scored and the class split."""
+    teacher = new_tab(url, "en-US")
+    wait_for_step(teacher, 0)
+    open_view(teacher, "Room")
+    teacher.click("#tbt-room-open")
+    teacher.locator("img.tbt-room-qr").wait_for(timeout=30_000)
+    code = teacher.locator(".tbt-room-code").get_attribute("data-code")
+    link = teacher.locator("#tbt-room-info a").get_attribute("href")
+    assert link == f"{url}?room={code}"
+    assert teacher.locator("img.tbt-room-qr").evaluate("(img) => img.naturalWidth") >= 200  # drawn, not broken
+    screenshot(teacher, "room_wall_open_en")
+
+    scanned = new_tab(link, "zh-CN")  # the link the QR code carries: the page joins on load
+    phone = phone_tab(chromium, url)
+    try:
+        wait_for_step(phone, 0)
+        open_view(phone, "Room")
+        phone.locator("#tbt-room-code input, #tbt-room-code textarea").first.fill(code.lower())
+        phone.click("#tbt-room-join")
+        for student in (scanned, phone):
+            student.wait_for_function("() => document.querySelector('#tbt-room-marker')?.dataset.step === '0'",
+                                      timeout=60_000)
+        teacher.wait_for_function("() => document.querySelector('.tbt-room-count')?.dataset.count === '2'",
+                                  timeout=30_000)
+        assert "2 students joined" in teacher.locator("#tbt-room-joined").inner_text()
+        screenshot(teacher, "room_wall_joined_en")
+        for student in (scanned, phone):  # one text: the teacher's, at the top; the student's own session hidden
+            assert shown(student, "#tbt-room-chips") and shown(student, "#tbt-room-explore")
+            for own in (".tbt-controls", "#tbt-text", "[role=tablist]", "#tbt-room-back", "#tbt-room-open"):
+                assert not shown(student, own), own
+        assert phone.locator("#tbt-room-chips").bounding_box()["y"] < 844  # on the phone's first screen
+        screenshot(phone, "room_phone_following")
+        screenshot(scanned, "room_student_following_zh")
+
+        open_view(teacher, "Lesson")
+        teacher.get_by_role("button", name="Start this lesson").click()
+        for student, words, pick in ((scanned, "你认为模型觉得哪个词元最可能", "␣Paris"), (phone, "most likely after", "␣London")):
+            question = student.locator("#tbt-room-question")
+            question.get_by_text(words).first.wait_for(timeout=60_000)
+            question.get_by_label(pick).check()
+            student.click("#tbt-room-send")
+            student.locator("#tbt-room-sent").get_by_text(
+                t("room_guess_sent", "zh" if student is scanned else "en")).wait_for(timeout=30_000)
+        assert not shown(phone, "#tbt-text")  # nothing of the student's own session before the reveal
+        phone.locator("#tbt-room-question").scroll_into_view_if_needed()
+        screenshot(phone, "room_phone_question")
+        screenshot(scanned, "room_student_question_zh")
+
+        teacher.locator("#tbt-lesson-guess input").click()
+        teacher.get_by_role("option", name="␣Paris").click()
+        teacher.get_by_role("button", name="Commit my guess").click()  # the reveal
+        phone.locator("#tbt-room-feedback").wait_for(timeout=30_000)
+        scanned.locator("#tbt-room-feedback").wait_for(timeout=30_000)
+        mine = phone.locator("#tbt-room-feedback").inner_text()
+        assert "Your guess ␣London: the model gave it" in mine and "← you" in mine and "2 guesses" in mine
+        assert "← 你" in scanned.locator("#tbt-room-feedback").inner_text()
+        phone.locator("#tbt-room-feedback").scroll_into_view_if_needed()
+        screenshot(phone, "room_phone_feedback")
+        screenshot(scanned, "room_student_feedback_zh")
+        open_view(teacher, "Room")
+        screenshot(teacher, "room_wall_after_reveal_en")
+
+        phone.click("#tbt-room-explore")  # the student's own session comes forward ...
+        phone.locator("#tbt-text").wait_for(state="visible", timeout=60_000)
+        assert shown(phone, "#tbt-room-back") and shown(phone, ".tbt-controls")
+        phone.click("#tbt-room-back")  # ... and goes back behind the room
+        phone.locator("#tbt-text").wait_for(state="hidden", timeout=30_000)
+
+        for tab in (teacher, scanned, phone):  # every id on the page once (a gr.Group put one on two divs)
+            twice = tab.evaluate("""() => { const ids = [...document.querySelectorAll('[id^=tbt-]')].map((e) => e.id);
+                return ids.filter((id, i) => ids.indexOf(id) !== i); }""")
+            assert twice == [], twice
+        assert teacher.problems == [] and scanned.problems == [] and phone.problems == []
+    except Exception:
+        for name, tab in (("teacher", teacher), ("scanned", scanned), ("phone", phone)):
+            artifact(tab, f"room_class_{name}_failed", full_page=True)
+        raise
+    finally:
+        phone.close()

@@ -18,10 +18,20 @@ from served import DEFAULTS, served
 
 
 
+ORIGIN = "http://127.0.0.1:7830/"  # the page's address as its browser sees it (the page's script sends it)
+
+
 @pytest.fixture(scope="module")
 def server(lm):
-    with served(lm, SessionStore(max_sessions=60)) as (app, url, _):
+    with served(lm, SessionStore(max_sessions=60)) as (app, url, demo):
+        app.demo = demo
         yield app, url, app.rooms
+
+
+def from_address(url, address: str) -> Client:
+    """A page at client address `address` (uvicorn takes X-Forwarded-For from the loopback, as from a proxy in
+    front of the app: gr.Request.client.host is then this address)."""
+    return Client(url, verbose=False, headers={"X-Forwarded-For": address})
 
 
 def call(client, api, *leading, **settings):
@@ -44,7 +54,7 @@ def mirrored_tokens(text_html) -> list[str]:
 
 
 def opened(server, teacher) -> str:
-    info = teacher.predict(**DEFAULTS, api_name="/open_room")
+    info = teacher.predict(ORIGIN, **DEFAULTS, api_name="/open_room")[0]
     return re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
 
 
@@ -214,7 +224,7 @@ def test_codes_are_unguessable_and_a_wrong_code_says_so(server, room):
     for lang in ("en", "zh"):
         with pytest.raises(AppError, match=re.escape(t("room_unknown", lang, code=wrong))):
             follower.predict(wrong.lower(), lang, api_name="/join_room")
-    assert follower.predict(f" {code[:4].lower()}-{code[4:]} ", "en", api_name="/join_room")[0].startswith("Joined")
+    assert ">Joined room" in follower.predict(f" {code[:4].lower()}-{code[4:]} ", "en", api_name="/join_room")[0]
 
 
 def ask_room(teacher):
@@ -300,3 +310,177 @@ def test_the_mirror_is_drawn_in_the_followers_language(server, room):
     assert t("chips_legend_room", "zh") in html.unescape(text) and t("chips_legend", "zh") not in html.unescape(text)
     zh, en = (json.dumps(carried_figure(c), ensure_ascii=False) for c in (chart, room_state(follower, lang="en")[2]))
     assert re.search(r"[\u4e00-\u9fff]", zh) and not re.search(r"[\u4e00-\u9fff]", en)
+
+
+# ---- hardening (issue 20 items 2, 3) and the class's wall and feedback (issue 23 items 1, 2, 4) ------------------
+def joined_on_wall(teacher) -> int:
+    """The teacher's wall tick: the number of students whose page is in the room."""
+    return int(re.search(r'data-count="(\d+)"', teacher.predict("en", api_name="/room_wall")[0]).group(1))
+
+
+@pytest.mark.server
+def test_the_wall_shows_the_code_a_qr_code_of_the_link_and_the_count(server, room):
+    import segno  # noqa: F401 (the wall's QR code is segno's: pinned in requirements.txt)
+    teacher, follower, code = room
+    info, joined, _ = teacher.predict(ORIGIN, **DEFAULTS, api_name="/open_room")  # the same room, shown again
+    assert f'data-code="{code}"' in info and f'href="{ORIGIN}?room={code}"' in info
+    qr = re.search(r'<img class="tbt-room-qr" src="(data:image/png;base64,[A-Za-z0-9+/=]+)"', info).group(1)
+    import base64, io
+    from PIL import Image
+    image = Image.open(io.BytesIO(base64.b64decode(qr.split(",", 1)[1])))
+    assert image.size[0] == image.size[1] >= 200  # a square code, large enough to scan across a room
+    room_state(follower)
+    assert joined_on_wall(teacher) == 1
+    for origin in ("javascript:alert(1)//", 'http://x"><script>alert(1)</script>', None):  # not a page's address
+        info = teacher.predict(origin, **DEFAULTS, api_name="/open_room")[0]
+        assert "<script" not in info and "javascript:" not in info and "tbt-room-qr" not in info
+        assert f'href="?room={code}"' in info
+
+
+@pytest.mark.server
+def test_a_room_needs_a_started_session_and_is_bounded_per_address(server, monkeypatch):
+    app, url, rooms = server
+    script = from_address(url, "10.20.0.1")
+    with pytest.raises(AppError):  # no session, no page: no room (before, a room opened all the same)
+        script.predict(ORIGIN, **DEFAULTS, api_name="/open_room")
+    assert len(rooms) == 0
+    monkeypatch.setattr(rooms, "per_address", 2)
+    teachers = []
+    for n in range(3):
+        teacher = from_address(url, "10.20.0.1")
+        teacher.session_hash = str(uuid.uuid4())
+        call(teacher, "/start", "The capital of France is", "raw", "smollm2")
+        teachers.append(teacher)
+    opened(server, teachers[0]), opened(server, teachers[1])
+    with pytest.raises(AppError, match=re.escape(t("room_too_many_here", "en", limit=2))):
+        opened(server, teachers[2])
+    other = from_address(url, "10.20.0.2")  # another school's teacher is not refused
+    call(other, "/start", "Once upon a time", "raw", "smollm2")
+    opened(server, other)
+    monkeypatch.setattr(rooms, "teacher_stale_s", 3.0)
+    import time
+    for _ in range(8):  # only the first teacher's wall ticks: the other rooms close
+        joined_on_wall(teachers[0])
+        time.sleep(0.5)
+    assert len(rooms) == 1 and rooms.room_of(teachers[0].session_hash) is not None
+    opened(server, teachers[2])  # its address has a free room again
+    for c in (*teachers, other):
+        rooms.close(c.session_hash, "left")
+        app.store.drop(c.session_hash)
+
+
+@pytest.mark.server
+def test_scripted_followers_without_a_heartbeat_lose_their_seats_and_votes(server, room, monkeypatch):
+    import time
+    _, url, rooms = server
+    teacher, follower, code = room
+    ask_room(teacher)
+    room_state(follower)
+    follower.predict(" Paris", "en", api_name="/room_guess")
+    script, fakes = from_address(url, "10.30.0.1"), [str(uuid.uuid4()) for _ in range(12)]
+    for fake in fakes:  # each a new session hash: joined, looked once (the choices), guessed, never ticks again
+        script.session_hash = fake
+        script.predict(code, "en", api_name="/join_room")
+        room_state(script)
+        script.predict(" London", "en", api_name="/room_guess")
+    assert class_counts(teacher)["␣London"] == 12 and joined_on_wall(teacher) == 13
+    monkeypatch.setattr(rooms, "follower_stale_s", 2.0)
+    for _ in range(6):  # the real student's page ticks, the script's do not
+        room_state(follower)
+        time.sleep(0.5)
+    assert joined_on_wall(teacher) == 1
+    assert class_counts(teacher) == {"␣Paris": 1, "␣the": 0, "␣London": 0, "␣a": 0}
+    with pytest.raises(AppError, match=re.escape(t("room_not_following", "en"))):
+        script.predict(" London", "en", api_name="/room_guess")  # a lapsed seat has no vote
+    script.session_hash = fakes[0]  # a page that comes back (its phone woke) ticks its seat and its vote back
+    room_state(script)
+    assert class_counts(teacher)["␣London"] == 1 and joined_on_wall(teacher) == 2
+    for fake in fakes:
+        rooms.leave(fake)
+
+
+@pytest.mark.server
+def test_a_join_flood_from_one_address_is_bounded(server, room, monkeypatch):
+    _, url, rooms = server
+    _, _, code = room
+    monkeypatch.setattr(rooms, "join_burst", 20)
+    monkeypatch.setattr(rooms, "join_every_s", 60.0)
+    script, refused, joined = from_address(url, "10.40.0.1"), 0, 0
+    for _ in range(60):
+        script.session_hash = str(uuid.uuid4())
+        try:
+            script.predict(code, "en", api_name="/join_room")
+            joined += 1
+        except AppError as err:
+            assert t("room_join_rate", "en", seconds=60).split(":")[0] in str(err)
+            refused += 1
+    assert joined == 20 and refused == 40
+    student = from_address(url, "10.40.0.2")  # a student at another address still gets in
+    assert student.predict(code, "en", api_name="/join_room")[0].find(code) >= 0
+    for key in [k for k, c in rooms._following.items() if c == code]:
+        rooms.leave(key)
+
+
+@pytest.mark.server
+def test_a_new_code_sends_everyone_out_and_the_old_code_refuses(server, room):
+    _, url, rooms = server
+    teacher, follower, code = room
+    room_state(follower)
+    info = teacher.predict(ORIGIN, **DEFAULTS, api_name="/renew_room")[0]
+    new = re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
+    assert new != code and f"{ORIGIN}?room={new}" in info
+    status, *_ = room_state(follower, "zh")
+    assert t("room_renewed", "zh") in status  # told once, in the page's language
+    with pytest.raises(AppError, match=re.escape(t("room_renewed", "en"))):
+        follower.predict(code, "en", api_name="/join_room")
+    assert joined_on_wall(teacher) == 0
+    follower.predict(new, "en", api_name="/join_room")
+    status, *_ = room_state(follower)
+    assert new in status and joined_on_wall(teacher) == 1
+
+
+@pytest.mark.server
+def test_each_student_sees_their_own_guess_scored_and_the_class_split(server, room, lm):
+    import torch
+    _, url, _ = server
+    teacher, follower, code = room
+    other = Client(url, verbose=False)
+    other.predict(code, "zh", api_name="/join_room")
+    ask_room(teacher)
+    room_state(follower), room_state(other, "zh")
+    with pytest.raises(AppError, match=re.escape(t("room_explore_after_reveal", "en"))):
+        call(follower, "/explore")  # the student's own session would show the answer before the reveal
+    follower.predict(" London", "en", api_name="/room_guess")
+    other.predict(" Paris", "zh", api_name="/room_guess")
+    teacher.predict(" Paris", **DEFAULTS, api_name="/lesson_guess")  # the reveal
+    # independently: one full forward pass of the prompt, the next token's probabilities at T = 1
+    ids = lm.tokenizer("The capital of France is", return_tensors="pt").input_ids
+    with torch.no_grad():
+        probs = torch.softmax(lm.model(ids).logits[0, -1].float(), -1)
+    order = torch.argsort(probs, descending=True).tolist()
+
+    def said(token):
+        token_id = lm.tokenizer.encode(token, add_special_tokens=False)[0]
+        return f"{probs[token_id].item():.1%}", f"{order.index(token_id) + 1:,}"
+
+    feedback = html.unescape(room_state(follower)[6])
+    prob, rank = said(" London")
+    assert t("room_feedback_token", "en", guess="␣London", prob=prob, rank=rank) in feedback
+    assert "␣London" in feedback and "1 (50%) ← you" in feedback and "1 (50%) ✓" in feedback
+    assert t("room_feedback_class", "en", n=2) in feedback
+    feedback = html.unescape(room_state(other, "zh")[6])
+    prob, rank = said(" Paris")
+    assert t("room_feedback_token", "zh", guess="␣Paris", prob=prob, rank=rank) in feedback and rank == "1"
+    assert "1 (50%) ✓ ← 你" in feedback
+    for c in (follower, other):  # nothing identifies another student
+        text = html.unescape(room_state(c)[6] or "")
+        assert not any(h in text for h in (teacher.session_hash, follower.session_hash, other.session_hash))
+    call(follower, "/explore")  # after the reveal the student may explore
+    other.close()
+
+
+@pytest.mark.server
+def test_element_ids_are_unique(server):
+    app = server[0]
+    ids = [b.elem_id for b in app.demo.blocks.values() if getattr(b, "elem_id", None)]
+    assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})

@@ -119,7 +119,8 @@ class RoomView:
         return self._opened(code, origin, view.lang)
 
     def _opened(self, code, origin, lang):
-        return [wall_html(code, join_link(origin, code), lang), joined_html(0, lang), gr.Timer(active=True)]
+        return [wall_html(code, join_link(origin, code), lang), joined_html(self.rooms.followers(code), lang),
+                gr.Timer(active=True)]
 
     def wall_tick(self, request: gr.Request, lang="en"):
         """The teacher's wall: how many students are in the room now (their pages tick); the tick keeps the room
