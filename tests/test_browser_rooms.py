@@ -130,6 +130,7 @@ def test_a_class_joins_from_the_wall_follows_one_text_and_gets_feedback(url, new
     link = teacher.locator("#tbt-room-info a").get_attribute("href")
     assert link == f"{url}?room={code}"
     assert teacher.locator("img.tbt-room-qr").evaluate("(img) => img.naturalWidth") >= 200  # drawn, not broken
+    teacher.locator("#tbt-room-info").scroll_into_view_if_needed()
     screenshot(teacher, "room_wall_open_en")
 
     scanned = new_tab(link, "zh-CN")  # the link the QR code carries: the page joins on load
@@ -145,6 +146,7 @@ def test_a_class_joins_from_the_wall_follows_one_text_and_gets_feedback(url, new
         teacher.wait_for_function("() => document.querySelector('.tbt-room-count')?.dataset.count === '2'",
                                   timeout=30_000)
         assert "2 students joined" in teacher.locator("#tbt-room-joined").inner_text()
+        teacher.locator("#tbt-room-joined").scroll_into_view_if_needed()
         screenshot(teacher, "room_wall_joined_en")
         for student in (scanned, phone):  # one text: the teacher's, at the top; the student's own session hidden
             assert shown(student, "#tbt-room-chips") and shown(student, "#tbt-room-explore")
@@ -180,6 +182,7 @@ def test_a_class_joins_from_the_wall_follows_one_text_and_gets_feedback(url, new
         screenshot(phone, "room_phone_feedback")
         screenshot(scanned, "room_student_feedback_zh")
         open_view(teacher, "Room")
+        teacher.locator("#tbt-room-joined").scroll_into_view_if_needed()
         screenshot(teacher, "room_wall_after_reveal_en")
 
         phone.click("#tbt-room-explore")  # the student's own session comes forward ...

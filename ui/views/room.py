@@ -281,11 +281,11 @@ def wall_html(code: str, link: str, lang: str) -> str:
     if link.startswith("http"):
         qr = (f'<img class="tbt-room-qr" src="{html.escape(qr_data_uri(link))}" width="240" height="240" '
               f'alt="{html.escape(t("room_qr_alt", lang))}" style="image-rendering: pixelated; background: #fff">')
-    return (f'<div class="tbt-room-wall" style="display: flex; gap: 28px; align-items: center; flex-wrap: wrap">{qr}'
-            f'<div><div class="tbt-room-code" data-code="{html.escape(code)}" '
+    return (f'<div class="tbt-room-wall" style="display: flex; gap: 28px; align-items: center; flex-wrap: wrap">'
+            f'<div style="flex: 1 1 320px; min-width: 0"><div class="tbt-room-code" data-code="{html.escape(code)}" '
             f'style="font: 700 64px/1.1 monospace; letter-spacing: 8px">{html.escape(code)}</div>'
-            f'<p>{html.escape(t("room_opened", lang))} <a href="{html.escape(link)}" target="_blank">'
-            f'{html.escape(link)}</a></p></div></div>')
+            f'<p>{html.escape(t("room_opened", lang))} <a href="{html.escape(link)}" target="_blank" '
+            f'style="word-break: break-all">{html.escape(link)}</a></p></div>{qr}</div>')
 
 
 def joined_html(followers: int, lang: str) -> str:
