@@ -195,6 +195,8 @@ def test_the_subword_lesson_compares_the_two_tokenizers(models, lessons):
                                        ("zh", "从前有一座山，", mountain)):
             assert f" {count[model_lang][text]} " in said.replace("个", " ").replace("“", " "), (lang, model_lang, text)
     assert "E7 8C AB" in steps[1]["text"]["en"] and "猫".encode() == bytes([0xE7, 0x8C, 0xAB])
+    split = {lang: len(models[lang].tokenizer.encode(" unbelievable", add_special_tokens=False)) for lang in models}
+    assert split == {"en": 2, "zh": 1}  # what step 1 says of each tokenizer
 
 
 @pytest.mark.unit
