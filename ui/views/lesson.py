@@ -180,7 +180,7 @@ class LessonView:
             figure, force = gr.skip(), gr.update(choices=[], value=None)  # nothing of the candidates before a guess
         builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
         progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
-        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index))  # if this user has a room
+        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang))  # if this user has a room
         room = self.app.rooms.room_of(request.session_hash) is not None
         return {
             self.lesson: lesson, self.index: index, self.revealed: None, self.progress: progress,
@@ -255,13 +255,17 @@ class LessonView:
         chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
         return gr.update(value=go.Figure(**chart), visible=True)
 
-    def _room_question(self, lesson, index):
-        """The step's question as a room shows it to the students, in every language of the page; None without."""
-        predict = lesson["steps"][index]["predict"]
+    def _room_question(self, lesson, index, lang):
+        """The step's question as a room shows it to the students, in every language of the page; None without.
+        The class guesses about the teacher's text, on the teacher's model: its choices are those of the teacher's
+        language `lang`, and so is the question where the lesson's prompt differs by language."""
+        step = lesson["steps"][index]
+        predict = step["predict"]
         if predict is None:
             return None
-        return Question(question_key(lesson, index), {lang: self._question(predict, lang) for lang in LANGS},
-                        {lang: self._choices(predict, lang) for lang in LANGS})
+        asked = {other: other if step["prompt"][other] == step["prompt"][lang] else lang for other in LANGS}
+        return Question(question_key(lesson, index), {other: self._question(predict, asked[other]) for other in LANGS},
+                        {other: self._choices(predict, other, lang) for other in LANGS})
 
     def redraw(self, lesson, index, answer, lang):
         """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
@@ -295,12 +299,14 @@ class LessonView:
     def _question(predict, lang) -> str:
         return f"**{say(predict['question'], lang)}**" if predict else ""
 
-    def _choices(self, predict, lang) -> list:
+    def _choices(self, predict, lang, tokens_of=None) -> list:
+        """A question's choices as (label in `lang`, value); a next_token question's tokens are those of the
+        language `tokens_of` (default `lang`): each language's lesson runs on its own model."""
         if predict is None:
             return []
         kind = predict["kind"]
         if kind == "next_token":
-            return [(token_label(c), c) for c in predict["choices"]["zh" if lang == "zh" else "en"]]
+            return [(token_label(c), c) for c in predict["choices"]["zh" if (tokens_of or lang) == "zh" else "en"]]
         if kind == "kept_by_top_p":
             return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
         if kind == "order":
