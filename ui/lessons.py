@@ -25,7 +25,7 @@ MODES = ("raw", "chat")
 ORDER_CHOICES = ("transformers", "temperature_last", "same")
 SETTING_TYPES = {"temperature": float, "top_k": int, "top_p": float, "min_p": float, "repetition_penalty": float,
                  "order": str, "seed": int}
-LESSON_FIELDS = {"format", "id", "title", "summary", "steps"}
+LESSON_FIELDS = {"format", "id", "title", "summary", "models", "steps"}
 STEP_FIELDS = {"prompt", "mode", "settings", "generate", "view", "text", "predict"}
 PREDICT_FIELDS = {"next_token": {"kind", "question", "choices", "any"},
                   "kept_by_top_p": {"kind", "question", "token"},
@@ -69,8 +69,12 @@ def check_lesson(data, tabs: tuple[str, ...]) -> dict:
     steps = lesson["steps"]
     if not isinstance(steps, list) or not 1 <= len(steps) <= MAX_STEPS:
         raise LessonError("lesson_steps", field="steps", most=MAX_STEPS)
+    models = lesson.get("models", {})
+    if not isinstance(models, dict) or set(models) - {"en", "zh"} or \
+            not all(isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][\w.:-]{0,59}", name) for name in models.values()):
+        raise LessonError("lesson_models", field="models")
     return {"format": 1, "id": lesson_id, "title": _text(lesson["title"], "title"),
-            "summary": _text(lesson["summary"], "summary") if "summary" in lesson else None,
+            "summary": _text(lesson["summary"], "summary") if "summary" in lesson else None, "models": dict(models),
             "steps": [_step(step, f"steps[{i}]", tabs) for i, step in enumerate(steps)]}
 
 
@@ -122,18 +126,12 @@ def _predict(data, where: str) -> dict:
     predict = _object(data, where, PREDICT_FIELDS[kind], required=("kind", "question", *fields))
     out = {"kind": kind, "question": _text(predict["question"], f"{where}.question")}
     if kind == "next_token":
-        choices = predict["choices"]
-        if not isinstance(choices, list) or not 2 <= len(choices) <= 6:
-            raise LessonError("lesson_choices", field=f"{where}.choices", low=2, high=6)
-        for j, choice in enumerate(choices):
-            _token_text(choice, f"{where}.choices[{j}]")
-        if len(set(choices)) != len(choices):
-            raise LessonError("lesson_choices_twice", field=f"{where}.choices")
-        if not isinstance(predict.get("any", False), bool):
+        out.update(choices=_per_language(predict["choices"], f"{where}.choices", _choices),
+                   any=predict.get("any", False))
+        if not isinstance(out["any"], bool):
             raise LessonError("lesson_type", field=f"{where}.any", kind_key="lesson_kind_bool")
-        out.update(choices=list(choices), any=predict.get("any", False))
     elif kind == "kept_by_top_p":
-        out["token"] = _token_text(predict["token"], f"{where}.token")
+        out["token"] = _per_language(predict["token"], f"{where}.token", _token_text)
     elif kind == "cache_size":
         model = predict["model"]
         if model not in (CURRENT_MODEL, *PRESETS):
@@ -179,6 +177,26 @@ def _text(data, where: str, limit: int = MAX_TEXT) -> dict:
     return {"en": data["en"], "zh": data["zh"]}
 
 
+def _per_language(data, where: str, check) -> dict:
+    """A question's tokens, one for both languages or {"en": ..., "zh": ...} (each language's model has its own
+    vocabulary), checked by `check`; always as {"en", "zh"}."""
+    if isinstance(data, dict):
+        _object(data, where, {"en", "zh"}, required=("en", "zh"))
+        return {lang: check(data[lang], f"{where}.{lang}") for lang in ("en", "zh")}
+    value = check(data, where)
+    return {"en": value, "zh": value}
+
+
+def _choices(choices, where: str) -> list[str]:
+    if not isinstance(choices, list) or not 2 <= len(choices) <= 6:
+        raise LessonError("lesson_choices", field=where, low=2, high=6)
+    for j, choice in enumerate(choices):
+        _token_text(choice, f"{where}[{j}]")
+    if len(set(choices)) != len(choices):
+        raise LessonError("lesson_choices_twice", field=where)
+    return list(choices)
+
+
 def _token_text(value, where: str) -> str:
     if not isinstance(value, str) or not 1 <= len(value) <= 40:
         raise LessonError("lesson_token", field=where)
@@ -197,6 +215,14 @@ def builtin_lessons(tabs) -> tuple[dict[str, dict], dict[str, LessonError]]:
             continue
         lessons[lesson["id"]] = lesson
     return lessons, refused
+
+
+def lesson_model(lesson: dict, lang: str, available) -> str | None:
+    """The model a lesson runs on in `lang`: the one its file names for that language (its questions were checked
+    on that model: SmolLM2 for English, Gemma 3 270M for Chinese in the built-in lessons), if this server offers
+    it (`available`: model names); None for a lesson naming none, or one not offered: the page's model then."""
+    name = lesson.get("models", {}).get("zh" if lang == "zh" else "en")
+    return name if name in available else None
 
 
 def say(text: dict, lang: str) -> str:

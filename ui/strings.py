@@ -240,8 +240,6 @@ PAGE: dict[str, tuple[str, str]] = {
                             "2（K 和 V）× {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × {tokens:,} 个词元 × {bytes_per} 字节 = **{bytes:,} B = {size}**。"),
     "lesson_reveal_order": ("With these settings, temperature first keeps **{first}** token(s); temperature last keeps **{last}**.",
                             "在这些设置下，先做温度保留 **{first}** 个词元；温度放在最后保留 **{last}** 个。"),
-    "lesson_reveal_chart": ("The chart below is this step's candidates; open the tab for the full view.",
-                            "下面的图是这一步的候选词元；打开对应的标签页可以看完整的视图。"),
     "lesson_no_file": ("Could not load that lesson: upload a lesson file (JSON) from your computer.",
                        "无法载入这节课：请从你的电脑上传一个课程文件（JSON）。"),
     "lesson_too_big": ("Could not load that lesson: a lesson file is at most {limit} bytes.", "无法载入这节课：课程文件最多 {limit} 字节。"),
@@ -514,6 +512,12 @@ PAGE: dict[str, tuple[str, str]] = {
     "room_feedback_you": ("you", "你"),
     "room_feedback_class": ("How the class answered ({n} guesses):", "全班的回答（{n} 个猜测）："),
 
+    # ---- lessons: one place, Reveal, a model per language ----
+    "lesson_reveal": ("Reveal the answer", "揭晓答案"),
+    "lesson_reveal_answer": ("The model's most likely next token is {top} at **{top_prob}** (of {vocab:,} tokens); with this step's settings it wrote {chosen}.",
+                             "模型认为最可能的下一个词元是 {top}，概率 **{top_prob}**（共 {vocab:,} 个词元）；在这一步的设置下，它写出的是 {chosen}。"),
+    "lesson_models": ("Lesson file, {field}: must be {{\"en\": model, \"zh\": model}}, each a model's name.",
+                      "课程文件，{field}：必须是 {{\"en\": 模型, \"zh\": 模型}}，每个都是一个模型的名字。"),
 }
 
 

@@ -30,11 +30,15 @@ def reveal_html(answer: dict, say: Say) -> str:
     code = lambda s: f"<code>{html.escape(s)}</code>"  # noqa: E731
     pct = reveal_percent
     kind = answer["kind"]
-    verdict = say("lesson_right" if answer["right"] else "lesson_wrong")
-    data = f'data-kind="{kind}" data-right="{str(answer["right"]).lower()}"'
+    right = answer["right"]  # None: revealed without a guess (no verdict)
+    verdict = "" if right is None else say("lesson_right" if right else "lesson_wrong")
+    data = f'data-kind="{kind}" data-right="{"none" if right is None else str(right).lower()}"'
     if kind in ("next_token", "kept_by_top_p"):
         data += f' data-token-id="{answer["token_id"]}" data-prob="{answer["prob"]!r}"'
-    if kind == "next_token":
+    if kind == "next_token" and right is None:
+        body = say("lesson_reveal_answer", top=code(answer["top"]), top_prob=pct(answer["top_prob"]),
+                   rank=answer["rank"], vocab=answer["vocab"], chosen=code(answer["chosen"]))
+    elif kind == "next_token":
         body = say("lesson_reveal_token", guess=code(answer["token"]), prob=pct(answer["prob"]), rank=answer["rank"],
                    vocab=answer["vocab"], top=code(answer["top"]), top_prob=pct(answer["top_prob"]),
                    chosen=code(answer["chosen"]))
@@ -50,5 +54,5 @@ def reveal_html(answer: dict, say: Say) -> str:
                    head_dim=answer["head_dim"], tokens=answer["tokens"], bytes_per=answer["bytes_per"],
                    bytes=answer["bytes"], size=format_bytes(answer["bytes"]))
         data += f' data-bytes="{answer["bytes"]}"'
-    chart = "" if kind == "cache_size" else f"<p>{say('lesson_reveal_chart')}</p>"
-    return f'<div class="tbt-lesson-reveal" {data}><p><b>{verdict}</b> {bold_marked(body)}</p>{chart}</div>'
+    verdict = f"<b>{verdict}</b> " if verdict else ""
+    return f'<div class="tbt-lesson-reveal" {data}><p>{verdict}{bold_marked(body)}</p></div>'

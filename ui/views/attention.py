@@ -35,18 +35,21 @@ class AttentionView:
         return t("explain_attention", lang) + "\n\n" + t("explain_gqa", lang)
 
     def chart(self, session, cfg, view, dist=None) -> str:
+        return carrier(self.figure(session, cfg, view, dist), self.tab)
+
+    def figure(self, session, cfg, view, dist=None) -> dict:
         """The heatmap of the last ATTENTION_WINDOW tokens, for the view's layer and head."""
         if not session.capabilities.attention:  # a model on an engine: no weights come back
-            return carrier(unavailable_chart("engine_attention_title", "engine_attention_reason", view.lang,
-                                             model=session.lm.name), self.tab)
+            return unavailable_chart("engine_attention_title", "engine_attention_reason", view.lang,
+                                     model=session.lm.name)
         info = session.lm.info
         layer = min(max(int(view.layer), 0), info.layers - 1)
         full = attention_matrix(session.prefill, session.steps, layer, view.head)
         start = max(0, full.shape[0] - ATTENTION_WINDOW)
         labels = [tok.display for tok in session.prefill.tokens] + [s.token.display for s in session.steps]
         window = info.sliding_window[layer] if info.sliding_window else None
-        return carrier(viz.attention_chart(full[start:, start:], labels[start:], layer, view.head, info, start,
-                                           window, view.lang), self.tab)
+        return viz.attention_chart(full[start:, start:], labels[start:], layer, view.head, info, start, window,
+                                   view.lang)
 
     def show(self, request, cfg, view):
         """The layer or head moved: the heatmap again."""

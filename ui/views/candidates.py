@@ -35,8 +35,11 @@ class CandidatesView:
         self.ahead_btn = hidden_button("ahead", "next chart")
         self.rederive_btn = gr.Button("rederive", elem_classes="tbt-hidden", elem_id="tbt-rederive")
 
+    def figure(self, session, cfg, view, dist=None) -> dict:
+        return viz.candidate_chart(dist or session.preview(cfg), view.lang)
+
     def chart(self, session, cfg, view, dist=None) -> str:
-        return carrier(viz.candidate_chart(dist or session.preview(cfg), view.lang), self.tab,
+        return carrier(self.figure(session, cfg, view, dist), self.tab,
                        key=chart_key(session, cfg, view), temperature=cfg.temperature)
 
     # ---- handlers ------------------------------------------------------------------------------------

@@ -21,9 +21,12 @@ class ChainView:
         plot(self.tab)
         page.labels.add(gr.Markdown(t("explain_chain"), elem_classes="tbt-explain"), "explain_chain", "value")
 
-    def chart(self, session, cfg, view, dist=None) -> str:
+    def figure(self, session, cfg, view, dist=None) -> dict:
         """The chain rule over the text so far, read off the session's step records (no model run)."""
-        return carrier(chain_chart(chain_rule(session.steps, session.prompt_len), view.lang), self.tab)
+        return chain_chart(chain_rule(session.steps, session.prompt_len), view.lang)
+
+    def chart(self, session, cfg, view, dist=None) -> str:
+        return carrier(self.figure(session, cfg, view, dist), self.tab)
 
     def events(self, page):
         return []  # a click on a point is the page's go-to-step event (ui/protocol.py "step_on_click")

@@ -37,12 +37,15 @@ class KVCacheView:
         return t("explain_cache_timing", lang) + " " + t("timing_empty", lang)
 
     def chart(self, session, cfg, view, dist=None) -> str:
+        return carrier(self.figure(session, cfg, view, dist), self.tab)
+
+    def figure(self, session, cfg, view, dist=None) -> dict:
         points = [session.prefill.kv] + [s.kv for s in session.steps]
         if not session.capabilities.cache_tensors:  # a model on an engine: only the formula is known
-            return carrier(unavailable_chart("engine_kv_title", "engine_kv_reason", view.lang, model=session.lm.name,
-                                             formula=format_bytes(points[-1].formula), tokens=points[-1].tokens,
-                                             source=session.lm.config_source), self.tab)
-        return carrier(viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang), self.tab)
+            return unavailable_chart("engine_kv_title", "engine_kv_reason", view.lang, model=session.lm.name,
+                                     formula=format_bytes(points[-1].formula), tokens=points[-1].tokens,
+                                     source=session.lm.config_source)
+        return viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang)
 
     def measure_cache(self, request: gr.Request, lang):
         """Time a step with and without the cache at several lengths of the user's text. The model lock is taken

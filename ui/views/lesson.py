@@ -1,29 +1,47 @@
-"""Lesson: a guided walk through the page. Each step loads its prompt and settings into the user's session (as
-Start does), opens a tab and says what to look at; a predict step asks for a guess first and reveals the
-candidates, with the model's probability of the guess, only after the guess is committed. The lesson files and
-their checks are ui/lessons.py's; progress is kept in the browser (gr.BrowserState) to resume after a reload."""
+"""Lesson: a guided walk through the page, in one place. Each step loads its prompt and settings into the user's
+session (as Start does) and shows, side by side, what to look at: the step's text with its Previous / Next
+buttons, and the step's own chart (the view it is about, drawn by that view's pure viz builder from the session's
+records). A predict step asks for a guess first and shows the chart, with the model's probability of the guess,
+only after the guess is committed (or the teacher presses Reveal). The lesson files and their checks are
+ui/lessons.py's; progress is kept in the browser (gr.BrowserState) to resume after a reload."""
 from __future__ import annotations
 
 import functools
 import json
+import time
 from dataclasses import replace
 
 import gradio as gr
 import plotly.graph_objects as go
 
 import viz
+from model.batcher import model_lock
+from model.kv import PRESETS, kv_calculation
 from model.records import SETTING_NAMES
 from model.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
+from model.speculative import SpeculativeDecoder
+from model.teacher import teacher_forcing
 from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly
-from ui.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson, read_lesson,
-                        say)
+from ui.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson, lesson_model,
+                        read_lesson, say)
 from ui.rooms import Question
 from ui.strings import LANGS, Refusal, t
+from ui.views.batching import RECENT_SECONDS
+from ui.views.calculator import row_label
 from ui.views.session_io import upload_bytes
+from ui.views.speculative import DEFAULT_DRAFT
+from viz.batching import batching_figure
+from viz.chain import teacher_chart
 from viz.guesses import class_guesses_chart
 from viz.lesson import reveal_html as reveal_in
+from viz.speculative import speculative_figure
+
+SPECULATIVE_TOKENS = 24  # a speculative step's chart: the tokens its run writes (the tab's default)
+# after a step is shown: back to the lesson's top if the page was left scrolled below it (Next is low on a phone)
+SCROLL_TO_LESSON = ("() => { const b = document.getElementById('tbt-lesson-body');"
+                    " if (b && b.getBoundingClientRect().top < 0) b.scrollIntoView({block: 'start'}); }")
 
 
 class LessonView:
@@ -54,25 +72,35 @@ class LessonView:
         self.resume_md = gr.Markdown("", visible=False, elem_id="tbt-lesson-saved")
         self.resume = add(gr.Button(t("lesson_resume"), visible=False, elem_id="tbt-lesson-resume"),
                           "lesson_resume", "value")
-        self.step_md = gr.Markdown("", elem_id="tbt-lesson-step")
-        with gr.Group(visible=False) as self.predict_box:
-            self.question = gr.Markdown("", elem_id="tbt-lesson-question")
-            with gr.Row(equal_height=True):
-                self.guess = add(gr.Dropdown([], label=t("lesson_guess"), allow_custom_value=True, scale=3,
-                                             elem_id="tbt-lesson-guess"), "lesson_guess")
-                self.commit = add(gr.Button(t("lesson_commit"), variant="primary", scale=1,
-                                            elem_id="tbt-lesson-commit"), "lesson_commit", "value")
-            # a teacher with a room open: the students guess in their Room tab, counted here before the reveal
-            self.class_btn = add(gr.Button(t("btn_class_guesses"), size="sm", elem_id="tbt-lesson-class"),
-                                 "btn_class_guesses", "value")
-            self.class_plot = gr.Plot(visible=False, elem_id="tbt-lesson-class-plot", show_label=False)
-        self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
-        self.open_view = gr.Button("", visible=False, elem_id="tbt-lesson-open")  # "Open the Attention tab ▶"
-        self.reveal_plot = gr.Plot(visible=False, elem_id="tbt-lesson-plot", show_label=False)
-        with gr.Row():
-            self.prev = add(gr.Button(t("lesson_prev"), elem_id="tbt-lesson-prev"), "lesson_prev", "value")
-            self.next = add(gr.Button(t("lesson_next"), variant="primary", elem_id="tbt-lesson-next"),
-                            "lesson_next", "value")
+        # one screen: the step's text, its buttons and its question beside (on a phone: above) the step's chart
+        with gr.Row(equal_height=False, elem_id="tbt-lesson-body"):
+            with gr.Column(scale=2, min_width=320):
+                self.step_md = gr.Markdown("", elem_id="tbt-lesson-step")
+                with gr.Row():
+                    self.prev = add(gr.Button(t("lesson_prev"), size="sm", elem_id="tbt-lesson-prev"), "lesson_prev",
+                                    "value")
+                    self.next = add(gr.Button(t("lesson_next"), variant="primary", size="sm", elem_id="tbt-lesson-next"),
+                                    "lesson_next", "value")
+                with gr.Group(visible=False) as self.predict_box:
+                    self.question = gr.Markdown("", elem_id="tbt-lesson-question")
+                    with gr.Row(equal_height=True):
+                        self.guess = add(gr.Dropdown([], label=t("lesson_guess"), allow_custom_value=True, scale=3,
+                                                     elem_id="tbt-lesson-guess"), "lesson_guess")
+                        self.commit = add(gr.Button(t("lesson_commit"), variant="primary", scale=1,
+                                                    elem_id="tbt-lesson-commit"), "lesson_commit", "value")
+                    with gr.Row():
+                        # the teacher's answer without a guess of their own
+                        self.reveal_btn = add(gr.Button(t("lesson_reveal"), size="sm", elem_id="tbt-lesson-reveal-btn"),
+                                              "lesson_reveal", "value")
+                        # a teacher with a room open: the students guess in their Room tab, counted here
+                        self.class_btn = add(gr.Button(t("btn_class_guesses"), size="sm", visible=False,
+                                                       elem_id="tbt-lesson-class"), "btn_class_guesses", "value")
+                    self.class_plot = gr.Plot(visible=False, elem_id="tbt-lesson-class-plot", show_label=False)
+                self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
+                # the step's whole tab, for more than its chart (its knobs, its buttons)
+                self.open_view = gr.Button("", visible=False, size="sm", elem_id="tbt-lesson-open")
+            with gr.Column(scale=3, min_width=320):
+                self.reveal_plot = gr.Plot(visible=False, elem_id="tbt-lesson-plot", show_label=False)
         self.lesson = gr.State(None)  # the open lesson (checked)
         self.index = gr.State(0)  # its step shown
         self.revealed = gr.State(None)  # the step's reveal, to say it again in the other language
@@ -137,7 +165,8 @@ class LessonView:
         step, page = lesson["steps"][index], self.page
         cfg = step_config(step)
         prompt = say(step["prompt"], view.lang)
-        session = self.app.models.new_session(page.default_model)
+        model = lesson_model(lesson, view.lang, self.app.models.names()) or page.default_model
+        session = self.app.models.new_session(model)
         session.start(prompt, chat=step["mode"] == "chat")
         for _ in range(step["generate"]):
             if session.finished:
@@ -151,17 +180,21 @@ class LessonView:
             figure, force = gr.skip(), gr.update(choices=[], value=None)  # nothing of the candidates before a guess
         builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
         progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
-        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index))  # if this user has a room
+        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang))  # if this user has a room
+        room = self.app.rooms.room_of(request.session_hash) is not None
         return {
             self.lesson: lesson, self.index: index, self.revealed: None, self.progress: progress,
             self.step_md: self._step_text(lesson, index, view.lang),
             self.open_view: self._open_button(step, view.lang, predict is None),
+            self.reveal_btn: gr.update(interactive=True), self.class_btn: gr.update(visible=room),
             self.predict_box: gr.update(visible=predict is not None),
             self.question: self._question(predict, view.lang),
             self.guess: gr.update(choices=self._choices(predict, view.lang), value=None, interactive=True),
             self.commit: gr.update(interactive=True),
-            self.reveal: "", self.reveal_plot: gr.update(value=None, visible=False),
-            page.prompt: prompt, page.mode: step["mode"], page.model: page.default_model,
+            self.reveal: "",
+            self.reveal_plot: self._step_plot(session, cfg, step, view) if predict is None else gr.update(
+                value=None, visible=False),
+            page.prompt: prompt, page.mode: step["mode"], page.model: session.lm.name,
             **{knob: getattr(cfg, name) for knob, name in zip(page.settings, SETTING_NAMES)},  # the sliders show them
             page.tabs_block: gr.Tabs(selected=self.tab),
             page.tab_state: step["view"] if stepped and predict is None else gr.skip(),
@@ -170,26 +203,38 @@ class LessonView:
         }
 
     def commit_guess(self, request, lesson, index, guess, cfg, view):
-        """The guess committed: the answer, the step's candidates, and the model's probability of the guess."""
+        """The guess committed: the answer, the step's chart, and the model's probability of the guess."""
         if lesson is None:
             raise Refusal("lesson_no_lesson")
-        step = lesson["steps"][int(index)]
-        if step["predict"] is None:
-            raise Refusal("lesson_no_predict")
         if guess in (None, ""):
             raise Refusal("lesson_guess_first")
-        guess = typed_guess(step["predict"], str(guess))
+        return self._reveal(request, lesson, index, str(guess), view)
+
+    def reveal_step(self, request, lesson, index, cfg, view):
+        """The teacher's Reveal: the answer and the step's chart without a guess of their own."""
+        if lesson is None:
+            raise Refusal("lesson_no_lesson")
+        return self._reveal(request, lesson, index, None, view)
+
+    def _reveal(self, request, lesson, index, guess, view):
+        step = lesson["steps"][int(index)]
+        predict = step["predict"]
+        if predict is None:
+            raise Refusal("lesson_no_predict")
+        if guess is not None:
+            guess = typed_guess(predict, guess, predict["choices"][view.lang] if "choices" in predict else [])
         session = self.app.session(request)
         cfg = step_config(step)
         try:
-            answer = reveal_record(session, step, guess, cfg)
+            answer = reveal_record(session, step, guess, cfg, view.lang)
         except NoToken:
             raise Refusal("lesson_guess_first") from None
         self.app.rooms.reveal(request.session_hash,  # the class's guesses closed, each scored for its student
                               lambda value: reveal_record(session, step, typed_guess(step["predict"], value), cfg))
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
-                 self.reveal_plot: self._reveal_plot(answer, session, cfg, view.lang),
+                 self.reveal_plot: self._step_plot(session, cfg, step, view),
                  self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
+                 self.reveal_btn: gr.update(interactive=False),
                  self.open_view: self._open_button(step, view.lang, True)}
         if step["view"] in self.app.views:  # the step's tab draws every step: its chart and the force list, now
             _, shown[self.page.figure], shown[self.page.force] = self.app.answer(session, cfg,
@@ -211,13 +256,17 @@ class LessonView:
         chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
         return gr.update(value=go.Figure(**chart), visible=True)
 
-    def _room_question(self, lesson, index):
-        """The step's question as a room shows it to the students, in every language of the page; None without."""
-        predict = lesson["steps"][index]["predict"]
+    def _room_question(self, lesson, index, lang):
+        """The step's question as a room shows it to the students, in every language of the page; None without.
+        The class guesses about the teacher's text, on the teacher's model: its choices are those of the teacher's
+        language `lang`, and so is the question where the lesson's prompt differs by language."""
+        step = lesson["steps"][index]
+        predict = step["predict"]
         if predict is None:
             return None
-        return Question(question_key(lesson, index), {lang: self._question(predict, lang) for lang in LANGS},
-                        {lang: self._choices(predict, lang) for lang in LANGS})
+        asked = {other: other if step["prompt"][other] == step["prompt"][lang] else lang for other in LANGS}
+        return Question(question_key(lesson, index), {other: self._question(predict, asked[other]) for other in LANGS},
+                        {other: self._choices(predict, other, lang) for other in LANGS})
 
     def redraw(self, lesson, index, answer, lang):
         """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
@@ -240,7 +289,7 @@ class LessonView:
 
     def _open_button(self, step, lang, shown):
         tab = step["view"]
-        if tab == self.tab or not shown:
+        if tab in (self.tab, "batching") or not shown:
             return gr.update(visible=False)
         return gr.update(value=t("lesson_open_tab", lang, tab=t(self._tab_title(tab), lang)), visible=True)
 
@@ -251,22 +300,58 @@ class LessonView:
     def _question(predict, lang) -> str:
         return f"**{say(predict['question'], lang)}**" if predict else ""
 
-    def _choices(self, predict, lang) -> list:
+    def _choices(self, predict, lang, tokens_of=None) -> list:
+        """A question's choices as (label in `lang`, value); a next_token question's tokens are those of the
+        language `tokens_of` (default `lang`): each language's lesson runs on its own model."""
         if predict is None:
             return []
         kind = predict["kind"]
         if kind == "next_token":
-            return [(token_label(c), c) for c in predict["choices"]]
+            return [(token_label(c), c) for c in predict["choices"]["zh" if (tokens_of or lang) == "zh" else "en"]]
         if kind == "kept_by_top_p":
             return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
         if kind == "order":
             return [(t(ORDER_WORDS[o], lang), o) for o in ORDER_CHOICES]
         return [(viz.format_bytes(n), str(n)) for n in size_choices(predict, self.app.models.get().info)]
 
-    def _reveal_plot(self, answer, session, cfg, lang):
-        if answer["kind"] == "cache_size":
+    # ---- the step's chart ------------------------------------------------------------------------------
+    def _step_plot(self, session, cfg, step, view):
+        """The chart of the view the step is about, shown in the lesson beside its text (hidden for a view with
+        no chart: its Open-the-tab button leads there)."""
+        figure = self.step_figure(session, cfg, step, replace(view, tab=step["view"]))
+        if figure is None:
             return gr.update(value=None, visible=False)
-        return gr.update(value=go.Figure(viz.candidate_chart(session.preview(cfg), lang)), visible=True)
+        return gr.update(value=figure if isinstance(figure, go.Figure) else go.Figure(**figure), visible=True)
+
+    def step_figure(self, session, cfg, step, view):
+        """The step's chart, by the pure viz builder of its view, from the session's records: a plotly figure
+        (or its {"data", "layout"} dict), or None for a view that has no chart of a text (the session tab)."""
+        tab, lang = step["view"], view.lang
+        if tab in self.app.views:  # a view that draws every step: its own figure of this session
+            return self.app.views[tab].figure(session, cfg, view)
+        if tab == "training":  # teacher forcing over the text: one parallel pass
+            record = teacher_forcing(session.lm, list(session.ids), session.prompt_len,
+                                     lock=model_lock(session.batcher))
+            return teacher_chart(record, lang)
+        if tab == "calculator":  # the question's preset, else the model the lesson runs on
+            predict = step["predict"] or {}
+            preset = predict.get("model") if predict.get("model") in PRESETS else session.lm.info.name
+            calc = kv_calculation(preset, session.lm.info, predict.get("dtype", "float16"),
+                                  predict.get("tokens", 2048), 1)
+            return viz.kv_calculator_figure([(row_label(row, lang), row.bytes) for row in calc.rows], lang)
+        if tab == "speculative":  # the tab's run on the step's text, at its default draft length
+            room = session.max_tokens - len(session.ids)
+            if session.finished or room < 1 or not session.capabilities.runs_locally:
+                return None
+            run = SpeculativeDecoder(session.lm, list(session.ids), cfg, DEFAULT_DRAFT,
+                                     max_new_tokens=min(SPECULATIVE_TOKENS, room),
+                                     model_lock=model_lock(session.batcher)).run()
+            return speculative_figure(run, session.lm.info.name, lang)
+        if tab == "batching":  # the passes of the last minutes: the class's steps batched together
+            batcher = self.app.models.batcher(session.lm.name)
+            passes = batcher.recent_passes(RECENT_SECONDS) if batcher else []
+            return batching_figure(passes, len(self.app.store), time.time(), lang)
+        return None
 
     # ---- wiring --------------------------------------------------------------------------------------
     def events(self, page):
@@ -274,9 +359,11 @@ class LessonView:
         shown = [self.lesson, self.index, self.revealed, self.progress, self.step_md, self.open_view, self.predict_box,
                  self.question,
                  self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
-                 *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot]
+                 *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot, self.reveal_btn,
+                 self.class_btn]
         revealed = [self.revealed, self.reveal, self.reveal_plot, self.commit, self.guess, self.open_view, page.figure,
-                    page.force]
+                    page.force, self.reveal_btn]
+        scroll = {"then_js": SCROLL_TO_LESSON}
         held = [self.lesson, self.index]
         return [
             Event(self.start.click, h(self.open_lesson, "lesson_id"), [self.pick, *page_in], shown, "model",
@@ -284,13 +371,15 @@ class LessonView:
             Event(self.upload.upload, h(self.upload_lesson, "file"), [self.upload, *page_in], shown, "import",
                   "lesson_upload"),
             Event(self.next.click, h(self.next_step, "lesson", "index"), [*held, *page_in], shown, "model",
-                  "lesson_next"),
+                  "lesson_next", **scroll),
             Event(self.prev.click, h(self.prev_step, "lesson", "index"), [*held, *page_in], shown, "model",
-                  "lesson_back"),
+                  "lesson_back", **scroll),
             Event(self.resume.click, h(self.resume_lesson, "progress"), [self.progress, *page_in], shown, "model",
                   "lesson_resume"),
             Event(self.commit.click, h(self.commit_guess, "lesson", "index", "guess"), [*held, self.guess, *page_in],
                   revealed, "model", "lesson_guess"),
+            Event(self.reveal_btn.click, h(self.reveal_step, "lesson", "index"), [*held, *page_in], revealed, "model",
+                  "lesson_reveal"),
             Event(self.tab_block.select, self.saved_progress, [self.progress, page.lang],
                   [self.resume_md, self.resume], "page", "lesson_saved"),
             Event(self.open_view.click, self.open_step_view, held, [page.tabs_block], "page", "lesson_open_tab"),

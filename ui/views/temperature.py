@@ -25,10 +25,13 @@ class TemperatureView:
         page.labels.add(gr.Markdown(t("explain_temperature"), elem_classes="tbt-explain"), "explain_temperature",
                         "value")
 
-    def chart(self, session, cfg, view, dist=None) -> str:
+    def figure(self, session, cfg, view, dist=None) -> dict:
         dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
         sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
-        return carrier(viz.temperature_chart(dists, sweep, cfg.temperature, view.lang), self.tab)
+        return viz.temperature_chart(dists, sweep, cfg.temperature, view.lang)
+
+    def chart(self, session, cfg, view, dist=None) -> str:
+        return carrier(self.figure(session, cfg, view, dist), self.tab)
 
     def events(self, page):
         return []
