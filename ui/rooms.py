@@ -25,6 +25,7 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from model.quiz import NoToken
 from model.records import PrefillRecord, StepRecord
 from ui.strings import LANGS, Refusal
 
@@ -217,7 +218,7 @@ class Rooms:
         for value in question.values() if score is not None else ():
             try:
                 scores[value] = score(value)
-            except Exception:  # a value the record cannot say (a text with no token): it shows no figure
+            except NoToken:  # a value the record cannot say (a text with no token): it shows no figure
                 continue
         with self._lock:
             question.scores, question.open = scores, False

@@ -221,8 +221,9 @@ class LessonView:
         predict = step["predict"]
         if predict is None:
             raise Refusal("lesson_no_predict")
+        choices = predict["choices"][view.lang] if "choices" in predict else []
         if guess is not None:
-            guess = typed_guess(predict, guess, predict["choices"][view.lang] if "choices" in predict else [])
+            guess = typed_guess(predict, guess, choices)
         session = self.app.session(request)
         cfg = step_config(step)
         try:
@@ -230,7 +231,8 @@ class LessonView:
         except NoToken:
             raise Refusal("lesson_guess_first") from None
         self.app.rooms.reveal(request.session_hash,  # the class's guesses closed, each scored for its student
-                              lambda value: reveal_record(session, step, typed_guess(step["predict"], value), cfg))
+                              lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,
+                                                          view.lang))
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
                  self.reveal_plot: self._step_plot(session, cfg, step, view),
                  self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
