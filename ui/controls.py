@@ -20,8 +20,19 @@ EXAMPLES = [
     "The capital of France is",
     "Once upon a time, in a small village,",
     "def fibonacci(n):",
+    "今天天气",
+    "床前明月光，",
     "从前有一座山，山上有一座庙。",
 ]
+# The prompt a page starts on in each language (when the language chooses the model: ModelRegistry.by_language)
+FIRST_PROMPT = {"en": EXAMPLES[0], "zh": "今天天气"}
+# What each packaged model shows best, in the model picker (other models: their name alone)
+MODEL_NOTES = {"smollm2": "model_note_smollm2", "gemma3-270m": "model_note_gemma"}
+
+
+def model_choices(names: list[str], lang: str) -> list[tuple[str, str]]:
+    """(label, name) of each model: the packaged ones with what each shows best, in the page's language."""
+    return [(t(MODEL_NOTES[name], lang) if name in MODEL_NOTES else name, name) for name in names]
 GLOBALS = PROTOCOL["globals"]  # what the page's script puts on window, for the listeners' js snippets
 MAX_PLAY_STEPS = 200  # the 'Tokens to play' slider's maximum
 
@@ -115,8 +126,10 @@ class Page:
                 self.mode = add(gr.Radio([(L(k), v) for k, v in modes], value="raw", label=L("mode"),
                                          elem_id="tbt-mode", scale=3),
                                 words=lambda lang: {"label": t("mode", lang), **choices(modes)(lang)})
-                self.model = add(gr.Dropdown(self.app.models.names(), value=self.default_model, label=L("model"),
-                                             scale=2, min_width=140, elem_id="tbt-model"), "model")
+                names = self.app.models.names()
+                self.model = add(gr.Dropdown(model_choices(names, "en"), value=self.default_model, label=L("model"),
+                                             scale=2, min_width=140, elem_id="tbt-model"),
+                                 words=lambda lang: {"label": t("model", lang), "choices": model_choices(names, lang)})
             self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
             with gr.Row():
                 self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
@@ -176,6 +189,15 @@ class Page:
         session.start(prompt_text, chat=mode_value == "chat")
         self.app.store.put(request.session_hash, session, client=client_of(request))
         return self.app.answer(session, cfg, view)
+
+    def start_page(self, request, prompt_text, mode_value, model_name, cfg, view):
+        """A page opened: its session, on the model its language starts on (ModelRegistry.for_language) with that
+        language's first prompt, when the operator left the choice to the language; else on the page's own."""
+        models = self.app.models
+        if not models.by_language:
+            return [gr.skip(), gr.skip(), *self.start_session(request, prompt_text, mode_value, model_name, cfg, view)]
+        model_name, prompt_text = models.for_language(view.lang), FIRST_PROMPT.get(view.lang, prompt_text)
+        return [prompt_text, model_name, *self.start_session(request, prompt_text, mode_value, model_name, cfg, view)]
 
     def next_token(self, request, cfg, view):
         session = self.app.session(request)
@@ -249,11 +271,11 @@ class Page:
 
     def on_load(self, demo: gr.Blocks, start_in_default: bool = True):
         """On a page load: start a session on the prompt shown, in the browser's language."""
-        start = self.handler(self.start_session, "prompt", "mode", "model")
+        start = self.handler(self.start_page, "prompt", "mode", "model")
         inputs = [self.prompt, self.mode, self.model, *self.page_in]
         # the first text is drawn in the browser's language too (the switch below may land before it exists)
         at = inputs.index(self.lang)
-        Event(demo.load, start, inputs, self.step_out, "model",
+        Event(demo.load, start, inputs, [self.prompt, self.model, *self.step_out], "model",
               options={"js": f"(...a) => {{ a[{at}] = {BROWSER_LANG}; return a; }}"}).bind()
         demo.load(None, None, self.lang, js=f"() => {BROWSER_LANG}")
         demo.unload(self.unload)

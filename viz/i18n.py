@@ -523,6 +523,13 @@ WORDS: dict[str, tuple[str, str]] = {
     "sc_legend_majority": ("majority answer {answer}", "多数答案 {answer}"),
     "sc_legend_greedy_share": ("greedy answer {answer}", "贪心答案 {answer}"),
     "sc_hover_sample": ("sample {k} (seed {seed}) · log P = {logprob}<br>{text}", "样本 {k}（种子 {seed}）· log P = {logprob}<br>{text}"),
+    # ---- chinese: bytes become characters ---- (model/tokens.py token_labels, viz/chips.py)
+    "chips_decoded": ("Decoded text:", "解码后的文本："),
+    "bytes_part": ("bytes {hex}: token {part} of the {parts} that make {text}",
+                   "字节 {hex}：组成 {text} 的 {parts} 个词元中的第 {part} 个"),
+    "bytes_pending": ("first {held} bytes of a {needed}-byte character ({hex}; not finished yet)",
+                      "一个 {needed} 字节字符的前 {held} 个字节（{hex}；字符还没写完）"),
+    "bytes_pending_one": ("first byte of a {needed}-byte character ({hex})", "一个 {needed} 字节字符的第 1 个字节（{hex}）"),
 }
 
 

@@ -28,7 +28,8 @@ class TemperatureView:
     def chart(self, session, cfg, view, dist=None) -> str:
         dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
         sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
-        return carrier(viz.temperature_chart(dists, sweep, cfg.temperature, view.lang), self.tab)
+        return carrier(viz.temperature_chart(dists, sweep, cfg.temperature, view.lang,
+                                               context=session.lm.tokens.tail(session.ids)), self.tab)
 
     def events(self, page):
         return []
