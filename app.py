@@ -11,6 +11,7 @@ import gradio as gr
 from model.engine import EngineClient
 from model.engine_session import load_engine_model
 from model.loading import DEFAULT_MODEL, available_models
+from model.tokenizers import SUBWORD_EXAMPLE, compare
 from model.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
@@ -76,6 +77,7 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO)
     models = registry(args.model)
     models.preload()  # load once, at start-up, before the first user arrives
+    compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
         add_engine(models, args.engine_url, args.engine_model, args.engine_folder)
     launch(build(App(models, SessionStore()), models.default), args.host, args.port)
