@@ -1,6 +1,6 @@
 """Tokenizers side by side (model/tokenizers.py, viz/tokenizers.py): each model's tokens of the same text, their
-price by the KV formula from each model's config (docs FACTS: 46,080 B a token for SmolLM2 in float32), and the
-page's choice of model by language (ModelRegistry.for_language)."""
+price by the KV formula from each model's config (docs/what-it-teaches.md: 46,080 B a token for SmolLM2 in
+float32), and the page's choice of model by language (ModelRegistry.for_language)."""
 import pytest
 
 from model.errors import SessionError
