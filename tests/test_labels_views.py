@@ -24,6 +24,7 @@ from viz.branches import branch_compare_html, branch_logp_chart
 from viz.chain import gltr_html, teacher_chart
 from viz.offline import session_record
 from viz.race import race_chart, race_html
+from viz.style import chart_json
 
 pytestmark = pytest.mark.model
 GREEDY = SamplingConfig(temperature=0)
@@ -46,7 +47,7 @@ def written(lm):
 
 def once(out) -> str:
     """Anything a view returns, as text; it must hold `&lt;` (the `<` escaped) and never `&amp;lt;` or `&amp;amp;`."""
-    text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+    text = out if isinstance(out, str) else json.dumps(json.loads(chart_json(out)), ensure_ascii=False)
     assert "&amp;lt;" not in text and "&amp;amp;" not in text and "&amp;gt;" not in text
     return text
 

@@ -9,6 +9,7 @@ from model.sessions import ModelRegistry
 from model.tokenizers import MAX_CHARS, compare
 from model.tokens import token_bytes
 from ui.controls import FIRST_PROMPT, model_choices
+from ui.strings import t
 from viz.tokenizers import tokenizers_html
 
 pytestmark = pytest.mark.model
@@ -58,6 +59,6 @@ def test_the_language_chooses_the_model_unless_the_operator_fixed_one():
     fixed = ModelRegistry("gemma3-270m")
     assert fixed.for_language("zh") == fixed.for_language("en") == "gemma3-270m"
     assert FIRST_PROMPT["zh"] == "今天天气"
-    labels = dict((v, k) for k, v in model_choices(BOTH, "en"))
-    assert "9 → 3" in labels["smollm2"] and "Chinese" in labels["gemma3-270m"] and "sliding" in labels["gemma3-270m"]
-    assert "中文" in dict((v, k) for k, v in model_choices(BOTH, "zh"))["gemma3-270m"]
+    assert model_choices(BOTH, "en") == [("SmolLM2-135M", "smollm2"), ("Gemma 3 270M", "gemma3-270m")]
+    notes = {lang: t("model_notes", lang) for lang in ("en", "zh")}
+    assert "9 → 3" in notes["en"] and "Chinese" in notes["en"] and "sliding" in notes["en"] and "中文" in notes["zh"]

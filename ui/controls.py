@@ -26,13 +26,13 @@ EXAMPLES = [
 ]
 # The prompt a page starts on in each language (when the language chooses the model: ModelRegistry.by_language)
 FIRST_PROMPT = {"en": EXAMPLES[0], "zh": "今天天气"}
-# What each packaged model shows best, in the model picker (other models: their name alone)
-MODEL_NOTES = {"smollm2": "model_note_smollm2", "gemma3-270m": "model_note_gemma"}
+# The packaged models' names in the picker (other models: their own name); what each shows best is said under it
+MODEL_NAMES = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
 
 
 def model_choices(names: list[str], lang: str) -> list[tuple[str, str]]:
-    """(label, name) of each model: the packaged ones with what each shows best, in the page's language."""
-    return [(t(MODEL_NOTES[name], lang) if name in MODEL_NOTES else name, name) for name in names]
+    """(label, name) of each model the picker offers."""
+    return [(MODEL_NAMES.get(name, name), name) for name in names]
 GLOBALS = PROTOCOL["globals"]  # what the page's script puts on window, for the listeners' js snippets
 MAX_PLAY_STEPS = 200  # the 'Tokens to play' slider's maximum
 
@@ -128,8 +128,8 @@ class Page:
                                 words=lambda lang: {"label": t("mode", lang), **choices(modes)(lang)})
                 names = self.app.models.names()
                 self.model = add(gr.Dropdown(model_choices(names, "en"), value=self.default_model, label=L("model"),
-                                             scale=2, min_width=140, elem_id="tbt-model"),
-                                 words=lambda lang: {"label": t("model", lang), "choices": model_choices(names, lang)})
+                                             info=L("model_notes"), scale=2, min_width=140, elem_id="tbt-model"),
+                                 words=lambda lang: {"label": t("model", lang), "info": t("model_notes", lang)})
             self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
             with gr.Row():
                 self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
@@ -195,9 +195,12 @@ class Page:
         language's first prompt, when the operator left the choice to the language; else on the page's own."""
         models = self.app.models
         if not models.by_language:
-            return [gr.skip(), gr.skip(), *self.start_session(request, prompt_text, mode_value, model_name, cfg, view)]
+            return [gr.skip()] * 4 + self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
         model_name, prompt_text = models.for_language(view.lang), FIRST_PROMPT.get(view.lang, prompt_text)
-        return [prompt_text, model_name, *self.start_session(request, prompt_text, mode_value, model_name, cfg, view)]
+        page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
+        info = models.get(model_name).info  # the attention controls fit that model (Gemma: 18 layers, 4 heads)
+        return [prompt_text, model_name, gr.update(maximum=info.layers - 1, value=min(view.layer, info.layers - 1)),
+                gr.update(choices=head_choices(info, view.lang), value="mean"), *page]
 
     def next_token(self, request, cfg, view):
         session = self.app.session(request)
@@ -275,7 +278,7 @@ class Page:
         inputs = [self.prompt, self.mode, self.model, *self.page_in]
         # the first text is drawn in the browser's language too (the switch below may land before it exists)
         at = inputs.index(self.lang)
-        Event(demo.load, start, inputs, [self.prompt, self.model, *self.step_out], "model",
+        Event(demo.load, start, inputs, [self.prompt, self.model, self.layer, self.head, *self.step_out], "model",
               options={"js": f"(...a) => {{ a[{at}] = {BROWSER_LANG}; return a; }}"}).bind()
         demo.load(None, None, self.lang, js=f"() => {BROWSER_LANG}")
         demo.unload(self.unload)

@@ -494,10 +494,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "sc_sweep_line": ("T = {temperature}: vote {majority} ({votes} of {n}), {share} of the samples give the greedy answer {greedy}",
                       "T = {temperature}：投票结果 {majority}（{n} 票中 {votes} 票），{share} 的样本给出贪心答案 {greedy}"),
     # ---- chinese: the model picker, the tokenizers view ----
-    "model_note_smollm2": ("SmolLM2-135M · English · grouped-query attention 9 → 3",
-                           "SmolLM2-135M · 英文 · 分组查询注意力 9 → 3"),
-    "model_note_gemma": ("Gemma 3 270M · Chinese and English · one KV head, sliding-window layers",
-                         "Gemma 3 270M · 中文和英文 · 一个 KV 头，滑动窗口层"),
+    "model_notes": ("SmolLM2: English, grouped-query attention 9 → 3. Gemma 3 270M: Chinese and English, one KV "
+                    "head, sliding-window layers.",
+                    "SmolLM2：英文，分组查询注意力 9 → 3。Gemma 3 270M：中文和英文，一个 KV 头，滑动窗口层。"),
     "tab_tokenizers": ("Tokenizers", "分词器"),
     "tok_text": ("Text to put through both tokenizers", "交给两个分词器的文本"),
     "tok_go": ("Compare", "比较"),
