@@ -55,6 +55,17 @@ def hidden_button(trigger: str, label: str) -> gr.Button:
     return gr.Button(label, elem_classes="tbt-hidden", elem_id=TRIGGERS[trigger])
 
 
+def attention_controls(page, info, view) -> dict:
+    """The attention layer slider and head list for `info`, the session's model (Gemma 3 270M: 18 layers, 4 query
+    heads reading 1 KV head; SmolLM2: 30 layers, 9 heads reading 3), in the page's language: the one place that
+    makes them, for a page opened, Start pressed and the language switched. The layer and head the user had are
+    kept where the model has them (else its last layer, the mean over heads)."""
+    layer = min(max(int(view.layer), 0), info.layers - 1)
+    head = str(view.head) if view.head is not None and 0 <= view.head < info.heads else "mean"
+    return {page.layer: gr.update(maximum=info.layers - 1, value=layer, label=t("layer", view.lang)),
+            page.head: gr.update(choices=head_choices(info, view.lang), value=head, label=t("head", view.lang))}
+
+
 def head_choices(info, lang: str) -> list[tuple[str, str]]:
     """'Mean over heads', then each query head with the KV head it reads (grouped-query attention)."""
     return [(t("mean_over_heads", lang), "mean")] + [
@@ -190,17 +201,24 @@ class Page:
         self.app.store.put(request.session_hash, session, client=client_of(request))
         return self.app.answer(session, cfg, view)
 
+    def start_pressed(self, request, prompt_text, mode_value, model_name, cfg, view):
+        """Start (or Enter in the prompt): a new session, and the attention controls of its model."""
+        page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
+        controls = attention_controls(self, self.app.session(request).lm.info, view)
+        return [*page, controls[self.layer], controls[self.head]]
+
     def start_page(self, request, prompt_text, mode_value, model_name, cfg, view):
         """A page opened: its session, on the model its language starts on (ModelRegistry.for_language) with that
         language's first prompt, when the operator left the choice to the language; else on the page's own."""
         models = self.app.models
-        if not models.by_language:
-            return [gr.skip()] * 4 + self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
-        model_name, prompt_text = models.for_language(view.lang), FIRST_PROMPT.get(view.lang, prompt_text)
+        chosen = [gr.skip(), gr.skip()]  # the page's own prompt and model
+        if models.by_language:
+            model_name, prompt_text = models.for_language(view.lang), FIRST_PROMPT.get(view.lang, prompt_text)
+            chosen = [prompt_text, model_name]
         page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
-        info = models.get(model_name).info  # the attention controls fit that model (Gemma: 18 layers, 4 heads)
-        return [prompt_text, model_name, gr.update(maximum=info.layers - 1, value=min(view.layer, info.layers - 1)),
-                gr.update(choices=head_choices(info, view.lang), value="mean"), *page]
+        # the attention controls fit that model (Gemma: 18 layers, 4 heads)
+        controls = attention_controls(self, self.app.session(request).lm.info, view)
+        return [*chosen, controls[self.layer], controls[self.head], *page]
 
     def next_token(self, request, cfg, view):
         session = self.app.session(request)
@@ -244,10 +262,13 @@ class Page:
         """Every registered component relabelled, and the step drawn again in the new language."""
         updates = self.labels.relabel(view.lang)
         try:
-            text, figure, force = self.app.answer(self.app.session(request), cfg, view)
+            session = self.app.session(request)
         except SessionError:  # no text yet
             return updates
-        return {**updates, self.text: text, self.figure: figure, self.force: force}
+        text, figure, force = self.app.answer(session, cfg, view)
+        # the head list names the session's model's heads, not the default model's
+        return {**updates, **attention_controls(self, session.lm.info, view), self.text: text, self.figure: figure,
+                self.force: force}
 
     def unload(self, request: gr.Request):
         self.app.store.drop(request.session_hash)
@@ -256,11 +277,12 @@ class Page:
     def events(self) -> list[Event]:
         h, page_in, out = self.handler, self.page_in, self.step_out
         start_in = [self.prompt, self.mode, self.model, *page_in]
-        start = h(self.start_session, "prompt", "mode", "model")
+        start = h(self.start_pressed, "prompt", "mode", "model")
+        start_out = [*out, self.layer, self.head]  # the attention controls follow the new session's model
         relabelled = [c for c in self.labels.components if c not in out]
         return [
-            Event(self.start.click, start, start_in, out, "model", "start"),
-            Event(self.prompt.submit, start, start_in, out, "model"),
+            Event(self.start.click, start, start_in, start_out, "model", "start"),
+            Event(self.prompt.submit, start, start_in, start_out, "model"),
             Event(self.example.input, lambda e: e or gr.skip(), [self.example], [self.prompt], "page"),
             Event(self.next.click, h(self.next_token), page_in, out, "model", "next_token"),
             Event(self.back.click, h(self.go_back, "steps"), [gr.Number(1, visible=False), *page_in], out, "model",
