@@ -56,6 +56,12 @@ def _visible(text: str) -> str:
     )
 
 
+# (id, piece) of every special token of every tokenizer read (<bos>, <|im_start|>, ...): the decoded text leaves them
+# out, as tokenizer.decode(skip_special_tokens=True) does; a chip still shows each. Id and piece together: a normal
+# token of another vocabulary with the same id has another piece.
+SPECIAL_TOKENS: set[tuple[int, str]] = set()
+
+
 class TokenDisplay:
     """Turns ids into TokenInfo for one tokenizer (memoised, the vocabulary does not change)."""
 
@@ -64,6 +70,8 @@ class TokenDisplay:
         decoder = getattr(getattr(tokenizer, "backend_tokenizer", None), "decoder", None)
         self.byte_level = "ByteLevel" in repr(decoder)
         self.special_ids = set(tokenizer.all_special_ids)
+        special = sorted(self.special_ids)
+        SPECIAL_TOKENS.update(zip(special, tokenizer.convert_ids_to_tokens(special)))
         self._cache: dict[int, TokenInfo] = {}
 
     def info(self, token_id: int) -> TokenInfo:
@@ -208,8 +216,8 @@ def candidate_label(context: list[TokenInfo], token: TokenInfo) -> TokenLabel:
 
 
 def decoded_text(tokens: list[TokenInfo]) -> str:
-    """The text the tokens make, as the page shows text (spaces and newlines as they are); the bytes of a character
-    not finished yet are held back."""
-    data = b"".join(token_bytes(tok) for tok in tokens)
+    """The text the tokens make, as the page shows text (spaces and newlines as they are), special tokens (<bos>)
+    left out; the bytes of a character not finished yet are held back."""
+    data = b"".join(token_bytes(tok) for tok in tokens if (tok.id, tok.piece) not in SPECIAL_TOKENS)
     held = _open_tail(data)
     return (data[: len(data) - held[0]] if held else data).decode("utf-8", errors="replace")
