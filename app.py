@@ -10,6 +10,8 @@ import gradio as gr
 
 from model.engine import EngineClient
 from model.engine_session import load_engine_model
+from model.loading import DEFAULT_MODEL, available_models
+from model.tokenizers import SUBWORD_EXAMPLE, compare
 from model.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
@@ -60,7 +62,9 @@ def main(argv=None) -> None:
     ap.add_argument("--host", default=None,
                     help="address to listen on (default: $GRADIO_SERVER_NAME, else 127.0.0.1: this machine only)")
     ap.add_argument("--port", type=int, default=None, help="port (default: $GRADIO_SERVER_PORT, else 7860)")
-    ap.add_argument("--model", default="smollm2", help="smollm2 (default), gemma3-270m, or a local model folder")
+    ap.add_argument("--model", default=None,
+                    help="one model for every page: smollm2, gemma3-270m, or a local model folder (default: both "
+                         "packaged models loaded at start, an English page on smollm2, a Chinese one on gemma3-270m)")
     ap.add_argument("--engine-url", default=os.environ.get("TBT_ENGINE_URL"),
                     help="an OpenAI-compatible engine's base URL, e.g. http://gpu-box:8000/v1 (default: $TBT_ENGINE_URL); "
                          "its model appears in the picker as vllm:<name>")
@@ -71,11 +75,20 @@ def main(argv=None) -> None:
                          "else the model name when it is a folder on this machine)")
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    models = ModelRegistry(args.model)
-    models.get()  # load once, at start-up, before the first user arrives
+    models = registry(args.model)
+    models.preload()  # load once, at start-up, before the first user arrives
+    compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
         add_engine(models, args.engine_url, args.engine_model, args.engine_folder)
-    launch(build(App(models, SessionStore()), args.model), args.host, args.port)
+    launch(build(App(models, SessionStore()), models.default), args.host, args.port)
+
+
+def registry(model: str | None) -> ModelRegistry:
+    """The operator's one model for everyone (--model), else the page's language chooses: Chinese pages start on
+    Gemma 3 270M (one token per character; it writes Chinese) when it is installed, the others on SmolLM2."""
+    if model:
+        return ModelRegistry(model)
+    return ModelRegistry(DEFAULT_MODEL, by_language={"zh": "gemma3-270m"} if "gemma3-270m" in available_models() else {})
 
 
 def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None) -> None:

@@ -231,6 +231,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                   "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
                                  "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    # ---- chinese: the tokenizers view ----
+    "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
+    "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",
+                            "这段文本有 {n} 个字符；比较最多接受 {limit} 个。"),
 }
 
 

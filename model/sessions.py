@@ -125,8 +125,11 @@ class ModelRegistry:
     first time), while everyone on a loaded model is served at once; two users asking for the same one load it once.
     """
 
-    def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None):
+    def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None,
+                 by_language: dict[str, str] | None = None):
         self.default = default
+        # the model a page in a language starts on ({"zh": "gemma3-270m"}); empty: every page on the default
+        self.by_language = dict(by_language or {})
         self._models: dict[str, LoadedModel] = dict(preloaded or {})
         self._batchers: dict[str, StepBatcher] = {}
         self._lock = threading.Lock()  # guards the dicts only, held for no load
@@ -137,6 +140,16 @@ class ModelRegistry:
         """A model served by an engine ("vllm:<name>"), offered in the picker beside the local ones."""
         with self._lock:
             self._engines[lm.name] = lm
+
+    def for_language(self, lang: str) -> str:
+        """The model a page in `lang` starts on (and a lesson in that language runs on): the operator's one model
+        when they fixed one (--model), else the one that writes that language (Chinese: Gemma 3 270M)."""
+        return self.by_language.get(lang, self.default)
+
+    def preload(self) -> None:
+        """Load the default and every language's model now, so no student waits behind a load in class."""
+        for name in dict.fromkeys([self.default, *self.by_language.values()]):
+            self.get(name)
 
     def names(self) -> list[str]:
         return list(dict.fromkeys([self.default, *self._models, *available_models(), *self._engines]))

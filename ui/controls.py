@@ -20,8 +20,19 @@ EXAMPLES = [
     "The capital of France is",
     "Once upon a time, in a small village,",
     "def fibonacci(n):",
+    "今天天气",
+    "床前明月光，",
     "从前有一座山，山上有一座庙。",
 ]
+# The prompt a page starts on in each language (when the language chooses the model: ModelRegistry.by_language)
+FIRST_PROMPT = {"en": EXAMPLES[0], "zh": "今天天气"}
+# The packaged models' names in the picker (other models: their own name); what each shows best is said under it
+MODEL_NAMES = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
+
+
+def model_choices(names: list[str], lang: str) -> list[tuple[str, str]]:
+    """(label, name) of each model the picker offers."""
+    return [(MODEL_NAMES.get(name, name), name) for name in names]
 GLOBALS = PROTOCOL["globals"]  # what the page's script puts on window, for the listeners' js snippets
 MAX_PLAY_STEPS = 200  # the 'Tokens to play' slider's maximum
 
@@ -42,6 +53,17 @@ def hidden_html(carrier: str) -> gr.HTML:
 
 def hidden_button(trigger: str, label: str) -> gr.Button:
     return gr.Button(label, elem_classes="tbt-hidden", elem_id=TRIGGERS[trigger])
+
+
+def attention_controls(page, info, view) -> dict:
+    """The attention layer slider and head list for `info`, the session's model (Gemma 3 270M: 18 layers, 4 query
+    heads reading 1 KV head; SmolLM2: 30 layers, 9 heads reading 3), in the page's language: the one place that
+    makes them, for a page opened, Start pressed and the language switched. The layer and head the user had are
+    kept where the model has them (else its last layer, the mean over heads)."""
+    layer = min(max(int(view.layer), 0), info.layers - 1)
+    head = str(view.head) if view.head is not None and 0 <= view.head < info.heads else "mean"
+    return {page.layer: gr.update(maximum=info.layers - 1, value=layer, label=t("layer", view.lang)),
+            page.head: gr.update(choices=head_choices(info, view.lang), value=head, label=t("head", view.lang))}
 
 
 def head_choices(info, lang: str) -> list[tuple[str, str]]:
@@ -115,8 +137,10 @@ class Page:
                 self.mode = add(gr.Radio([(L(k), v) for k, v in modes], value="raw", label=L("mode"),
                                          elem_id="tbt-mode", scale=3),
                                 words=lambda lang: {"label": t("mode", lang), **choices(modes)(lang)})
-                self.model = add(gr.Dropdown(self.app.models.names(), value=self.default_model, label=L("model"),
-                                             scale=2, min_width=140, elem_id="tbt-model"), "model")
+                names = self.app.models.names()
+                self.model = add(gr.Dropdown(model_choices(names, "en"), value=self.default_model, label=L("model"),
+                                             info=L("model_notes"), scale=2, min_width=140, elem_id="tbt-model"),
+                                 words=lambda lang: {"label": t("model", lang), "info": t("model_notes", lang)})
             self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
             with gr.Row():
                 self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
@@ -177,6 +201,25 @@ class Page:
         self.app.store.put(request.session_hash, session, client=client_of(request))
         return self.app.answer(session, cfg, view)
 
+    def start_pressed(self, request, prompt_text, mode_value, model_name, cfg, view):
+        """Start (or Enter in the prompt): a new session, and the attention controls of its model."""
+        page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
+        controls = attention_controls(self, self.app.session(request).lm.info, view)
+        return [*page, controls[self.layer], controls[self.head]]
+
+    def start_page(self, request, prompt_text, mode_value, model_name, cfg, view):
+        """A page opened: its session, on the model its language starts on (ModelRegistry.for_language) with that
+        language's first prompt, when the operator left the choice to the language; else on the page's own."""
+        models = self.app.models
+        chosen = [gr.skip(), gr.skip()]  # the page's own prompt and model
+        if models.by_language:
+            model_name, prompt_text = models.for_language(view.lang), FIRST_PROMPT.get(view.lang, prompt_text)
+            chosen = [prompt_text, model_name]
+        page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
+        # the attention controls fit that model (Gemma: 18 layers, 4 heads)
+        controls = attention_controls(self, self.app.session(request).lm.info, view)
+        return [*chosen, controls[self.layer], controls[self.head], *page]
+
     def next_token(self, request, cfg, view):
         session = self.app.session(request)
         advance(session, cfg)
@@ -219,10 +262,13 @@ class Page:
         """Every registered component relabelled, and the step drawn again in the new language."""
         updates = self.labels.relabel(view.lang)
         try:
-            text, figure, force = self.app.answer(self.app.session(request), cfg, view)
+            session = self.app.session(request)
         except SessionError:  # no text yet
             return updates
-        return {**updates, self.text: text, self.figure: figure, self.force: force}
+        text, figure, force = self.app.answer(session, cfg, view)
+        # the head list names the session's model's heads, not the default model's
+        return {**updates, **attention_controls(self, session.lm.info, view), self.text: text, self.figure: figure,
+                self.force: force}
 
     def unload(self, request: gr.Request):
         self.app.store.drop(request.session_hash)
@@ -231,11 +277,12 @@ class Page:
     def events(self) -> list[Event]:
         h, page_in, out = self.handler, self.page_in, self.step_out
         start_in = [self.prompt, self.mode, self.model, *page_in]
-        start = h(self.start_session, "prompt", "mode", "model")
+        start = h(self.start_pressed, "prompt", "mode", "model")
+        start_out = [*out, self.layer, self.head]  # the attention controls follow the new session's model
         relabelled = [c for c in self.labels.components if c not in out]
         return [
-            Event(self.start.click, start, start_in, out, "model", "start"),
-            Event(self.prompt.submit, start, start_in, out, "model"),
+            Event(self.start.click, start, start_in, start_out, "model", "start"),
+            Event(self.prompt.submit, start, start_in, start_out, "model"),
             Event(self.example.input, lambda e: e or gr.skip(), [self.example], [self.prompt], "page"),
             Event(self.next.click, h(self.next_token), page_in, out, "model", "next_token"),
             Event(self.back.click, h(self.go_back, "steps"), [gr.Number(1, visible=False), *page_in], out, "model",
@@ -249,11 +296,11 @@ class Page:
 
     def on_load(self, demo: gr.Blocks, start_in_default: bool = True):
         """On a page load: start a session on the prompt shown, in the browser's language."""
-        start = self.handler(self.start_session, "prompt", "mode", "model")
+        start = self.handler(self.start_page, "prompt", "mode", "model")
         inputs = [self.prompt, self.mode, self.model, *self.page_in]
         # the first text is drawn in the browser's language too (the switch below may land before it exists)
         at = inputs.index(self.lang)
-        Event(demo.load, start, inputs, self.step_out, "model",
+        Event(demo.load, start, inputs, [self.prompt, self.model, self.layer, self.head, *self.step_out], "model",
               options={"js": f"(...a) => {{ a[{at}] = {BROWSER_LANG}; return a; }}"}).bind()
         demo.load(None, None, self.lang, js=f"() => {BROWSER_LANG}")
         demo.unload(self.unload)

@@ -6,6 +6,7 @@ import html
 from model.records import Distribution, KVBytes
 from ui.protocol import IDS, PROTOCOL
 from ui.strings import t
+from viz.labels import candidate_name
 from viz.style import format_bytes, format_prob
 
 
@@ -37,9 +38,10 @@ def text_panel(chips: str, status: str) -> str:
     return f'<div id="{IDS["chips"]}">{chips}</div>{status}'
 
 
-def force_choices(dist: Distribution, lang: str = "en") -> list[tuple[str, int]]:
-    """(label, token id) for each candidate, most probable first: what a user may force instead of the draw."""
+def force_choices(dist: Distribution, lang: str = "en", context: list = ()) -> list[tuple[str, int]]:
+    """(label, token id) for each candidate, most probable first: what a user may force instead of the draw.
+    `context`: the text's last tokens, so a byte is named by the character it finishes or starts."""
     return [
-        (f"{c.token.display}  ·  {format_prob(c.prob_t1)}  ·  {t('fate_' + c.fate, lang)}", c.token.id)
+        (f"{candidate_name(context, c.token, lang, escape=False)}  ·  {format_prob(c.prob_t1)}  ·  {t('fate_' + c.fate, lang)}", c.token.id)
         for c in sorted(dist.candidates, key=lambda c: c.rank)
     ]

@@ -68,7 +68,7 @@ class App:
                                        session.logprob_t1(), session.finished, self.revision, view.lang,
                                        replay_left=session.replay_left)),
                 self._chart(session, cfg, view, dist),
-                gr.update(choices=force_choices(dist, view.lang), value=None),
+                gr.update(choices=force_choices(dist, view.lang, session.lm.tokens.tail(session.ids)), value=None),
             ]
             self._rendered(session, cfg, view, dist, outputs)
             return outputs

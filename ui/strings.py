@@ -518,6 +518,22 @@ PAGE: dict[str, tuple[str, str]] = {
                              "模型认为最可能的下一个词元是 {top}，概率 **{top_prob}**（共 {vocab:,} 个词元）；在这一步的设置下，它写出的是 {chosen}。"),
     "lesson_models": ("Lesson file, {field}: must be {{\"en\": model, \"zh\": model}}, each a model's name.",
                       "课程文件，{field}：必须是 {{\"en\": 模型, \"zh\": 模型}}，每个都是一个模型的名字。"),
+    # ---- chinese: the model picker, the tokenizers view ----
+    "model_notes": ("SmolLM2: English, grouped-query attention 9 → 3. Gemma 3 270M: Chinese and English, one KV "
+                    "head, sliding-window layers.",
+                    "SmolLM2：英文，分组查询注意力 9 → 3。Gemma 3 270M：中文和英文，一个 KV 头，滑动窗口层。"),
+    "tab_tokenizers": ("Tokenizers", "分词器"),
+    "tok_text": ("Text to put through both tokenizers", "交给两个分词器的文本"),
+    "tok_go": ("Compare", "比较"),
+    "explain_tokenizers": (
+        "A model never sees characters: its tokenizer cuts the text into pieces from a fixed vocabulary. SmolLM2's "
+        "byte-level BPE learned mostly English, so a Chinese character often costs it two or three byte tokens "
+        "(drawn here as one character over its bytes); Gemma 3's 262,144-token SentencePiece vocabulary has most "
+        "characters whole. Each token is one decode step and one row of the KV cache "
+        "(2 × layers × KV heads × head size × bytes), so the same sentence costs a different amount in each model.",
+        "模型看不到字符：分词器把文本切成固定词表中的片段。SmolLM2 的字节级 BPE 主要在英文上学成，一个汉字常常要两三个字节词元"
+        "（这里画成一个字符压在它的字节上面）；Gemma 3 的 SentencePiece 词表有 262,144 个词元，大多数汉字是完整的一个词元。"
+        "每个词元就是一步解码、KV 缓存中的一行（2 × 层数 × KV 头数 × 头维度 × 字节数），所以同一句话在两个模型里的代价不同。"),
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import html
 
 from viz.i18n import t
+from viz.labels import names
 from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, base_layout, chart, as_figure, token_label
 
 CURRENT_COLOR = FATE_COLORS["chosen"]
@@ -74,7 +75,7 @@ def split_at(a_steps, b_steps) -> int:
     return n
 
 
-def _cell(step, repeated: bool, lang: str) -> str:
+def _cell(step, repeated: bool, lang: str, name: str) -> str:
     """One token of a side: its text, its log p at T = 1 under it; forced and repeated tokens marked."""
     dist = step.distribution
     logp = dist.chosen_logprob_t1
@@ -86,7 +87,7 @@ def _cell(step, repeated: bool, lang: str) -> str:
         title += " · " + t("chips_forced", lang)
     if repeated:
         title += " · " + t("compare_repeated", lang)
-    text = html.escape(token_label(step.token.display), quote=False)
+    text = name  # escaped once, by viz.labels (token_label escaped it already: html.escape again showed &lt;)
     return (f'<td class="tbt-branch-cell{" tbt-repeated" if repeated else ""}" style="{style}" '
             f'title="{html.escape(title)}"><div class="tbt-branch-token">{text}</div>'
             f'<div class="tbt-branch-logp">{logp:.2f}{(" " + marks) if marks else ""}</div></td>')
@@ -104,9 +105,9 @@ def branch_compare_html(a_id: int, a_steps, a_repeated, b_id: int, b_steps, b_re
     head = "".join(f'<th class="{"tbt-split" if i == split else ""}">{i + 1}</th>' for i in range(start, end))
     rows = []
     for name, bid, steps, rep in (("A", a_id, a_steps, a_repeated), ("B", b_id, b_steps, b_repeated)):
-        cells = []
+        cells, shown = [], names([s.token for s in steps])
         for i in range(start, end):
-            cell = _cell(steps[i], bool(rep[i]), lang) if i < len(steps) else '<td class="tbt-branch-empty"></td>'
+            cell = _cell(steps[i], bool(rep[i]), lang, shown[i]) if i < len(steps) else '<td class="tbt-branch-empty"></td>'
             cells.append(cell.replace("<td ", '<td data-split="1" ', 1) if i == split else cell)
         after = sum(s.distribution.chosen_logprob_t1 for s in steps[split:])
         label = t("compare_side", lang, side=name, id=bid, n=len(steps) - split, logp=f"{after:.2f}")
@@ -147,7 +148,7 @@ def branch_logp_chart(a_id: int, a_steps, b_id: int, b_steps, lang: str = "en") 
                                                ("solid", "dash")):
         data.append({"type": "scatter", "mode": "lines+markers", "name": t("compare_trace", lang, side=name, id=bid),
                      "x": [s.step for s in steps], "y": [s.distribution.chosen_logprob_t1 for s in steps],
-                     "text": [token_label(s.token.display) for s in steps],
+                     "text": names([s.token for s in steps]),
                      "hovertemplate": "%{x}: %{text} · log p = %{y:.2f}<extra></extra>",
                      "line": {"color": color, "dash": dash, "width": 3}, "marker": {"size": 7}})
     layout = base_layout(

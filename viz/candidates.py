@@ -7,13 +7,19 @@ from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from model.records import FATES, Candidate, Distribution
+from model.records import FATES, Candidate, Distribution, TokenInfo
 from viz.i18n import t
+from viz.labels import candidate_name
 from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
                        format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
+
+
+def _plain(token: TokenInfo, lang: str | None = None) -> str:
+    """A token named by its display alone (no text before it known)."""
+    return token_label(token.display)
 
 
 class DrawSegment(NamedTuple):
@@ -45,7 +51,7 @@ def draw_order(dist: Distribution) -> list[Candidate]:
     return sorted((c for c in dist.candidates if c.final_prob > 0), key=lambda c: (-c.final_prob, c.token.id))
 
 
-def draw_segments(dist: Distribution, top_n: int = 12, lang: str = "en") -> list[DrawSegment]:
+def draw_segments(dist: Distribution, top_n: int = 12, lang: str = "en", named=None) -> list[DrawSegment]:
     """The running total of the final probabilities in draw order, cut to about `top_n` stretches.
 
     The chosen token always keeps its own stretch; candidates between the first rows and it fold into
@@ -69,7 +75,7 @@ def draw_segments(dist: Distribution, top_n: int = 12, lang: str = "en") -> list
             segments.append(DrawSegment(t("cand_gap", lang, n=last - first), starts[first], starts[last], None))
         else:
             c = order[i]
-            segments.append(DrawSegment(token_label(c.token.display), starts[i], starts[i] + c.final_prob, c))
+            segments.append(DrawSegment((named or _plain)(c.token), starts[i], starts[i] + c.final_prob, c))
     end = segments[-1].end if segments else 0.0
     if 1.0 - end > 1e-9:
         segments.append(DrawSegment(t("cand_others", lang), end, 1.0, None))
@@ -99,10 +105,10 @@ def _penalized_logit(c: Candidate, dist: Distribution) -> float | None:
     return c.logit + expected if expected and abs(moved - expected) < 1e-3 + 1e-3 * abs(expected) else None
 
 
-def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
+def _hover(c: Candidate, dist: Distribution, lang: str, named=None) -> str:
     active = {s.name for s in dist.stages if s.active}
     lines = [
-        f"<b>{token_label(c.token.display)}</b>   {t('hover_id', lang)} {c.token.id} · {t('hover_rank', lang)} {c.rank}",
+        f"<b>{(named or _plain)(c.token, lang)}</b>   {t('hover_id', lang)} {c.token.id} · {t('hover_rank', lang)} {c.rank}",
         f"{t('hover_logit', lang)}: {c.logit:.2f}",
         f"{t('hover_t1', lang)}: {format_prob(c.prob_t1)}",
     ]
@@ -122,7 +128,7 @@ def _hover(c: Candidate, dist: Distribution, lang: str) -> str:
     return "<br>".join(lines)
 
 
-def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str) -> tuple[list[dict], dict, dict]:
+def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str, named=None) -> tuple[list[dict], dict, dict]:
     """Left panel: a hatched/outlined bar at T = 1 and a solid bar for the final probability, per fate.
 
     Returns (traces, x axis, y axis).
@@ -133,7 +139,7 @@ def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str) -> tuple[l
         if not rows:
             continue
         ys = [i for i, _ in rows]
-        hovers = [_hover(c, dist, lang) for _, c in rows]
+        hovers = [_hover(c, dist, lang, named) for _, c in rows]
         color, cut = FATE_COLORS[fate], fate in CUT_FATES
         outline = {"color": "rgba(255,255,255,0)", "line": {"color": color, "width": 2}}
         if cut:
@@ -161,7 +167,7 @@ def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str) -> tuple[l
         "showlegend": False, "hoverinfo": "skip", "textfont": {"size": SMALL_SIZE},
         "text": [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown],
     })
-    ticks = [token_label(c.token.display) for c in shown]
+    ticks = [(named or _plain)(c.token) for c in shown]
     ticks = [f"<b>{s}</b>" if c.token.id == dist.chosen.id else s for s, c in zip(ticks, shown)]
     xaxis = {"range": [0, longest * 1.55], "tickvals": prob_ticks(longest), "tickformat": ".0%",
              "title": {"text": t("cand_axis_prob", lang)}}
@@ -169,12 +175,12 @@ def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str) -> tuple[l
     return traces, xaxis, yaxis
 
 
-def _draw_panel(dist: Distribution, top_n: int, lang: str) -> tuple[list[dict], list[dict], list[dict], dict, dict]:
+def _draw_panel(dist: Distribution, top_n: int, lang: str, named=None) -> tuple[list[dict], list[dict], list[dict], dict, dict]:
     """Right panel: each kept token's stretch of the running total, the draw u and the top-p threshold.
 
     Returns (traces, shapes, annotations, x axis, y axis).
     """
-    segments = draw_segments(dist, top_n, lang)
+    segments = draw_segments(dist, top_n, lang, named)
     ys = list(range(len(segments)))
     colors = [FATE_COLORS[s.candidate.fate] if s.candidate else OTHER_COLOR for s in segments]
     hovers = [
@@ -222,7 +228,8 @@ def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float
     return line, label
 
 
-def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, grammar_mass: float | None = None) -> dict:
+def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, grammar_mass: float | None = None,
+                    context: list[TokenInfo] = ()) -> dict:
     """The candidates for one next token under one SamplingConfig.
 
     Left: the `top_n` most probable candidates at T = 1 (plus the chosen one), each with an outline bar at
@@ -230,22 +237,25 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     Right: the inverse-CDF draw, the kept tokens' stretches of the running total in draw order with the
     uniform draw u (and the top-p threshold when top_p < 1). Hover shows every stage's probability.
     grammar_mass: under a constraint (model/constrain.py), the probability its stage removed, said in the subtitle.
+    context: the last tokens of the text so far (TokenDisplay.tail), so a byte token is named by the character it
+    finishes or starts (viz.labels.candidate_name).
     """
+    named = lambda token, lang=None: candidate_name(context, token, lang)  # noqa: E731
     greedy = dist.config.temperature == 0
     draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
     left, right = domains([0.58, 0.42], gap=0.16)
     shown = shown_candidates(dist, top_n)
-    bars, bars_x, bars_y = _bar_panel(dist, shown, lang)
-    draw, shapes, labels, draw_x, draw_y = _draw_panel(dist, top_n, lang)
+    bars, bars_x, bars_y = _bar_panel(dist, shown, lang, named)
+    draw, shapes, labels, draw_x, draw_y = _draw_panel(dist, top_n, lang, named)
     chosen = dist.chosen_candidate
     title = t("cand_title_forced" if dist.forced else "cand_title", lang,
-              position=dist.position, token=f"<b>{token_label(dist.chosen.display)}</b>")
+              position=dist.position, token=f"<b>{named(dist.chosen)}</b>")
     kept = f"{dist.stages[-1].kept:,}" if dist.stages else "?"
     tail_t1, tail_final = not_shown_mass(dist, shown)
     subtitle = t("cand_subtitle", lang, tail_t1=format_prob(tail_t1),
                  tail_final=format_prob(tail_final), h_t1=format_bits(dist.entropy_t1_bits),
                  h_final=format_bits(dist.entropy_final_bits), kept=kept)
-    subtitle += "<br>" + t("cand_chosen_note", lang, token=token_label(dist.chosen.display),
+    subtitle += "<br>" + t("cand_chosen_note", lang, token=candidate_name(context, dist.chosen, lang),
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
                            rank=dist.chosen_rank)
     if grammar_mass is not None:

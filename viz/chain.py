@@ -6,6 +6,7 @@ import math
 
 from model.chain import ChainRecord, StepwiseComparison, TeacherForcing
 from viz.i18n import t
+from viz.labels import names
 from viz.style import (FATE_COLORS, INK, KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, format_bits,
                        format_prob, line_label, token_label, vertical_line)
 
@@ -52,7 +53,7 @@ def chain_chart(chain: ChainRecord, lang: str = "en") -> dict:
     """
     links = chain.links
     steps = [k.step for k in links]
-    labels = [token_label(k.token.display) for k in links]
+    labels = names([k.token for k in links])
     hovers = [t("chain_hover", lang, step=k.step, token=labels[i], lp=_fmt(k.logprob_t1),
                 p=format_prob(math.exp(k.logprob_t1)), lps=_fmt(k.logprob_sampled), cum=_fmt(k.cum_logprob_t1),
                 rank=k.rank, h=format_bits(k.entropy_t1_bits), hs=format_bits(k.entropy_sampled_bits))
@@ -139,7 +140,7 @@ def teacher_chart(tf: TeacherForcing, lang: str = "en", comparison: StepwiseComp
     """
     pos = tf.positions
     xs = [p.position for p in pos]
-    labels = [token_label(p.token.display) for p in pos]
+    labels = names([p.token for p in pos])
     hovers = [t("tf_hover", lang, position=p.position, token=labels[i], p=format_prob(p.prob), rank=p.rank,
                 top1=token_label(p.top1.display), top1_p=format_prob(p.top1_prob), ce=f"{p.cross_entropy_nats:.2f}",
                 ce_bits=f"{p.cross_entropy_bits:.2f}")
@@ -220,14 +221,15 @@ def gltr_html(tf: TeacherForcing, lang: str = "en") -> str:
         raise ValueError(f"at most {len(BUCKET_COLORS) - 1} bucket edges can be coloured, got {tf.edges}")
     base = "display:inline-block;margin:1px 0;padding:1px 2px;border-radius:3px;white-space:pre;"
     first = tf.tokens[0]
+    shown = [html.unescape(n) for n in names([first, *(p.token for p in tf.positions)])]  # escaped below, once
     spans = [f'<span class="tbt-gltr tbt-gltr-first" data-position="0" style="{base}border:1px dashed #999" '
              f'title="{html.escape(t("gltr_first", lang), quote=True)}">'
-             f'{html.escape(first.display, quote=False).replace("␣", SPACE_MARK)}</span>']
-    for p in tf.positions:
+             f'{html.escape(shown[0], quote=False).replace("␣", SPACE_MARK)}</span>']
+    for i, p in enumerate(tf.positions, start=1):
         title = t("gltr_title", lang, position=p.position, rank=f"{p.rank:,}", p=format_prob(p.prob),
                   top1=p.top1.display, top1_p=format_prob(p.top1_prob))
         style = f"{base}background:{BUCKET_COLORS[p.bucket]};color:{BUCKET_INK[p.bucket]}"
-        text = html.escape(p.token.display, quote=False).replace("␣", SPACE_MARK)
+        text = html.escape(shown[i], quote=False).replace("␣", SPACE_MARK)
         spans.append(f'<span class="tbt-gltr tbt-gltr-b{p.bucket}" data-position="{p.position}" data-rank="{p.rank}" '
                      f'style="{style}" title="{html.escape(title, quote=True)}">{text}</span>'
                      + "<br>" * p.token.display.count("↵"))

@@ -7,6 +7,8 @@ from functools import lru_cache
 from plotly.colors import sample_colorscale, unlabel_rgb
 
 from model.records import StepRecord, TokenInfo
+from model.tokens import TokenLabel, decoded_text, token_labels
+from viz.labels import byte_note
 from viz.i18n import t
 from viz.style import format_prob
 
@@ -33,9 +35,14 @@ def _shade(prob: float) -> tuple[str, str]:
 
 
 def _chip(display: str, title: str, classes: str, shade: str | None = None, step: int | None = None,
-          step_data: str = "step") -> str:
-    """One chip; a newline token is followed by line breaks so the chips keep the text's layout."""
+          step_data: str = "step", label: TokenLabel | None = None, lang: str = "en") -> str:
+    """One chip; a newline token is followed by line breaks so the chips keep the text's layout. A token that is
+    part of a character (label.grouped) shows its bytes small, the character drawn over its group."""
     data = (f' data-{step_data}="{step}"' if step is not None else "") + (f' style="--shade:{shade}"' if shade else "")
+    if label is not None and (label.grouped or label.pending):
+        title += " · " + byte_note(label, lang)
+    if label is not None and label.grouped:
+        display, classes = label.hex, classes + " tbt-byte"
     text = html.escape(display, quote=False).replace("␣", '<i class="tbt-space">␣</i>')
     chip = f'<span class="{classes}"{data} title="{html.escape(title, quote=True)}">{text}</span>'
     return chip + "<br>" * display.count("↵")
@@ -59,8 +66,10 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
     class "tbt-light" when its text must be light), and a tooltip with rank and probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
     """
     prompt_title = t("chips_prompt", lang)
-    chips = [_chip(tok.display, prompt_title, "tbt-chip tbt-prompt") for tok in prompt_tokens]
-    for step in steps:
+    labels = token_labels([*prompt_tokens, *(step.token for step in steps)])
+    chips = [_chip(tok.display, prompt_title, "tbt-chip tbt-prompt", label=label, lang=lang)
+             for tok, label in zip(prompt_tokens, labels)]
+    for step, label in zip(steps, labels[len(prompt_tokens):]):
         dist = step.distribution
         prob = dist.chosen_candidate.prob_t1
         background, ink = chip_color(prob)
@@ -69,7 +78,28 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         if dist.forced:
             title += " · " + t("chips_forced", lang)
             classes += " tbt-forced"
-        chips.append(_chip(step.token.display, title, classes, background, step=step.step, step_data=step_data))
+        chips.append(_chip(step.token.display, title, classes, background, step=step.step, step_data=step_data,
+                           label=label, lang=lang))
     swatches = "".join(_swatch(p) for p in (0.01, 0.1, 0.5, 0.9))
     legend = f'<div class="tbt-chips-legend">{html.escape(t(legend_key, lang))} {swatches}</div>'
-    return f'<div class="tbt-chips" lang="{lang}">{"".join(chips)}</div>{legend}'
+    text = decoded_text([*prompt_tokens, *(step.token for step in steps)])
+    decoded = (f'<div class="tbt-decoded" lang="{lang}"><span class="tbt-decoded-key">{html.escape(t("chips_decoded", lang))}'
+               f'</span> {html.escape(text, quote=False)}</div>')
+    return f'<div class="tbt-chips" lang="{lang}">{"".join(_grouped(chips, labels))}</div>{decoded}{legend}'
+
+
+def _grouped(chips: list[str], labels: list[TokenLabel]) -> list[str]:
+    """The chips with each run of byte tokens wrapped in one group: the character it makes over its chips."""
+    out, i = [], 0
+    while i < len(chips):
+        label = labels[i]
+        if not label.grouped:
+            out.append(chips[i])
+            i += 1
+            continue
+        members = chips[i : i + label.parts]
+        out.append(f'<span class="tbt-cgroup"><span class="tbt-cgroup-char">{html.escape(label.text, quote=False)}'
+                   f'</span><span class="tbt-cgroup-parts">{"".join(members)}</span></span>')
+        i += label.parts
+    return out
+

@@ -523,6 +523,24 @@ WORDS: dict[str, tuple[str, str]] = {
     "sc_legend_majority": ("majority answer {answer}", "多数答案 {answer}"),
     "sc_legend_greedy_share": ("greedy answer {answer}", "贪心答案 {answer}"),
     "sc_hover_sample": ("sample {k} (seed {seed}) · log P = {logprob}<br>{text}", "样本 {k}（种子 {seed}）· log P = {logprob}<br>{text}"),
+    # ---- chinese: bytes become characters ---- (model/tokens.py token_labels, viz/chips.py)
+    "chips_decoded": ("Decoded text:", "解码后的文本："),
+    "bytes_part": ("bytes {hex}: token {part} of the {parts} that make {text}",
+                   "字节 {hex}：组成 {text} 的 {parts} 个词元中的第 {part} 个"),
+    "bytes_pending": ("first {held} bytes of a {needed}-byte character ({hex}; not finished yet)",
+                      "一个 {needed} 字节字符的前 {held} 个字节（{hex}；字符还没写完）"),
+    "bytes_pending_one": ("first byte of a {needed}-byte character ({hex})", "一个 {needed} 字节字符的第 1 个字节（{hex}）"),
+    # ---- chinese: the tokenizers view ---- (viz/tokenizers.py)
+    "tok_summary": ("{tokens} tokens for {chars} characters ({per_char} per character) · {steps} decode steps · "
+                    "KV cache {per_token} B per token (float32), {kv} for this text",
+                    "{chars} 个字符用了 {tokens} 个词元（每个字符 {per_char} 个）· 解码 {steps} 步 · "
+                    "KV 缓存每个词元 {per_token} 字节（float32），这段文本共 {kv}"),
+    "tok_verdict": ("{a} needs {na} tokens where {b} needs {nb} ({ratio}×): every token is one more decode step and "
+                    "one more row in the KV cache, so the tokenizer sets a language's price.",
+                    "{a} 需要 {na} 个词元，{b} 需要 {nb} 个（{ratio} 倍）：每个词元都多一步解码、多一行 KV 缓存，"
+                    "所以分词器决定了一种语言的代价。"),
+    "tok_one_model": ("Only one tokenizer is installed here.", "这里只安装了一个分词器。"),
+    "tok_subwords": ("Tokens are subwords: “unbelievable”", "词元是子词：“unbelievable”"),
 }
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from model.records import FATES, KVBytes, ModelInfo, PrefillRecord, StepRecord
 from viz.chips import LIGHT_INK, chip_color
 from viz.i18n import t
+from model.tokens import token_labels
 from viz.style import ATTENTION_SCALE, FATE_COLORS, FONT_FAMILY, MASK_FUTURE, bytes_unit, fate_label
 
 FORMAT = "token-by-token/page"
@@ -52,14 +53,14 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
     settings, candidates [[display, p, final, fate]], attention {layer: row}, kv}], kv_unit [name, bytes per unit],
     attention_colors {scale: the live attention view's colorscale, future: its mask colour} (viz.style).
     """
-    out_steps = []
-    for s in steps:
+    out_steps, shown = [], [label.short for label in token_labels([*prefill.tokens, *(s.token for s in steps)])]
+    for n, s in enumerate(steps, start=len(prefill.tokens)):
         dist = s.distribution
         prob = dist.chosen_candidate.prob_t1
         background, ink = chip_color(prob)
         cfg = dist.config
         out_steps.append({
-            "token": s.token.display, "id": s.token.id, "rank": dist.chosen_rank, "p": _p(prob),
+            "token": shown[n], "id": s.token.id, "rank": dist.chosen_rank, "p": _p(prob),
             "final": _p(dist.chosen_final_prob), "forced": dist.forced, "shade": [background, ink == LIGHT_INK],
             "settings": t("offline_settings", lang, temperature=f"{cfg.temperature:g}", top_k=cfg.top_k,
                           top_p=f"{cfg.top_p:g}", min_p=f"{cfg.min_p:g}"),
@@ -72,7 +73,7 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
     unit, scale = bytes_unit(largest)
     return {
         "format": FORMAT, "model": info.name, "prompt": prefill.prompt, "lang": lang, "layers": layers,
-        "prompt_tokens": [tok.display for tok in prefill.tokens],
+        "prompt_tokens": shown[: len(prefill.tokens)],
         "prompt_attention": {str(layer): _rows(prefill.attention[layer]) for layer in layers},
         "prefill_kv": _kv(prefill.kv), "steps": out_steps, "kv_unit": [unit, scale],
         "window": ATTENTION_WINDOW,

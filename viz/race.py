@@ -8,6 +8,7 @@ import html
 
 from viz.branches import SIDE_COLORS
 from viz.i18n import t
+from viz.labels import names
 from viz.style import INK, SMALL_SIZE, as_figure, base_layout, chart, format_temperature, token_label
 
 SIDES = ("A", "B")
@@ -33,7 +34,7 @@ def _side_html(name: str, side, split: int | None, lang: str) -> str:
     """One side's text: the tokens both sides share in plain ink, from the split on in the side's colour, the
     split token framed; each token's hover gives its step, log p (T = 1 and as drawn) and entropy."""
     color = SIDE_COLORS[SIDES.index(name)]
-    spans = []
+    spans, shown = [], names([s.token for s in side.steps])
     for i, s in enumerate(side.steps, start=1):
         after = split is not None and i >= split
         title = t("race_token_title", lang, step=i, logp=f"{s.logprob_t1:.2f}", logq=f"{s.logprob_sampled:.2f}",
@@ -41,7 +42,7 @@ def _side_html(name: str, side, split: int | None, lang: str) -> str:
         style = f"color:{color};font-weight:bold" if after else ""
         if split is not None and i == split:
             style += f";outline:3px solid {color};outline-offset:1px"
-        text = html.escape(token_label(s.token.display), quote=False)
+        text = shown[i - 1]  # escaped once (token_label escapes: html.escape again showed &lt;)
         spans.append(f'<span class="tbt-race-token" data-step="{i}" style="{style}" title="{html.escape(title)}">'
                      f'{text}</span>')
     end = " ■" if side.ended else ""
@@ -83,7 +84,7 @@ def race_chart(race, lang: str = "en") -> dict:
         for s in side.steps:
             total += s.logprob_t1
             running.append(total)
-        words = [token_label(s.token.display) for s in side.steps]
+        words = names([s.token for s in side.steps])
         common = {"x": x, "text": words, "mode": "lines+markers", "line": {"color": color, "dash": dash, "width": 3},
                   "marker": {"size": 6}, "legendgroup": name}
         data.append({"type": "scatter", "y": running, "name": t("race_trace", lang, side=name), **common,

@@ -1,8 +1,11 @@
 """Speculative decoding round by round: drafted tokens kept or rejected, the target's own token, u against p."""
 from __future__ import annotations
 
+import html
+
 from model.speculative_records import SpecRound, SpeculativeRun
 from viz.i18n import t
+from viz.labels import candidate_name, names
 from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title,
                        token_label)
 
@@ -22,8 +25,10 @@ MAX_ROUNDS = 16  # rows drawn; earlier rounds stay in the running counts
 TOKEN_CHARS = 9  # a cell shows this many characters of a token
 
 
-def _cell_text(display: str, mark: str) -> str:
-    text = display if len(display) <= TOKEN_CHARS else display[: TOKEN_CHARS - 1] + "…"
+def _cell_text(label: str, mark: str) -> str:
+    """A cell's words: its mark and its token's label (viz.labels, escaped), cut to TOKEN_CHARS characters."""
+    text = html.unescape(label)
+    text = text if len(text) <= TOKEN_CHARS else text[: TOKEN_CHARS - 1] + "…"
     return f"{mark} {token_label(text)}".strip()
 
 
@@ -35,22 +40,24 @@ def _cells(rounds: list[SpecRound], k: int, lang: str) -> dict[str, list[tuple[f
     """Per kind of cell: (x slot, row, text, hover). Drafts sit in slots 0..k-1, the target's token in slot k."""
     cells = {kind: [] for kind in CELL_STYLE}
     for row, r in enumerate(rounds):
+        shown = names(list(r.drafted))  # a draft's bytes grouped into the characters they make
         for i, tok in enumerate(r.drafted):
             if i < len(r.checks):
                 c = r.checks[i]
                 kind = "accepted" if c.accepted else "rejected"
-                hover = t("spec_hover_check", lang, token=token_label(tok.display), position=c.position,
+                hover = t("spec_hover_check", lang, token=shown[i], position=c.position,
                           p=format_prob(c.p), u=f"{c.u:.3f}", verdict=t(CELL_WORDS[kind], lang))
                 if not c.accepted:
                     hover += "<br>" + t("spec_hover_top", lang, token=token_label(c.target_top.display))
             else:
-                kind, hover = "unchecked", f"{token_label(tok.display)}<br>{t('spec_unchecked', lang)}"
-            cells[kind].append((i, row, _cell_text(tok.display, CELL_STYLE[kind][3]), hover))
+                kind, hover = "unchecked", f"{shown[i]}<br>{t('spec_unchecked', lang)}"
+            cells[kind].append((i, row, _cell_text(shown[i], CELL_STYLE[kind][3]), hover))
         kind = _replacement_kind(r)
-        hover = t("spec_hover_replacement", lang, token=token_label(r.replacement.display),
+        replacement = candidate_name(list(r.drafted[: r.accepted]), r.replacement)
+        hover = t("spec_hover_replacement", lang, token=replacement,
                   position=r.position + r.accepted, kind=t(CELL_WORDS[kind], lang), p=format_prob(r.replacement_p),
                   u=f"{r.replacement_u:.3f}")
-        cells[kind].append((k + 0.25, row, _cell_text(r.replacement.display, CELL_STYLE[kind][3]), hover))
+        cells[kind].append((k + 0.25, row, _cell_text(replacement, CELL_STYLE[kind][3]), hover))
     return cells
 
 

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 
 from model.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
+from viz.labels import candidate_name
 from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
                        fate_legend, format_prob, format_temperature, line_label, panel_title, prob_ticks, token_label,
                        vertical_line)
@@ -23,7 +24,7 @@ def _panel_title(temperature: float, current: bool, lang: str) -> str:
 
 
 def _bar_panels(dists: list[Distribution], reference: list[Candidate], current_temperature: float, n: int,
-                columns: list[tuple[float, float]], row: tuple[float, float], lang: str):
+                columns: list[tuple[float, float]], row: tuple[float, float], lang: str, context: list = ()):
     """Top row: panel k (from 1) on axes xk / yk, one per distribution, bars of the `reference` tokens.
 
     Every one of the `n` columns gets its axes, an empty panel included. Returns (traces, axes, shapes, titles).
@@ -47,13 +48,13 @@ def _bar_panels(dists: list[Distribution], reference: list[Candidate], current_t
             "xaxis": x, "yaxis": y, "orientation": "h", "marker": {"color": [FATE_COLORS[c.fate] for c in cands]},
             "showlegend": False, "text": [FATE_MARKS[c.fate] for c in cands], "textposition": "outside",
             "textfont": {"size": SMALL_SIZE},
-            "hovertext": [f"<b>{token_label(c.token.display)}</b><br>{format_prob(c.final_prob)}<br>"
+            "hovertext": [f"<b>{candidate_name(context, c.token, lang)}</b><br>{format_prob(c.final_prob)}<br>"
                           f"{fate_label(c.fate, lang)}" for c in cands],
             "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"temperature": dist.config.temperature},
         })
         axes[axis_key(x)].update(range=[0, top * 1.2], tickvals=prob_ticks(top, most=2), tickformat=".0%")
         axes[axis_key(y)].update(autorange="reversed", tickvals=list(range(len(ids))), showticklabels=k == 1,
-                                 ticktext=[token_label(c.token.display) for c in reference])
+                                 ticktext=[candidate_name(context, c.token) for c in reference])
         if current:
             shapes.append({"type": "rect", "xref": f"{x} domain", "yref": f"{y} domain", "x0": 0, "x1": 1, "y0": 0,
                            "y1": 1, "fillcolor": CURRENT_TINT, "line": {"color": FATE_COLORS["chosen"], "width": 2},
@@ -64,7 +65,7 @@ def _bar_panels(dists: list[Distribution], reference: list[Candidate], current_t
 
 
 def _sweep_panels(sweep: TemperatureSweep, current_temperature: float, first: int,
-                  columns: list[tuple[float, float]], row: tuple[float, float], lang: str):
+                  columns: list[tuple[float, float]], row: tuple[float, float], lang: str, context: list = ()):
     """Bottom row: entropy and tokens kept against T, on axes `first` and `first` + 1, each under `columns`.
 
     Returns (traces, axes, shapes, titles, labels).
@@ -94,7 +95,7 @@ def _sweep_panels(sweep: TemperatureSweep, current_temperature: float, first: in
 
 
 def temperature_chart(dists: list[Distribution], sweep: TemperatureSweep, current_temperature: float,
-                      lang: str = "en") -> dict:
+                      lang: str = "en", context: list = ()) -> dict:
     """One step's candidates re-drawn at several temperatures, and how spread out the choice is against T.
 
     Top row: one small horizontal bar chart per distribution in `dists` (its config.temperature in the
@@ -107,7 +108,8 @@ def temperature_chart(dists: list[Distribution], sweep: TemperatureSweep, curren
     halves = [(columns[0][0], columns[n // 2 - 1][1]), (columns[n // 2][0], columns[-1][1])]
     bottom_row, top_row = domains([0.42, 0.58], gap=0.2)
     reference = sorted(dists[0].candidates, key=lambda c: c.rank)[:SHOWN] if dists else []
-    bars, bar_axes, frames, bar_titles = _bar_panels(dists, reference, current_temperature, n, columns, top_row, lang)
+    bars, bar_axes, frames, bar_titles = _bar_panels(dists, reference, current_temperature, n, columns, top_row, lang,
+                                                       context)
     lines, line_axes, marks, line_titles, labels = _sweep_panels(sweep, current_temperature, n + 1, halves,
                                                                  bottom_row, lang)
     ids = {c.token.id for c in reference}

@@ -24,10 +24,11 @@ from ui.views.room import RoomView
 from ui.views.session_io import SessionView
 from ui.views.speculative import SpeculativeView
 from ui.views.temperature import TemperatureView
+from ui.views.tokenizers import TokenizersView
 from ui.views.training import TrainingView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
-         CalculatorView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
+         CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
          LessonView, RoomView, SessionView]  # the class

@@ -5,6 +5,7 @@ import gradio as gr
 
 import viz
 from model.records import attention_matrix
+from model.tokens import token_labels
 from ui.controls import plot
 from ui.events import Event
 from ui.state import carrier
@@ -46,7 +47,7 @@ class AttentionView:
         layer = min(max(int(view.layer), 0), info.layers - 1)
         full = attention_matrix(session.prefill, session.steps, layer, view.head)
         start = max(0, full.shape[0] - ATTENTION_WINDOW)
-        labels = [tok.display for tok in session.prefill.tokens] + [s.token.display for s in session.steps]
+        labels = [label.short for label in token_labels([*session.prefill.tokens, *(s.token for s in session.steps)])]
         window = info.sliding_window[layer] if info.sliding_window else None
         return viz.attention_chart(full[start:, start:], labels[start:], layer, view.head, info, start, window,
                                    view.lang)

@@ -6,6 +6,7 @@ import gradio as gr
 
 import viz
 from model.kv import DTYPE_BYTES, PRESETS, kv_calculation
+from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import t
@@ -44,30 +45,46 @@ class CalculatorView:
         self.plot = gr.Plot(label=t("tab_calculator"), elem_id="tbt-plot-calc", show_label=False)
         add(gr.Markdown(t("explain_kv_calculator"), elem_classes="tbt-explain"), "explain_kv_calculator", "value")
 
-    def calculate(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang):
+    def loaded(self, request: gr.Request | None):
+        """The 'loaded model' preset: the model of the user's session (Gemma 3 270M on a Chinese page), else the
+        default model (no session yet, or called without a page)."""
+        try:
+            return self.app.session(request).lm.info
+        except (SessionError, AttributeError):
+            return self.app.models.get().info
+
+    def calculate(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang,
+                  request: gr.Request = None):
         """The cache of the shape in the boxes (a preset's, if one is picked and the boxes are not yet filled)."""
-        info = self.app.models.get().info
-        use_preset = preset in PRESETS or (preset == info.name and layers is None)
-        return self._answer(preset if use_preset else None, dtype, tokens, batch, layers, heads, kv_heads, head_dim,
-                            lang)
+        info = self.loaded(request)
+        loaded = preset is not None and preset not in PRESETS  # the first choice: the loaded model, by its name
+        use_preset = preset in PRESETS or (loaded and layers is None)
+        return self._answer(info, (info.name if loaded else preset) if use_preset else None, dtype, tokens, batch,
+                            layers, heads, kv_heads, head_dim, lang, loaded)
 
-    def pick_preset(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang):
+    def pick_preset(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang,
+                    request: gr.Request = None):
         """A preset picked: its shape in the boxes, and its cache."""
-        return self._answer(preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang)
+        info = self.loaded(request)
+        loaded = preset is not None and preset not in PRESETS
+        return self._answer(info, info.name if loaded else preset, dtype, tokens, batch, layers, heads, kv_heads,
+                            head_dim, lang, loaded)
 
-    def _answer(self, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang):
-        info = self.app.models.get().info
+    def _answer(self, info, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang, loaded=False):
         calc = kv_calculation(preset, info, dtype, tokens, batch, layers, heads, kv_heads,
                               head_dim)
         text = "### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes))
         rows = [(row_label(row, lang), row.bytes) for row in calc.rows]
+        # the preset list names the session's model first (its value too, when that was the one picked)
+        picked = gr.update(choices=[info.name, *PRESETS], value=info.name) if loaded else \
+            gr.update(choices=[info.name, *PRESETS])
         return {**dict(zip(self.shape, (calc.layers, calc.heads, calc.kv_heads, calc.head_dim))), self.result: text,
-                self.plot: viz.kv_calculator_figure(rows, lang)}
+                self.plot: viz.kv_calculator_figure(rows, lang), self.preset: picked}
 
     def events(self, page):
         calc = friendly(self.calculate)
         calc_in = [self.preset, self.dtype, self.tokens, self.batch, *self.shape, page.lang]
-        calc_out = [*self.shape, self.result, self.plot]
+        calc_out = [*self.shape, self.result, self.plot, self.preset]  # the preset last: /calculate's order kept
         always_last = {"trigger_mode": "always_last"}
         return [
             Event(self.preset.input, friendly(self.pick_preset), calc_in, calc_out, options=always_last),

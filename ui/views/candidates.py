@@ -36,7 +36,7 @@ class CandidatesView:
         self.rederive_btn = gr.Button("rederive", elem_classes="tbt-hidden", elem_id="tbt-rederive")
 
     def figure(self, session, cfg, view, dist=None) -> dict:
-        return viz.candidate_chart(dist or session.preview(cfg), view.lang)
+        return viz.candidate_chart(dist or session.preview(cfg), view.lang, context=session.lm.tokens.tail(session.ids))
 
     def chart(self, session, cfg, view, dist=None) -> str:
         return carrier(self.figure(session, cfg, view, dist), self.tab,
@@ -47,7 +47,7 @@ class CandidatesView:
         """A setting moved: this step's chart and force list again, without running the model."""
         session = self.app.session(request)
         dist = session.preview(cfg)  # the stored logits, the new settings
-        page = [self.app.chart(session, cfg, view, dist), gr.update(choices=force_choices(dist, view.lang))]
+        page = [self.app.chart(session, cfg, view, dist), gr.update(choices=force_choices(dist, view.lang, session.lm.tokens.tail(session.ids)))]
         session.prefetch(cfg)  # the token these settings draw may differ from the one computed ahead
         return page
 
@@ -58,7 +58,8 @@ class CandidatesView:
             key = chart_key(session, cfg, view)
             if key is None:
                 return ""
-            figs = {x: viz.candidate_chart(session.preview(replace(cfg, temperature=x)), view.lang)
+            context = session.lm.tokens.tail(session.ids)
+            figs = {x: viz.candidate_chart(session.preview(replace(cfg, temperature=x)), view.lang, context=context)
                     for x in TEMPERATURE_GRID}
             return figure_bundle(figs, key)
 
@@ -72,7 +73,8 @@ class CandidatesView:
         if ahead is None:
             return ""
         ids, dist = ahead
-        return carrier(viz.candidate_chart(dist, view.lang), self.tab, key=state_key(ids, cfg, view.lang),
+        return carrier(viz.candidate_chart(dist, view.lang, context=session.lm.tokens.tail(ids)), self.tab,
+                       key=state_key(ids, cfg, view.lang),
                        temperature=cfg.temperature, kind="ahead")
 
     def events(self, page) -> list[Event]:

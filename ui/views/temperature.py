@@ -28,7 +28,8 @@ class TemperatureView:
     def figure(self, session, cfg, view, dist=None) -> dict:
         dists = [session.preview(replace(cfg, temperature=x)) for x in EXPLORER_TEMPERATURES]
         sweep = session.sweep(cfg, SWEEP_TEMPERATURES)
-        return viz.temperature_chart(dists, sweep, cfg.temperature, view.lang)
+        return viz.temperature_chart(dists, sweep, cfg.temperature, view.lang,
+                                     context=session.lm.tokens.tail(session.ids))
 
     def chart(self, session, cfg, view, dist=None) -> str:
         return carrier(self.figure(session, cfg, view, dist), self.tab)
