@@ -264,6 +264,7 @@ class ClassPlayView:
         """The handler of one of the three draw buttons: a round at the teacher's step, at `temperature` (None:
         the teacher's own)."""
         def class_draw_open(request, cfg, view):
+            self.play.rooms.room_of(request.session_hash) or _refuse("cp_no_room")
             session = self.app.session(request)
             with session.reading():
                 logits, ids = session.next_logits, list(session.ids)
