@@ -165,7 +165,8 @@ def test_game_bounds(klass):
     with pytest.raises(AppError, match="at most 200"):
         teacher.predict("x " * 150, "en", api_name="/game_start")
     with pytest.raises(AppError, match="at most 16"):
-        teacher.predict("Count:| one two three four five six seven eight nine ten eleven twelve", "en",
+        teacher.predict("Count:| one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+                        "fifteen sixteen seventeen", "en",
                         api_name="/game_start")
     with pytest.raises(AppError, match="No game"):
         students[0].predict("x", "en", api_name="/game_guess")

@@ -126,3 +126,17 @@ def test_a_game_scores_each_revealed_token():
     for bad in ("", "  ", "x" * 41, None):
         with pytest.raises(SessionError):
             Game("A", [1, 2], 1, toks[:1], ["A", "A Paris"]).guess("s", bad)
+
+
+def test_the_wall_figures_are_valid_plotly_in_both_languages():
+    import plotly.graph_objects as go
+    from viz.class_sampler import draws_chart, game_chart
+    r = {"labels": ["␣Paris", "␣the", "<b>"], "probs": [0.7, 0.1, 0.2], "counts": [20, 4, 6],
+         "expected": [21.0, 3.0, 6.0], "n": 30, "temperature": 0.3}
+    score = {"tokens": ["␣Paris", ","], "model_bits": [0.4, 2.4], "class_bits": [0.4, 1.0], "right": [2, 1],
+             "answered": [3, 2], "model_total": 2.8, "class_total": 1.4}
+    for lang in ("en", "zh"):
+        for spec in (draws_chart([r, r, r, r], lang), draws_chart([], lang), game_chart(score, lang)):
+            go.Figure(**spec)  # validated
+        assert len(draws_chart([r] * 4, lang)["data"]) == 6  # the last three rounds, two traces each
+        assert "&lt;b&gt;" in draws_chart([r], lang)["data"][0]["y"][2]

@@ -220,13 +220,13 @@ class ClassPlayView:
         add = page.labels.add
         self.page = page
         # a student's boxes: shown while the teacher asks for a draw, or a game is on
-        with gr.Group(visible=False, elem_id="tbt-cp-draw-box") as self.draw_box:
+        with gr.Group(visible=False, elem_classes="tbt-cp-draw-box") as self.draw_box:  # (a Group writes an id twice)
             self.draw_ask = gr.Markdown("")
             self.u = gr.Number(None, visible=False, elem_id="tbt-cp-u")  # the device's u, set by DEVICE_U_JS
             self.draw_btn = add(gr.Button(t("btn_cp_draw_mine"), variant="primary", elem_id="tbt-cp-draw-mine"),
                                 "btn_cp_draw_mine", "value")
             self.drawn = gr.HTML("", elem_id="tbt-cp-drawn")
-        with gr.Group(visible=False, elem_id="tbt-game-box") as self.guess_box:
+        with gr.Group(visible=False, elem_classes="tbt-game-box") as self.guess_box:
             self.game_text = gr.HTML("", elem_id="tbt-game-text")
             with gr.Row(equal_height=True):
                 self.guess_in = add(gr.Textbox(label=t("game_guess"), max_lines=1, max_length=MAX_GUESS_CHARS,

@@ -16,37 +16,36 @@ MAX_PANELS = 3  # rounds side by side (the teacher's T, 0.3, 1.5)
 def draws_chart(rounds: list[dict], lang: str = "en") -> dict:
     """The last MAX_PANELS rounds side by side, newest right. Each round: {"labels": token displays, the last the
     other tokens' bin; "probs": p of each bin; "counts": the class's draws; "expected": n * p; "n"; "temperature"}.
-    Per bin: the class's count (solid) beside the count p expects (outlined), p under the token."""
+    Per bin (a row, the most probable on top): the class's count (solid) beside the count p expects (outlined)."""
     rounds = rounds[-MAX_PANELS:]
-    spans = domains([1.0] * max(len(rounds), 1), 0.06)
+    spans = domains([1.0] * max(len(rounds), 1), 0.1)
     data, layout_axes, notes = [], {}, []
     top = max([max(r["counts"] + [0]) for r in rounds] + [max(r["expected"] + [0]) for r in rounds] + [1])
     for k, (r, span) in enumerate(zip(rounds, spans)):
         xa, ya = axis_ids(k + 1)
-        x = [f"{token_label(label)}<br>p {format_prob(p)}" for label, p in zip(r["labels"], r["probs"])]
+        y = [f"{token_label(label)}  {format_prob(p)}" for label, p in zip(r["labels"], r["probs"])]
         first = k == 0
-        data.append({"type": "bar", "x": x, "y": r["counts"], "name": t("cs_legend_class", lang), "xaxis": xa,
-                     "yaxis": ya, "marker": {"color": CLASS}, "legendgroup": "class", "showlegend": first,
-                     "text": [str(c) for c in r["counts"]], "textposition": "outside", "cliponaxis": False,
-                     "hovertemplate": t("cs_hover_class", lang) + "<extra></extra>"})
-        data.append({"type": "bar", "x": x, "y": r["expected"], "name": t("cs_legend_expected", lang), "xaxis": xa,
-                     "yaxis": ya, "marker": {"color": "white", "line": {"color": INK, "width": 2}},
-                     "legendgroup": "expected", "showlegend": first,
-                     "hovertemplate": t("cs_hover_expected", lang) + "<extra></extra>"})
+        data.append({"type": "bar", "orientation": "h", "y": y, "x": r["counts"], "name": t("cs_legend_class", lang),
+                     "xaxis": xa, "yaxis": ya, "marker": {"color": CLASS}, "legendgroup": "class",
+                     "showlegend": first, "text": [str(c) for c in r["counts"]], "textposition": "outside",
+                     "cliponaxis": False, "hovertemplate": t("cs_hover_class", lang) + "<extra></extra>"})
+        data.append({"type": "bar", "orientation": "h", "y": y, "x": r["expected"],
+                     "name": t("cs_legend_expected", lang), "xaxis": xa, "yaxis": ya,
+                     "marker": {"color": "white", "line": {"color": INK, "width": 2}}, "legendgroup": "expected",
+                     "showlegend": first, "hovertemplate": t("cs_hover_expected", lang) + "<extra></extra>"})
         suffix = "" if k == 0 else str(k + 1)
-        layout_axes[f"xaxis{suffix}"] = {"domain": list(span), "anchor": f"y{suffix}", "type": "category",
-                                         "tickfont": {"size": SMALL_SIZE}}
-        layout_axes[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "range": [0, top * 1.2 + 1], "rangemode": "tozero",
-                                         **({"title": {"text": t("cs_axis_draws", lang)}} if first else
-                                            {"showticklabels": False})}
+        layout_axes[f"xaxis{suffix}"] = {"domain": list(span), "anchor": f"y{suffix}", "range": [0, top * 1.25 + 1],
+                                         "rangemode": "tozero", "title": {"text": t("cs_axis_draws", lang)}}
+        layout_axes[f"yaxis{suffix}"] = {"anchor": f"x{suffix}", "type": "category", "autorange": "reversed",
+                                         "tickfont": {"size": SMALL_SIZE}, "automargin": True}
         notes.append(panel_title(t("cs_panel", lang, temperature=format_temperature(r["temperature"]), n=r["n"]),
                                  span, 1.0))
     if not rounds:
         notes.append({"text": t("cs_none", lang), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
                       "y": 0.5, "font": {"size": SMALL_SIZE + 2}})
-    layout = base_layout(t("cs_title", lang), lang, t("cs_sub", lang), height=440, barmode="group", bargap=0.25,
-                         annotations=notes, legend={"orientation": "h", "y": -0.28, "x": 0}, **layout_axes)
-    layout["margin"] = {**layout["margin"], "b": 120}
+    layout = base_layout(t("cs_title", lang), lang, t("cs_sub", lang), height=460, barmode="group", bargap=0.2,
+                         annotations=notes, legend={"orientation": "h", "y": -0.18, "x": 0}, **layout_axes)
+    layout["margin"] = {**layout["margin"], "l": 130, "b": 100}
     return chart(data, layout)
 
 
