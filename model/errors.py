@@ -235,6 +235,23 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
     "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",
                             "这段文本有 {n} 个字符；比较最多接受 {limit} 个。"),
+    # ---- class: the class as the sampler, beat the model (model/class_draws.py, model/guess_game.py) ----
+    "class_draw_bad_u": ("A draw needs a random number from 0 up to (not including) 1, got {value}.",
+                         "抽样需要一个从 0 到 1（不含 1）的随机数，收到的是 {value}。"),
+    "class_draw_closed": ("This round of draws is over: wait for the teacher's next one.",
+                          "这一轮抽样已经结束：请等老师开始下一轮。"),
+    "class_draw_full": ("This round already has {limit} draws.", "这一轮已经有 {limit} 次抽样了。"),
+    "game_text_empty": ("The game needs a short text: an opening that is shown, then at least one token to guess "
+                        "(put | after the opening, or the first word is shown).",
+                        "游戏需要一段短文本：先是显示出来的开头，然后至少一个要猜的词元（在开头后面加 |，否则显示第一个词）。"),
+    "game_text_too_long": ("The game's text is {n} characters; at most {limit}.",
+                           "游戏文本有 {n} 个字符；最多 {limit} 个。"),
+    "game_too_many_tokens": ("The part to guess is {n} tokens; at most {limit}: pick a shorter text.",
+                             "要猜的部分有 {n} 个词元；最多 {limit} 个：请选一段更短的文本。"),
+    "game_guess_empty": ("Type a guess first.", "请先输入你的猜测。"),
+    "game_guess_too_long": ("A guess is at most {limit} characters.", "一次猜测最多 {limit} 个字符。"),
+    "game_over": ("The game is over: every token has been revealed.", "游戏结束了：所有词元都已揭晓。"),
+    "game_full": ("This token already has {limit} guesses.", "这个词元已经有 {limit} 个猜测了。"),
 }
 
 

@@ -534,6 +534,78 @@ PAGE: dict[str, tuple[str, str]] = {
         "模型看不到字符：分词器把文本切成固定词表中的片段。SmolLM2 的字节级 BPE 主要在英文上学成，一个汉字常常要两三个字节词元"
         "（这里画成一个字符压在它的字节上面）；Gemma 3 的 SentencePiece 词表有 262,144 个词元，大多数汉字是完整的一个词元。"
         "每个词元就是一步解码、KV 缓存中的一行（2 × 层数 × KV 头数 × 头维度 × 字节数），所以同一句话在两个模型里的代价不同。"),
+    # ---- class: the class as the sampler, beat the model (ui/class_play.py) ----
+    "cp_teacher": ("The class plays: the class as the sampler, beat the model (for the teacher)",
+                   "全班一起玩：全班来抽样、战胜模型（老师用）"),
+    "cp_explain": ("**The class as the sampler.** Each student's device draws the next token of your text from "
+                   "your distribution (your settings; the temperature the button names), with a random number u of "
+                   "its own, by the same draw the app uses. The wall counts the draws beside what p expects. Try "
+                   "your settings, then T = 0.3 and T = 1.5.",
+                   "**全班来抽样。** 每位学生的设备用自己的随机数 u，按本应用同样的抽样方法，从你的分布（你的设置；温度按按钮所写）"
+                   "中抽出你文本的下一个词元。大屏上统计全班抽到的次数，并与 p 期望的次数并排显示。先用你的设置，再试 T = 0.3 和 T = 1.5。"),
+    "btn_cp_draw": ("Class draws: my settings", "全班抽样：我的设置"),
+    "btn_cp_draw_cold": ("Class draws: T = 0.3", "全班抽样：T = 0.3"),
+    "btn_cp_draw_hot": ("Class draws: T = 1.5", "全班抽样：T = 1.5"),
+    "btn_cp_draw_mine": ("Draw my token", "抽我的词元"),
+    "cp_draw_ask": ("The teacher asks your device to draw the next token from the model's distribution "
+                    "(T = {temperature}). Press the button: your device picks its own random number u.",
+                    "老师请你的设备从模型的分布（T = {temperature}）中抽出下一个词元。按下按钮：你的设备会自己选一个随机数 u。"),
+    "cp_drew": ("Your device drew {token} (u = {u}). The wall shows the whole class's draws.",
+                "你的设备抽到了 {token}（u = {u}）。大屏上显示全班的抽样结果。"),
+    "cp_stats": ("χ² = {chi2} over {bins} bins ({dof} degrees of freedom) · total variation distance = {tv} "
+                 "(the share of draws that would have to move to match p exactly) · p-value = {p}",
+                 "χ² = {chi2}，共 {bins} 组（自由度 {dof}）· 总变差距离 = {tv}（要与 p 完全一致需要挪动的抽样比例）· p 值 = {p}"),
+    "cp_meaning_fits": ("In {share} of {classes} simulated classes of {n} drawing from p, the counts were at least "
+                        "this far from p: the class's draws look like draws from the model's distribution, and the "
+                        "gaps are chance.",
+                        "在 {classes} 个模拟的 {n} 人班级（都从 p 抽样）中，有 {share} 的班级与 p 的差距至少这么大："
+                        "全班的抽样看起来就是从模型的分布中抽出来的，差距只是偶然。"),
+    "cp_meaning_off": ("Only {share} of {classes} simulated classes of {n} drawing from p were this far from p: "
+                       "draws from p rarely look like this.",
+                       "在 {classes} 个模拟的 {n} 人班级（都从 p 抽样）中，只有 {share} 的班级与 p 的差距这么大："
+                       "从 p 抽样很少会是这个样子。"),
+    "cp_meaning_few": ("{n} draws so far: too few to say whether they follow p.",
+                       "目前只有 {n} 次抽样：太少了，还看不出是否符合 p。"),
+    "cp_no_room": ("Open a room first: the class plays in your room.", "请先开一个课堂房间：全班在你的房间里一起玩。"),
+    "cp_no_round": ("The teacher has not asked for a draw.", "老师还没有请大家抽样。"),
+    "cp_no_game": ("No game is on: the teacher starts one with a short text.", "现在没有游戏：老师用一段短文本开始游戏。"),
+    "game_explain": ("**Beat the model.** Pick a short text (at most 200 characters; what comes before | is shown, "
+                     "otherwise its first word; at most 16 tokens to guess). Before each token the students type "
+                     "their guess (right if it equals the token, spaces and letter case ignored); then reveal it. "
+                     "Scores in bits, lower is better: the model −log₂ p(token), p from one forward pass over the "
+                     "whole text (their mean is its cross-entropy); the class −log₂((k + 1)/(n + 2)) when k of the n "
+                     "students who guessed were right (as if two more had guessed, one right: a token nobody guessed "
+                     "costs log₂(n + 2) bits, not infinity).",
+                     "**战胜模型。** 选一段短文本（最多 200 个字符；| 前面的部分直接显示，没有 | 就显示第一个词；最多猜 16 个词元）。"
+                     "每个词元揭晓前，学生输入自己的猜测（与该词元相同即算对，忽略空格和大小写）；然后揭晓。"
+                     "得分以比特计，越低越好：模型是 −log₂ p(词元)，p 来自对整段文本的一次前向计算（其平均值就是交叉熵）；"
+                     "全班是 −log₂((k + 1)/(n + 2))，其中 n 个作答的学生里有 k 个猜中（相当于多了两个人作答、其中一人猜中："
+                     "没人猜中的词元记 log₂(n + 2) 比特，而不是无穷大）。"),
+    "game_text": ("A short text for the class to guess", "让全班来猜的一段短文本"),
+    "btn_game_start": ("Start the game", "开始游戏"),
+    "btn_game_reveal": ("Reveal the next token", "揭晓下一个词元"),
+    "game_guess": ("Your guess for the next token", "你对下一个词元的猜测"),
+    "btn_game_send": ("Send my guess", "发送猜测"),
+    "game_sent": ("Guess sent: {guess}", "已发送猜测：{guess}"),
+    "game_so_far": ("The text so far:", "目前的文本："),
+    "game_ask": ("Guess the next token before the teacher reveals it.", "在老师揭晓之前，猜猜下一个词元。"),
+    "game_last": ("It was {token}: {mine}. {right} of {answered} in the class guessed it; the model gave it {p}.",
+                  "答案是 {token}：{mine}。全班 {answered} 人中有 {right} 人猜中；模型给它的概率是 {p}。"),
+    "game_you_right": ("you guessed {guess}, right", "你猜的是 {guess}，猜对了"),
+    "game_you_wrong": ("you guessed {guess}", "你猜的是 {guess}"),
+    "game_you_none": ("you did not guess", "你没有猜"),
+    "game_over_student": ("The game is over: the class {klass} bits, the model {model} bits (lower is better).",
+                          "游戏结束：全班 {klass} 比特，模型 {model} 比特（越低越好）。"),
+    "game_wall_text": ("Token {at} of {total} revealed: {text}", "已揭晓 {total} 个词元中的 {at} 个：{text}"),
+    "game_wall_wait": ("The class is guessing the first token.", "全班正在猜第一个词元。"),
+    "game_wall_score": ("The class: {klass} bits over {n} tokens ({kmean} per token); the model: {model} bits "
+                        "({mmean} per token: its cross-entropy on these tokens, from one forward pass).",
+                        "全班：{n} 个词元共 {klass} 比特（每个词元 {kmean}）；模型：{model} 比特（每个词元 {mmean}："
+                        "即它在这些词元上的交叉熵，来自一次前向计算）。"),
+    "game_class_wins": ("The class is ahead: it was less surprised than the model.", "全班领先：它比模型更少感到意外。"),
+    "game_model_wins": ("The model is ahead: it was less surprised than the class.", "模型领先：它比全班更少感到意外。"),
+    "game_wall_over": ("Game over. The model's cross-entropy on the whole text: {ce} bits per token.",
+                       "游戏结束。模型在整段文本上的交叉熵：每个词元 {ce} 比特。"),
 }
 
 

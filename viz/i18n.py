@@ -541,6 +541,25 @@ WORDS: dict[str, tuple[str, str]] = {
                     "所以分词器决定了一种语言的代价。"),
     "tok_one_model": ("Only one tokenizer is installed here.", "这里只安装了一个分词器。"),
     "tok_subwords": ("Tokens are subwords: “unbelievable”", "词元是子词：“unbelievable”"),
+    # ---- class: the class as the sampler, beat the model (viz/class_sampler.py) ----
+    "cs_title": ("The class as the sampler: each student drew one token", "全班来抽样：每位学生抽一个词元"),
+    "cs_sub": ("solid: the class's draws · outlined: what p expects (n × p) · p beside each token",
+               "实心：全班抽到的次数 · 空心：按 p 的期望次数（n × p）· 每个词元旁边是 p"),
+    "cs_panel": ("T = {temperature} · {n} draws", "T = {temperature} · {n} 次抽样"),
+    "cs_legend_class": ("the class's draws", "全班的抽样"),
+    "cs_legend_expected": ("expected: n × p", "期望：n × p"),
+    "cs_hover_class": ("%{x}<br>drawn %{y} times", "%{x}<br>抽到 %{y} 次"),
+    "cs_hover_expected": ("%{x}<br>expected %{y:.1f} times", "%{x}<br>期望 %{y:.1f} 次"),
+    "cs_axis_draws": ("draws", "次数"),
+    "cs_none": ("No draws yet: ask the class to draw.", "还没有抽样：请让全班抽样。"),
+    "cs_other": ("other tokens", "其他词元"),
+    "game_title": ("Beat the model: bits per token (lower is better)", "战胜模型：每个词元的比特数（越低越好）"),
+    "game_sub": ("the class {klass} bits · the model {model} bits · over {n} tokens",
+                 "全班 {klass} 比特 · 模型 {model} 比特 · 共 {n} 个词元"),
+    "game_legend_class": ("the class: −log₂ of its share (k + 1)/(n + 2)", "全班：−log₂（(k + 1)/(n + 2)）"),
+    "game_legend_model": ("the model: −log₂ p(token)", "模型：−log₂ p(词元)"),
+    "game_hover_class": ("{right} of {answered} guessed it", "{answered} 人中 {right} 人猜中"),
+    "game_axis_bits": ("bits (surprise)", "比特（意外程度）"),
 }
 
 

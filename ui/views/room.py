@@ -22,6 +22,7 @@ from gradio.context import get_blocks_context
 
 import viz
 from model.errors import SessionError
+from ui.class_play import ClassPlayView
 from ui.controls import client_of, plot
 from ui.events import Event
 from ui.handlers import friendly
@@ -64,6 +65,7 @@ class RoomView:
         self.app = app
         self.rooms = app.rooms
         app.on_render.append(self.rooms.on_render)
+        self.play = ClassPlayView(app, self.tab)  # the class as the sampler, beat the model (ui/class_play.py)
 
     def build(self, page):
         add = page.labels.add
@@ -94,6 +96,7 @@ class RoomView:
                 self.send = add(gr.Button(t("btn_room_guess"), variant="primary", elem_id="tbt-room-send", scale=1),
                                 "btn_room_guess", "value")
             self.sent = gr.HTML("", elem_id="tbt-room-sent")  # after the reveal: this student's feedback
+        self.play.build(page)
         self.mirror = gr.HTML("", elem_id="tbt-room-text")
         plot(self.tab)
         gr.HTML(ROOM_CSS, elem_classes="tbt-hidden", js_on_load=None)
@@ -252,6 +255,7 @@ class RoomView:
                   "page", "back_to_teacher"),
             Event(self.send.click, friendly(self.send_guess), [self.answer, page.lang], [self.sent], "page",
                   "room_guess"),
+            *self.play.events(page, [self.join_btn.click, self.code.submit, self.back_btn.click]),
         ]
 
 
