@@ -100,8 +100,8 @@ def chain_rule(steps: list[StepRecord], prompt_len: int = 0) -> ChainRecord:
 
 
 # ---- part 2: one parallel pass over a whole text (teacher forcing) --------------------------------------
-# Rank buckets of the scored-text view: top 1, top 10, top 100, beyond. GLTR (Gehrmann et al. 2019) itself uses
-# top 10 / 100 / 1,000 / beyond (GLTR_EDGES); the top-1 bucket is the one that shows where greedy decoding agrees.
+# Rank buckets of teacher forcing: top 1, top 10, top 100, beyond (top 1 shows where greedy decoding agrees).
+# Score any text uses GLTR's own (Gehrmann et al. 2019): top 10 / 100 / 1,000 / beyond (GLTR_EDGES).
 RANK_EDGES = (1, 10, 100)
 GLTR_EDGES = (10, 100, 1000)
 

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import torch
 
-from .chain import RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
+from .chain import GLTR_EDGES, RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
 from .errors import SessionError
 from .loading import LoadedModel
 from .backend import all_cores
@@ -123,8 +123,9 @@ def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing,
 
 
 def score_text(lm: LoadedModel, text: str, lock=None, max_tokens: int = MAX_PROMPT_TOKENS,
-               edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
-    """Score a pasted text (raw, no chat template) GLTR-style: each token's rank and probability, in one pass.
+               edges: tuple[int, ...] = GLTR_EDGES) -> TeacherForcing:
+    """Score a pasted text (raw, no chat template) as GLTR does: each token's rank and probability, in one pass,
+    bucketed by GLTR's own edges (top 10 / 100 / 1,000 / beyond) unless `edges` says otherwise.
 
     It is tokenized exactly as a raw prompt is (DecodeSession.encode_prompt: the same limits, special tokens
     refused), and refused with a SessionError keyed score_*; the first token has nothing before it to predict it

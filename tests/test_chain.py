@@ -243,6 +243,18 @@ def test_score_text_equals_a_full_forward_pass(lm):
 
 
 @pytest.mark.model
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_score_text_uses_gltrs_own_buckets_and_says_so(lm, lang):
+    """Issue 20 item 10: the page names GLTR, so it colours by GLTR's top 10 / 100 / 1,000 / beyond."""
+    record = score_text(lm, TEXT)
+    assert record.edges == GLTR_EDGES == (10, 100, 1000)
+    assert [p.bucket for p in record.positions] == [rank_bucket(p.rank, GLTR_EDGES) for p in record.positions]
+    page = gltr_html(record, lang)
+    assert all(name in page for name in bucket_names(GLTR_EDGES, lang)) and "1,000" in page
+    assert bucket_names(GLTR_EDGES, "en") == ["top 10", "top 100", "top 1,000", "beyond 1,000"]
+
+
+@pytest.mark.model
 @pytest.mark.parametrize("text, kwargs, key", [
     ("", {}, "score_empty"),
     ("   \n ", {}, "score_empty"),

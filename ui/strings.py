@@ -196,8 +196,8 @@ PAGE: dict[str, tuple[str, str]] = {
     ),
     "score_heading": ("Score any text", "给任意文本打分"),
     "explain_score": (
-        "Paste any text: one pass gives each of its tokens' rank and probability under the model (no chat template). Text a model like this one wrote tends to stay pale, mostly its top-1 and top-10 tokens; human writing has more dark, surprising tokens. A hint, not a proof.",
-        "粘贴任意文本：一次计算就能得到其中每个词元在模型下的排名和概率（不套用对话模板）。像这样的模型写出的文本往往颜色很浅，大多是它的第 1 名和前 10 名词元；人写的文字里深色的、出乎意料的词元更多。这只是线索，不是证据。",
+        "Paste any text: one pass gives each of its tokens' rank and probability under the model (no chat template). The colours are GLTR's buckets (Gehrmann et al. 2019): top 10, top 100, top 1,000, beyond. Text a model like this one wrote tends to stay pale, mostly its top-10 tokens; human writing has more dark, surprising tokens. A hint, not a proof.",
+        "粘贴任意文本：一次计算就能得到其中每个词元在模型下的排名和概率（不套用对话模板）。颜色分组与 GLTR（Gehrmann 等，2019）相同：前 10、前 100、前 1,000、之后。像这样的模型写出的文本往往颜色很浅，大多是它的前 10 名词元；人写的文字里深色的、出乎意料的词元更多。这只是线索，不是证据。",
     ),
     "score_label": ("Text to score", "要评分的文本"),
     "btn_score": ("Score this text", "给这段文本打分"),
@@ -274,8 +274,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "tab_batching": ("The class, batched", "全班一起批处理"),
     "tab_paged": ("Paged KV blocks", "分页 KV 块"),
     "explain_speculative": (
-        "Speculative decoding continues your text several tokens per forward pass. Each round a cheap draft guesses up to k tokens (here prompt lookup: it copies what followed the last words the previous time they appeared in the text). The model then checks all of them in **one** pass: a draft is kept when the random number u is below the model's probability p of it, so under temperature 0 exactly when it is the model's own top token. At the first rejection the model puts in a token of its own; if every draft was kept it adds one bonus token. Under temperature 0 the result is exactly the text the model writes one token at a time, only in fewer passes; when sampling, it follows exactly the same probabilities.",
-        "推测解码让模型每次前向计算续写好几个词元。每一轮，一个廉价的草稿先猜出最多 k 个词元（这里用的是提示词查找：找到最后几个词在文本中上一次出现的位置，把它后面的内容照抄过来）。然后模型用**一次**计算检查全部草稿：随机数 u 小于模型给该草稿的概率 p 时草稿被保留，所以温度为 0 时，恰好是它正是模型自己的第一名词元时才保留。遇到第一个被拒的草稿，模型换上自己的词元；如果全部保留，它再多加一个额外词元。温度为 0 时，结果和模型一个词元一个词元写出来的文本完全一样，只是计算次数更少；采样时，它遵循的概率也完全相同。",
+        "Speculative decoding continues your text several tokens per forward pass. Each round a cheap draft guesses up to k tokens (here prompt lookup: it finds the first place, reading from the start of the text, where its last words appeared before, and copies what followed them there). The model then checks all of them in **one** pass: a draft is kept when the random number u is below the model's probability p of it, so under temperature 0 exactly when it is the model's own top token. At the first rejection the model puts in a token of its own; if every draft was kept it adds one bonus token. Under temperature 0 the result is exactly the text the model writes one token at a time, only in fewer passes; when sampling, it follows exactly the same probabilities.",
+        "推测解码让模型每次前向计算续写好几个词元。每一轮，一个廉价的草稿先猜出最多 k 个词元（这里用的是提示词查找：从文本开头往后找，找到最后几个词在前文中第一次出现的位置，把那里紧跟其后的内容照抄过来）。然后模型用**一次**计算检查全部草稿：随机数 u 小于模型给该草稿的概率 p 时草稿被保留，所以温度为 0 时，恰好是它正是模型自己的第一名词元时才保留。遇到第一个被拒的草稿，模型换上自己的词元；如果全部保留，它再多加一个额外词元。温度为 0 时，结果和模型一个词元一个词元写出来的文本完全一样，只是计算次数更少；采样时，它遵循的概率也完全相同。",
     ),
     "spec_draft_len": ("Draft length k (tokens guessed per round)", "草稿长度 k（每轮猜的词元数）"),
     "spec_new_tokens": ("Tokens to write", "要写的词元数"),

@@ -210,8 +210,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "gltr_first": ("first token: nothing before it to predict it from", "第一个词元：前面没有可用来预测它的内容"),
     "gltr_title": ("position {position} · rank {rank} · P = {p} · model's top-1: {top1} ({top1_p})",
                    "位置 {position} · 排名 {rank} · P = {p} · 模型的第一选择：{top1}（{top1_p}）"),
-    "gltr_legend": ("Each token is shaded by its rank among the model's predictions at that position (GLTR); the darker, the more surprising:",
-                    "每个词元的底色表示它在该位置模型预测中的排名（GLTR）；颜色越深越出乎模型意料："),
+    "gltr_legend": ("Each token is shaded by its rank among the model's predictions at that position, in GLTR's buckets (top 10, 100, 1,000, beyond); the darker, the more surprising:",
+                    "每个词元的底色表示它在该位置模型预测中的排名，分组与 GLTR 相同（前 10、前 100、前 1,000、之后）；颜色越深越出乎模型意料："),
     "gltr_summary": ("{n} tokens scored · log P(text) = {lp} nats · perplexity = exp(−mean log P) = {ppl}",
                      "共给 {n} 个词元打分 · log P(文本) = {lp} 奈特 · 困惑度 = exp(−平均 log P) = {ppl}"),
 
@@ -372,12 +372,12 @@ WORDS: dict[str, tuple[str, str]] = {
         "一次计算带 {n} 个会话：时间是单个的 {ratio} 倍，每秒词元数是 {tokens} 倍",
     ),
     "batch_measure_subtitle": (
-        "{model}: {params} M parameters = {bytes} of weights, read once per decode pass.<br>At batch 1 a pass took {ms} ms: at least {bandwidth} GB/s read from memory.<br>Each sequence held {context} tokens; {threads} thread, as the server's decode worker.",
-        "{model}：{params} M 个参数 = {bytes} 权重，每次解码计算读一遍。<br>批大小 1 时一次计算 {ms} 毫秒：每秒至少从内存读 {bandwidth} GB。<br>每个序列已有 {context} 个词元；{threads} 个线程，和服务器的解码线程一样。",
+        "{model}: {params} M parameters = {bytes} of weights, read once per decode pass.<br>At batch 1 a pass took {ms} ms: at least {bandwidth} GiB/s read from memory.<br>Each sequence held {context} tokens; {threads} thread, as the server's decode worker.",
+        "{model}：{params} M 个参数 = {bytes} 权重，每次解码计算读一遍。<br>批大小 1 时一次计算 {ms} 毫秒：每秒至少从内存读 {bandwidth} GiB。<br>每个序列已有 {context} 个词元；{threads} 个线程，和服务器的解码线程一样。",
     ),
     "batch_measure_sentence": (
-        "One decode pass took **{ms1} ms** for one session and **{msn} ms** for {n} sessions: {n}× the tokens for {ratio}× the time, {per} ms per token. Each pass reads all {bytes} of weights, so a single session's pass moved at least **{bandwidth} GB/s** from memory: decoding waits on memory. A prefill of a long prompt ran **{prefill} tokens/s** against **{decode} tokens/s** decoding one at a time ({speed}×): it does every token's arithmetic in one read of the weights, so it is bound by compute.",
-        "一次解码计算，一个会话用了 **{ms1} 毫秒**，{n} 个会话用了 **{msn} 毫秒**：词元是 {n} 倍，时间是 {ratio} 倍，每个词元 {per} 毫秒。每次计算都要读一遍全部 {bytes} 权重，所以单个会话的一次计算至少以 **{bandwidth} GB/s** 的速度读内存：解码在等内存。长提示词的预填充达到 **每秒 {prefill} 个词元**，一个一个解码只有 **每秒 {decode} 个**（{speed} 倍）：它读一遍权重就做完所有词元的运算，所以受算力限制。",
+        "One decode pass took **{ms1} ms** for one session and **{msn} ms** for {n} sessions: {n}× the tokens for {ratio}× the time, {per} ms per token. Each pass reads all {bytes} of weights, so a single session's pass moved at least **{bandwidth} GiB/s** from memory: decoding waits on memory. A prefill of a long prompt ran **{prefill} tokens/s** against **{decode} tokens/s** decoding one at a time ({speed}×): it does every token's arithmetic in one read of the weights, so it is bound by compute.",
+        "一次解码计算，一个会话用了 **{ms1} 毫秒**，{n} 个会话用了 **{msn} 毫秒**：词元是 {n} 倍，时间是 {ratio} 倍，每个词元 {per} 毫秒。每次计算都要读一遍全部 {bytes} 权重，所以单个会话的一次计算至少以 **{bandwidth} GiB/s** 的速度读内存：解码在等内存。长提示词的预填充达到 **每秒 {prefill} 个词元**，一个一个解码只有 **每秒 {decode} 个**（{speed} 倍）：它读一遍权重就做完所有词元的运算，所以受算力限制。",
     ),
 
     # An engine's model (model/engine_session.py): what it sends, and the views it cannot feed
