@@ -231,6 +231,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                   "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
                                  "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    # ---- truth: the work a trace may ask for ---- (model/trace.py)
+    "trace_too_much_work": ("This trace asks for too much work to replay: {steps:,} steps over its {texts} texts, each "
+                            "a forward pass of the model; a trace may hold at most {limit:,} steps in all. Nothing "
+                            "was run.",
+                            "此记录文件回放所需的计算太多：{texts} 段文本共 {steps:,} 步，每一步都是模型的一次前向计算；"
+                            "一个记录文件总共最多 {limit:,} 步。什么都没有运行。"),
 }
 
 

@@ -187,12 +187,12 @@ PAGE: dict[str, tuple[str, str]] = {
     "compare_no_steps": ("Nothing generated yet: take at least one step, then compare.",
                          "还没有生成任何词元：请至少走一步，再进行对比。"),
     "compare_result": (
-        "The one parallel pass and the {steps} cached steps give the same logits: the largest difference is {diff}, only float rounding, because under the causal mask appending a token changes no earlier row. Time: the one pass over all {tokens} tokens took {parallel} ms; writing them one at a time took {serial} ms (prefill + {steps} steps), {speedup}× as long.",
-        "一次并行计算和 {steps} 个带缓存的步骤得到的 logits 相同：最大差值为 {diff}，只是浮点舍入误差，因为在因果掩码下，追加一个词元不会改变之前的任何一行。时间：一次计算全部 {tokens} 个词元用了 {parallel} 毫秒；逐个写出它们用了 {serial} 毫秒（预填充 + {steps} 步），是前者的 {speedup} 倍。",
+        "The one parallel pass and the {steps} cached steps give the same logits: the largest difference is {diff}, only float rounding, because under the causal mask appending a token changes no earlier row. Time: the one pass over all {tokens} tokens took {parallel} ms (median of {runs} runs after a warm-up, {low}–{high} ms); writing the generated tokens one at a time took {serial} ms ({steps} steps; the prompt's prefill is itself one parallel pass, so it is left out), {speedup}× as long.",
+        "一次并行计算和 {steps} 个带缓存的步骤得到的 logits 相同：最大差值为 {diff}，只是浮点舍入误差，因为在因果掩码下，追加一个词元不会改变之前的任何一行。时间：一次计算全部 {tokens} 个词元用了 {parallel} 毫秒（预热一次后 {runs} 次运行的中位数，范围 {low}–{high} 毫秒）；逐个写出生成的词元用了 {serial} 毫秒（{steps} 步；提示词的预填充本身就是一次并行计算，所以不计入），是前者的 {speedup} 倍。",
     ),
     "compare_slower": (
-        "This time the one pass was not faster: the steps were timed when they ran and this pass just now, and the machine was busier now; press again.",
-        "这一次并行计算并没有更快：各步是在生成时计时的，而这次计算是刚刚计时的，此时机器更忙；请再按一次。",
+        "Too noisy to conclude this time: not every run of the one pass beat the steps (the rule: 3 runs after a warm-up, the slowest below the steps' time). The steps were timed when they ran and this pass just now, on a shared machine; press again.",
+        "这一次机器太忙，无法下结论：并行计算并非每次都比逐步更快（规则：预热一次后运行 3 次，最慢的一次也要低于逐步的时间）。各步是在生成时计时的，而这次计算是刚刚计时的，机器是共用的；请再按一次。",
     ),
     "score_heading": ("Score any text", "给任意文本打分"),
     "explain_score": (

@@ -103,7 +103,14 @@ def throughput_sentence(m, lang: str = "en") -> str:
              per=f"{biggest.ms_per_token:.1f}", bytes=format_bytes(m.weight_bytes),
              bandwidth=f"{m.bandwidth_bytes_per_s / 2**30:.1f}", decode=f"{m.decode_tokens_per_s:.0f}",
              prefill=f"{m.prefill_tokens_per_s:.0f}", ratio=f"{biggest.ms / m.decode_ms:.1f}",
-             speed=f"{m.prefill_tokens_per_s / m.decode_tokens_per_s:.0f}")
+             speed=f"{m.prefill_tokens_per_s / m.decode_tokens_per_s:.0f}") + _noise_note(m, lang)
+
+
+def _noise_note(m, lang: str) -> str:
+    """How the numbers were taken (a warm-up, then the median of the runs), and plainly when they cannot conclude."""
+    runs = len(m.passes[0].runs)
+    note = " " + t("batch_spread_note", lang, runs=runs)
+    return note + (" " + t("batch_noisy", lang) if not getattr(m, "conclusive", True) else "")
 
 
 batching_figure = as_figure(batching_chart)

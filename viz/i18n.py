@@ -523,6 +523,35 @@ WORDS: dict[str, tuple[str, str]] = {
     "sc_legend_majority": ("majority answer {answer}", "多数答案 {answer}"),
     "sc_legend_greedy_share": ("greedy answer {answer}", "贪心答案 {answer}"),
     "sc_hover_sample": ("sample {k} (seed {seed}) · log P = {logprob}<br>{text}", "样本 {k}（种子 {seed}）· log P = {logprob}<br>{text}"),
+    # ---- truth: what chose a kept speculative token, and a trace's claim that did not reproduce ----
+    "spec_how_accepted": ("kept from the speculative run: the draft passed its test, u = {u} < p = {p}",
+                          "来自推测解码：草稿通过了检验，u = {u} < p = {p}"),
+    "spec_how_residual": ("kept from the speculative run: the draft here failed its test (u = {ru} ≥ p = {rp}), "
+                          "then u = {u} drew this token from the rest of p (probability {p} there)",
+                          "来自推测解码：这里的草稿未通过检验（u = {ru} ≥ p = {rp}），随后 u = {u} 从 p 的其余部分抽到这个词元"
+                          "（在其中的概率为 {p}）"),
+    "spec_how_bonus": ("kept from the speculative run: every draft was kept, then the draw u = {u} picked this "
+                       "bonus token (p = {p})",
+                       "来自推测解码：草稿全部保留，随后抽取 u = {u} 选中了这个额外词元（p = {p}）"),
+    "cand_title_spec": ("Next token (position {position}): {token}, kept from the speculative run (not the draw below)",
+                        "下一个词元（位置 {position}）：{token}，来自推测解码（不是下面的抽取）"),
+    "cand_panel_spec": ("What a plain step's draw would do here", "普通一步在这里的抽取会怎样"),
+    "chips_marked_forced": ("forced: the trace said the model drew it, but its settings and seed draw another token",
+                            "强制：轨迹文件说这是模型抽到的，但按它的设置和种子会抽到另一个词元"),
+    "cand_title_marked": ("Next token (position {position}): {token}, taken from a trace (its settings and seed draw "
+                          "another token here)",
+                          "下一个词元（位置 {position}）：{token}，取自轨迹文件（按它的设置和种子这里会抽到另一个词元）"),
+    # ---- truth: timings with their spread, and when the machine was too noisy to conclude ----
+    "timing_spread_note": ("Each point: the median of the runs after an untimed warm-up; bars: fastest to slowest run.",
+                           "每个点：先不计时地预热一次，再取多次运行的中位数；误差线：最快到最慢的一次。"),
+    "timing_noisy": ("Too noisy to conclude at {lengths} tokens: the two ranges overlap, or fewer than 3 runs fit.",
+                     "在 {lengths} 个词元处无法下结论：两者的范围重叠，或者来得及运行的次数少于 3 次。"),
+    "batch_spread_note": ("Each time is the median of {runs} runs after an untimed warm-up; hover a bar for every run.",
+                          "每个时间都是预热一次后 {runs} 次运行的中位数；把鼠标停在柱子上可看每一次。"),
+    "batch_noisy": ("**Too noisy to conclude this time**: not every run of the largest batch beat batch 1 per token, "
+                    "or a larger batch's pass came out faster than batch 1's, which only a busy machine does. Measure again.",
+                    "**这一次机器太忙，无法下结论**：最大批次每个词元的时间并非每次都低于批大小 1，或者某个更大批次的一次计算反而比批大小 1 更快，"
+                    "这只有机器忙时才会出现。请再测一次。"),
 }
 
 
