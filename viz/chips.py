@@ -50,7 +50,8 @@ def chosen_how(dist, lang: str = "en") -> str:
         numbers = {"u": f"{spec.u:.3f}", "p": format_prob(spec.p)}
         if spec.kind == "residual":
             numbers.update(ru=f"{spec.rejected_u:.3f}", rp=format_prob(spec.rejected_p))
-        return t("spec_how_" + spec.kind, lang, **numbers)
+        key = {"accepted": "spec_how_accepted", "residual": "spec_how_residual", "bonus": "spec_how_bonus"}[spec.kind]
+        return t(key, lang, **numbers)
     return t("chips_marked_forced", lang) if getattr(dist, "marked_forced", False) else ""
 
 
