@@ -178,8 +178,8 @@ WORDS: dict[str, tuple[str, str]] = {
         "一次计算 {n} 个位置：{ms} 毫秒（{threads} 个线程）· 训练损失 = 平均 −ln P = {loss} 奈特（{bits} 比特）· 困惑度 = exp(损失) = {ppl}",
     ),
     "tf_vs_steps": (
-        "Generated one token at a time, the same text took {serial} ms (prefill + {steps} steps): {speedup}× this one pass",
-        "逐个词元生成同样的文本用了 {serial} 毫秒（预填充 + {steps} 步）：是这一次并行计算的 {speedup} 倍",
+        "Generated one token at a time, its generated tokens took {serial} ms ({steps} steps; the prefill, itself one parallel pass, left out): {speedup}× this one pass",
+        "逐个词元生成，生成的词元用了 {serial} 毫秒（{steps} 步；预填充本身是一次并行计算，不计入）：是这一次并行计算的 {speedup} 倍",
     ),
     "tf_same_logits": (
         "Largest logit difference from the stepwise decoding: {diff}, float error only: under the causal mask, appending a token changes no earlier row.",
