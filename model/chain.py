@@ -100,8 +100,8 @@ def chain_rule(steps: list[StepRecord], prompt_len: int = 0) -> ChainRecord:
 
 
 # ---- part 2: one parallel pass over a whole text (teacher forcing) --------------------------------------
-# Rank buckets of the scored-text view: top 1, top 10, top 100, beyond. GLTR (Gehrmann et al. 2019) itself uses
-# top 10 / 100 / 1,000 / beyond (GLTR_EDGES); the top-1 bucket is the one that shows where greedy decoding agrees.
+# Rank buckets of teacher forcing: top 1, top 10, top 100, beyond (top 1 shows where greedy decoding agrees).
+# Score any text uses GLTR's own (Gehrmann et al. 2019): top 10 / 100 / 1,000 / beyond (GLTR_EDGES).
 RANK_EDGES = (1, 10, 100)
 GLTR_EDGES = (10, 100, 1000)
 
@@ -188,11 +188,20 @@ class StepwiseComparison:
     steps_ms: list[float]  # each step's own forward pass, in order
     tokens: int  # prompt + generated
     threads: int  # torch threads of the parallel pass
+    parallel_range: tuple[float, float] = (0.0, 0.0)  # the fastest and slowest timed run of the one pass, ms
+    parallel_runs: int = 1  # timed runs of the one pass (after an untimed warm-up); parallel_ms is their median
 
     @property
     def serial_ms(self) -> float:
-        """Prefill plus every step's pass: what generating the text cost."""
-        return self.prefill_ms + sum(self.steps_ms)
+        """Every generated token's own step: what generating them one at a time cost. Not the prefill: the prompt
+        went through in one parallel pass too, so counting it would put parallel work on the serial side."""
+        return sum(self.steps_ms)
+
+    @property
+    def conclusive(self) -> bool:
+        """The one pass was faster than the serial steps in every timed run (model.timing's rule: at least 3 runs,
+        its slowest below the other side). False: the page says the machine was too noisy to conclude."""
+        return self.parallel_runs >= 3 and self.parallel_range[1] < self.serial_ms
 
     @property
     def speedup(self) -> float:

@@ -252,6 +252,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "game_guess_too_long": ("A guess is at most {limit} characters.", "一次猜测最多 {limit} 个字符。"),
     "game_over": ("The game is over: every token has been revealed.", "游戏结束了：所有词元都已揭晓。"),
     "game_full": ("This token already has {limit} guesses.", "这个词元已经有 {limit} 个猜测了。"),
+    # ---- truth: the work a trace may ask for ---- (model/trace.py)
+    "trace_too_much_work": ("This trace asks for too much work to replay: {steps:,} steps over its {texts} texts, each "
+                            "a forward pass of the model; a trace may hold at most {limit:,} steps in all. Nothing "
+                            "was run.",
+                            "此记录文件回放所需的计算太多：{texts} 段文本共 {steps:,} 步，每一步都是模型的一次前向计算；"
+                            "一个记录文件总共最多 {limit:,} 步。什么都没有运行。"),
 }
 
 

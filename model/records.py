@@ -83,6 +83,28 @@ class TokenInfo:
     display: str  # readable: "␣the", "↵", "<E4>" for a byte that is not a character on its own
 
 
+# How a token kept from a speculative run was chosen (model/speculative.py), in place of a plain step's draw.
+SPEC_KINDS = ("accepted", "residual", "bonus")
+
+
+@dataclass(frozen=True)
+class SpecChoice:
+    """What chose a token kept from a speculative run: the accept test or the residual draw, not a plain draw.
+
+    Recomputed from the settings and seed when the step is taken (model/speculative.reproduce_choice), never
+    taken on trust from a caller or a file.
+    """
+
+    kind: str  # one of SPEC_KINDS: "accepted" (the drafted token passed u < p), "residual" (drawn from
+    # norm(max(0, p - q)) after the draft `rejected` failed its test), "bonus" (drawn from p with the plain u)
+    u: float  # accepted: the acceptance draw (seed, position, 1); residual: the residual draw (seed, position, 2);
+    # bonus: draw_u(seed, position), a plain step's u
+    p: float  # accepted and bonus: the token's final probability p; residual: its probability in the residual
+    rejected: int | None = None  # residual: the id of the draft rejected here
+    rejected_p: float | None = None  # residual: that draft's p
+    rejected_u: float | None = None  # residual: its acceptance draw, >= rejected_p
+
+
 @dataclass
 class Candidate:
     """One candidate for the next token, followed through the sampling stages."""
@@ -128,6 +150,9 @@ class Distribution:
     # (most probable first, ties by id): a draw picks the chosen token when draw_cum_before <= u < that + its
     # probability. None when the chosen token was forced from outside the kept set.
     forced: bool = False  # True when the user picked the token instead of the draw
+    speculative: SpecChoice | None = None  # kept from a speculative run: what chose it (the plain u did not)
+    marked_forced: bool = False  # a trace said the model drew it, but its settings and seed draw another token:
+    # recorded as forced (model/session.py, DecodeSession._claimed)
 
     @property
     def chosen_candidate(self) -> Candidate:
@@ -234,5 +259,14 @@ class CacheTiming:
     """Measured time of one decode step with the KV cache against recomputing the whole prefix."""
 
     seq_len: list[int]  # tokens in the sequence when the step was taken
-    cached_ms: list[float]  # one new token through the model with the cache
-    full_ms: list[float]  # the whole prefix through the model without a cache
+    cached_ms: list[float]  # one new token through the model with the cache (median of the runs)
+    full_ms: list[float]  # the whole prefix through the model without a cache (median of the runs)
+    cached_range: list[tuple[float, float]] = field(default_factory=list)  # per length: (fastest, slowest) run, ms
+    full_range: list[tuple[float, float]] = field(default_factory=list)
+    runs: list[int] = field(default_factory=list)  # per length: timed runs of each (after the untimed warm-up)
+
+    @property
+    def conclusive(self) -> list[bool]:
+        """Per length: at least 3 runs of each, and the cached step was faster in every run than every recompute
+        (the rule of model.timing.separated). False: the page says the machine was too noisy to conclude there."""
+        return [n >= 3 and c[1] < f[0] for c, f, n in zip(self.cached_range, self.full_range, self.runs)]

@@ -19,7 +19,7 @@ from .branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_su
 from .engine_session import EngineBackend, EngineModel
 from .errors import SessionBusy, SessionError
 from .loading import LoadedModel
-from .records import Distribution, PrefillRecord, SamplingConfig, StepRecord, TemperatureSweep, Timings
+from .records import Distribution, PrefillRecord, SamplingConfig, SpecChoice, StepRecord, TemperatureSweep, Timings
 from .sampling import temperature_sweep
 
 MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
@@ -206,10 +206,12 @@ class DecodeSession:
             cfg.validate()
             return temperature_sweep(self._next_logits, torch.tensor([self.ids]), cfg, temperatures)
 
-    def step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
+    def step(self, cfg: SamplingConfig, force_token: int | None = None,
+             forced: bool | SpecChoice | None = None) -> StepRecord:
         """Choose the next token (drawn, or forced by the user), append it, and run it through the model.
 
-        `forced` overrides the record's forced flag (a replay forces the recorded token but keeps its flag).
+        `forced` says what chose force_token instead (a replay forces the recorded token but keeps its flag; a kept
+        speculative token passes its SpecChoice): a claim checked against the settings and seed (_claimed).
         A step of the user's own ends a trace's play-back. If anything fails, the session is as it was.
         """
         record = self._step(cfg, force_token, forced)
@@ -288,7 +290,8 @@ class DecodeSession:
         self._replay.pop(0)
         return record
 
-    def _step(self, cfg: SamplingConfig, force_token: int | None = None, forced: bool | None = None) -> StepRecord:
+    def _step(self, cfg: SamplingConfig, force_token: int | None = None,
+              forced: bool | SpecChoice | None = None) -> StepRecord:
         with self._locked():
             self._require_started()
             if len(self.ids) >= self.max_tokens:
@@ -298,7 +301,7 @@ class DecodeSession:
             t0 = time.perf_counter()
             dist = self.preview(cfg, force_token)
             if forced is not None:
-                dist = replace(dist, forced=forced)
+                dist = self._claimed(dist, cfg, forced)
             sampling_ms = (time.perf_counter() - t0) * 1000
             at = len(self.steps)
             self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
@@ -317,6 +320,22 @@ class DecodeSession:
             self.steps.append(record)
             self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
             return record
+
+    def _claimed(self, dist: Distribution, cfg: SamplingConfig, claim) -> Distribution:
+        """The step as what really chose its token, whatever the caller (a trace, a speculative run) claims.
+
+        claim True: forced. A SpecChoice: checked again (model/speculative.reproduce_choice), with the numbers
+        recomputed; False: drawn, if the settings and seed draw this token here. A claim they do not reproduce
+        is recorded as forced, marked so (issue 20 items 8, 9).
+        """
+        if claim is True:
+            return replace(dist, forced=True)
+        if isinstance(claim, SpecChoice):
+            from .speculative import reproduce_choice  # speculative imports what session does not need
+            spec = reproduce_choice(self._next_logits, self.ids, cfg, dist.chosen.id, claim)
+            return replace(dist, forced=spec is None, speculative=spec, marked_forced=spec is None)
+        drawn = self.preview(cfg).chosen.id == dist.chosen.id
+        return replace(dist, forced=not drawn, marked_forced=not drawn)
 
     # ---- going back ------------------------------------------------------------------------------
     def back(self, n: int = 1) -> None:

@@ -28,13 +28,13 @@ from .cache_surgery import crop_to, restore, snapshot
 from .errors import SessionError
 from .loading import LoadedModel, end_ids
 from .parse import whole_in_range
-from .records import SamplingConfig
+from .records import SPEC_KINDS, SamplingConfig, SpecChoice
 from .sampling import draw_u, inverse_cdf, run_stages
 from .speculative_records import DraftCheck, DraftLookup, SpecRound, SpeculativeRun, SpeedComparison
 
 __all__ = ["DraftCheck", "DraftLookup", "SpecRound", "SpeculativeRun", "SpeedComparison", "SpeculativeDecoder",
            "lookup_draft", "residual", "speculative_decode", "measure_speed", "speed_report", "plain_greedy", "GREEDY",
-           "SPEED_TEXTS"]
+           "SPEED_TEXTS", "kept_choices", "reproduce_choice"]
 
 MAX_DRAFT = 16  # drafted tokens per round
 MAX_NGRAM = 8  # longest n-gram looked up
@@ -90,6 +90,52 @@ def accept_u(seed: int, position: int) -> float:
 def residual_u(seed: int, position: int) -> float:
     """The draw in [0, 1) from the residual at `position`, after a rejection there."""
     return float(np.random.default_rng([int(seed), int(position), RESIDUAL_STREAM]).random())
+
+
+# ---- what chose each token, and checking it again -------------------------------------------------------
+def kept_choices(run: "SpeculativeRun") -> list[SpecChoice]:
+    """How each generated token of a run was chosen, in order: the accept test, the residual draw or the bonus draw."""
+    out = []
+    for r in run.rounds:
+        for j, _ in enumerate(r.new_tokens):
+            if j < r.accepted:
+                check = r.checks[j]
+                out.append(SpecChoice("accepted", check.u, check.p))
+            elif r.replacement_kind == "residual":
+                bad = r.checks[r.accepted]
+                out.append(SpecChoice("residual", r.replacement_u, r.replacement_p, bad.token.id, bad.p, bad.u))
+            else:
+                out.append(SpecChoice("bonus", r.replacement_u, r.replacement_p))
+    return out
+
+
+def reproduce_choice(logits: torch.Tensor, ids: list[int], cfg: SamplingConfig, token: int,
+                     claim: SpecChoice) -> SpecChoice | None:
+    """The claim's kind checked again at the position after `ids`, with this position's own logits (V,) and the
+    settings' seed: the SpecChoice with the numbers that really chose `token`, or None when they choose otherwise.
+
+    accepted: accept_u < p(token). residual: the draft `claim.rejected` failed (accept_u >= its p) and the residual
+    draw picks `token`. bonus: the plain draw_u picks `token` from p.
+    """
+    if claim.kind not in SPEC_KINDS:
+        return None
+    p = final_probs(logits, ids, cfg)
+    at, seed = len(ids), cfg.seed
+    if claim.kind == "accepted":
+        u, px = accept_u(seed, at), float(p[token])
+        return SpecChoice("accepted", u, px) if u < px else None
+    if claim.kind == "bonus":
+        u = draw_u(seed, at)
+        return SpecChoice("bonus", u, float(p[token])) if inverse_cdf(p, u) == token else None
+    x = claim.rejected
+    if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x < p.shape[0] or x == token:
+        return None
+    ux, px = accept_u(seed, at), float(p[x])
+    if ux < px:  # the draft would have been kept: nothing was drawn from the residual here
+        return None
+    r = residual(p, x)
+    u = residual_u(seed, at)
+    return SpecChoice("residual", u, float(r[token]), x, px, ux) if inverse_cdf(r, u) == token else None
 
 
 # ---- the engine ----------------------------------------------------------------------------------------

@@ -15,11 +15,12 @@ from typing import NamedTuple
 
 import torch
 
-from .chain import RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
+from .chain import GLTR_EDGES, RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
 from .errors import SessionError
 from .loading import LoadedModel
 from .backend import all_cores
 from .session import MAX_PROMPT_TOKENS, DecodeSession
+from .timing import spread
 
 LN2 = math.log(2)
 # A pasted text is refused for the same reasons as a prompt; the words say 'text', since nothing continues it.
@@ -89,19 +90,26 @@ def teacher_forcing(lm: LoadedModel, ids: list[int], prompt_len: int = 0, lock=N
     return score_positions(lm, ids, parallel_pass(lm, ids, lock), prompt_len, edges)
 
 
+PARALLEL_RUNS = 3  # timed runs of the one pass, after a warm-up; the median is shown with its range
+
+
 def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing, StepwiseComparison]:
     """One parallel pass over a session's prompt and generated tokens, against the steps that generated them.
 
     Returns the pass's teacher-forcing record (the prompt's own positions included: the prefill kept only its
     last position's logits) and the comparison: at each step, the largest |logit difference| over the step's
     recorded candidates (Candidate.logit, raw model logits) and on the chosen token; over the whole vocabulary at
-    the position after the last token; and the measured time of the one pass against prefill + every step.
+    the position after the last token; and the measured time of the one pass (an untimed warm-up, then the median
+    of PARALLEL_RUNS with their range) against the generated tokens' own steps (not the prefill, itself one pass).
     """
     with session.reading():  # ids, steps and next logits that belong together
         session._require_started()
         ids, steps, prompt_len = list(session.ids), list(session.steps), session.prompt_len
         prefill_ms, next_logits = session.prefill.timings.forward_ms, session.next_logits
-    run = parallel_pass(session.lm, ids, lock)
+    parallel_pass(session.lm, ids, lock)  # untimed warm-up: a first pass of a new length runs slow
+    runs = [parallel_pass(session.lm, ids, lock) for _ in range(PARALLEL_RUNS)]
+    timed = spread([r.ms for r in runs])
+    run = min(runs, key=lambda r: abs(r.ms - timed.median))  # the median run (3 runs): its logits and its time
     record = score_positions(session.lm, ids, run, prompt_len)
     diffs = []
     for s in steps:
@@ -116,15 +124,17 @@ def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing,
                                same_top1=int(parallel.argmax()) == int(stepwise.argmax())))
     comparison = StepwiseComparison(
         diffs=diffs, max_abs_diff=max((d.max_abs_diff for d in diffs), default=0.0),
-        next_max_abs_diff=float((run.logits[-1] - next_logits.float()).abs().max()), parallel_ms=run.ms,
+        next_max_abs_diff=float((run.logits[-1] - next_logits.float()).abs().max()), parallel_ms=timed.median,
         prefill_ms=prefill_ms, steps_ms=[s.timings.forward_ms for s in steps], tokens=len(ids), threads=run.threads,
+        parallel_range=(timed.low, timed.high), parallel_runs=timed.runs,
     )
     return record, comparison
 
 
 def score_text(lm: LoadedModel, text: str, lock=None, max_tokens: int = MAX_PROMPT_TOKENS,
-               edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
-    """Score a pasted text (raw, no chat template) GLTR-style: each token's rank and probability, in one pass.
+               edges: tuple[int, ...] = GLTR_EDGES) -> TeacherForcing:
+    """Score a pasted text (raw, no chat template) as GLTR does: each token's rank and probability, in one pass,
+    bucketed by GLTR's own edges (top 10 / 100 / 1,000 / beyond) unless `edges` says otherwise.
 
     It is tokenized exactly as a raw prompt is (DecodeSession.encode_prompt: the same limits, special tokens
     refused), and refused with a SessionError keyed score_*; the first token has nothing before it to predict it

@@ -19,6 +19,7 @@ from transformers import DynamicCache
 from .batcher import DECODE_THREADS, forward_batch, forward_one
 from .loading import LoadedModel
 from .speculative import SPEED_TEXTS
+from .timing import separated, spread
 
 BATCH_SIZES = (1, 2, 4, 8, 16)
 REPEATS = 3  # passes per batch size; the median is kept (the machine is shared)
@@ -73,6 +74,15 @@ class Throughput:
     def prefill_tokens_per_s(self) -> float:
         return 1000.0 * self.prefill_tokens / self.prefill_ms
 
+    @property
+    def conclusive(self) -> bool:
+        """The lesson holds in every run (model.timing's rule): the largest batch's time per token, in each of its
+        runs, below batch 1's in each of its runs, and no larger batch's pass faster than batch 1's (a pass that
+        does more work cannot take less time: seen only when the machine was busy). False: too noisy to conclude."""
+        one, big = self.passes[0], self.passes[-1]
+        per_token = spread([r / big.batch for r in big.runs])
+        return separated(per_token, spread(one.runs)) and all(p.ms >= one.ms for p in self.passes[1:])
+
 
 def weight_bytes(model) -> tuple[int, int]:
     """(parameters, bytes) of a model, each distinct tensor once (a tied embedding is one matrix)."""
@@ -126,7 +136,7 @@ def measure_throughput(lm: LoadedModel, model_lock=None, sizes=BATCH_SIZES, repe
             model(input_ids=torch.tensor([ids[:context_tokens]]), past_key_values=base, use_cache=True)
         for batch in sizes:
             runs = []
-            for _ in range(repeats):
+            for _ in range(repeats + 1):  # the first is an untimed warm-up of this batch's shapes
                 caches = [copy.deepcopy(base) for _ in range(batch)]  # outside the lock: not the model's time
                 tokens = [ids[context_tokens]] * batch
                 with lock:
@@ -139,6 +149,7 @@ def measure_throughput(lm: LoadedModel, model_lock=None, sizes=BATCH_SIZES, repe
                 del caches
                 if on_pass:
                     on_pass()
+            runs = runs[1:]
             passes.append(BatchPass(batch, statistics.median(runs), runs))
         prefill = []
         for _ in range(repeats):

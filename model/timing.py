@@ -10,6 +10,7 @@ import statistics
 import time
 from contextlib import AbstractContextManager, nullcontext
 from copy import deepcopy
+from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
@@ -18,6 +19,34 @@ from .loading import LoadedModel
 from .records import CacheTiming
 
 BUDGET_S = 4.0  # runs after the first stop here; at 512 tokens the first run of every length takes about this
+
+
+# ---- one rule for every measurement on the page: the median, its spread, and when the machine was too noisy --------
+@dataclass(frozen=True)
+class Spread:
+    """Repeated wall times of one thing, in ms: the median shown, and the min-max range of the runs around it."""
+
+    median: float
+    low: float  # the fastest run
+    high: float  # the slowest run
+    runs: int  # how many were taken (after an untimed warm-up)
+
+
+def spread(runs_ms: list[float]) -> Spread:
+    """The Spread of some repeated timings (at least one)."""
+    if not runs_ms:
+        raise ValueError("spread needs at least one timing")
+    return Spread(statistics.median(runs_ms), min(runs_ms), max(runs_ms), len(runs_ms))
+
+
+MIN_RUNS = 3  # fewer timed runs than this on either side: too few to tell noise from a difference
+
+
+def separated(faster: Spread, slower: Spread) -> bool:
+    """True when `faster` was faster in every run: at least MIN_RUNS runs of each, and its slowest run beats the
+    other's fastest (the min-max ranges do not overlap). The page concludes only then; otherwise it says the machine
+    was too noisy to conclude, because a busy neighbour could have put either side's runs anywhere in the overlap."""
+    return min(faster.runs, slower.runs) >= MIN_RUNS and faster.high < slower.low
 
 
 def default_lengths(n_tokens: int, count: int = 8) -> list[int]:
@@ -106,6 +135,7 @@ def measure_cache_timing(
     longest = max(range(len(lengths)), key=lengths.__getitem__)
     base = _rewindable_cache(model.config)
     cached_ms(1)  # untimed warm-up: a process's first one-token pass runs slow (base is empty: a fresh cache)
+    full_ms(min(lengths))  # and of a pass without the cache, whose first one ran 2.3 s at 2 tokens on a busy machine
     full[longest].append(full_ms(lengths[longest], base))  # base now holds ids[:longest]
     shortest_first = sorted(range(len(lengths)), key=lengths.__getitem__)
     for run in range(repeats):
@@ -115,4 +145,6 @@ def measure_cache_timing(
             cached[i].append(cached_ms(lengths[i]))
             if len(full[i]) <= run:  # the longest length's first one was taken above
                 full[i].append(full_ms(lengths[i]))
-    return CacheTiming(list(lengths), [statistics.median(c) for c in cached], [statistics.median(f) for f in full])
+    c, f = [spread(r) for r in cached], [spread(r) for r in full]
+    return CacheTiming(list(lengths), [x.median for x in c], [x.median for x in f], [(x.low, x.high) for x in c],
+                       [(x.low, x.high) for x in f], [min(x.runs, y.runs) for x, y in zip(c, f)])

@@ -6,6 +6,13 @@ forces the recorded tokens through the same model, which makes them again.
 Version 2 adds the branches (model/branches.py): "branch" places the current text in the tree ({"id", "parent",
 "fork", "tail": the steps cut by going back, still pending}) and "branches" lists the kept ones by id, each with the
 steps after its fork ({"id", "parent", "fork", "steps"}). A version-1 trace is one text with no branches.
+
+What chose each token is checked on import, never taken on trust (issue 20 item 9): a step that says the model drew
+it ("forced": false) is drawn again from its settings and seed, and a step kept from a speculative run
+("speculative": {"kind", ...}) has its accept test or residual draw run again. A claim that does not reproduce is
+not refused: the step is imported as forced, marked so ("marked_forced"), because traces written before these checks
+(a kept speculative run was then recorded as plain draws) and float differences between machines must still import,
+and the token itself is what the trace is about. marked_steps() lists the steps so marked.
 """
 from __future__ import annotations
 
@@ -17,13 +24,18 @@ from dataclasses import dataclass, field
 
 from .branches import MAX_BRANCHES
 from .errors import SessionError
-from .records import SETTING_NAMES, SamplingConfig
+from .records import SETTING_NAMES, SPEC_KINDS, SamplingConfig, SpecChoice
 from .session import DecodeSession
 
 FORMAT = "token-by-token/trace"
 VERSION = 2
 READS = (1, 2)  # the versions parse_trace accepts
 MAX_TRACE_BYTES = 5_000_000
+# Forward passes one trace may ask for, every text of its tree together (a step is one pass; the current text once
+# more when it is played back): one full-length text (511 steps after a 1-token prompt) and as much again in
+# branches. At ~0.17 s a pass on this machine's 2 cores that is about 3 minutes of one import slot; 16 full-length
+# texts (8,176 passes, ~23 minutes) are refused before the first.
+MAX_TRACE_STEPS = 1024
 
 
 def to_trace(session: DecodeSession) -> dict:
@@ -124,16 +136,32 @@ def _parse_steps(steps: list, session: DecodeSession | None, first: int = 1) -> 
             dist = step["distribution"]
             config = SamplingConfig(**{k: v for k, v in dist["config"].items() if k in SETTING_NAMES}).validate()
             token, forced = dist["chosen"]["id"], dist.get("forced", False)
+            spec = _spec_claim(dist.get("speculative"))
         except (KeyError, TypeError, ValueError) as err:
             raise SessionError("trace_step_damaged", step=n, reason=err) from None
         if not isinstance(token, int) or isinstance(token, bool) or not isinstance(forced, bool):
             raise SessionError("trace_token_not_int", step=n)
+        if spec is not None and not forced:
+            forced = spec  # a claim the replay checks again (DecodeSession._claimed), as it checks a drawn one
         if session is not None and not 0 <= token < vocab:
             raise SessionError("trace_token_out_of_vocab", step=n, token=token, vocab=vocab)
         if session is not None and n < len(steps) + first - 1 and token in ends:  # a step would refuse to follow it
             raise SessionError("trace_step_after_end", step=n + 1, end=n)
         out.append((config, token, forced))
     return out
+
+
+def _spec_claim(raw) -> SpecChoice | None:
+    """A step's "speculative" entry (what chose a token kept from a speculative run) as a claim, or None (absent, as in
+    every trace written before it). Only its kind and rejected draft are read: the numbers are recomputed."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or raw.get("kind") not in SPEC_KINDS:
+        raise ValueError("speculative: kind must be one of " + ", ".join(SPEC_KINDS))
+    rejected = raw.get("rejected")
+    if raw["kind"] == "residual" and (not isinstance(rejected, int) or isinstance(rejected, bool)):
+        raise ValueError("speculative: a residual draw names the rejected draft's id")
+    return SpecChoice(raw["kind"], 0.0, 0.0, rejected if raw["kind"] == "residual" else None)
 
 
 @dataclass
@@ -154,7 +182,7 @@ def _whole_int(x) -> bool:
 def parse_branches(trace: dict, steps: list, session: DecodeSession | None = None) -> TraceTree:
     """The branches of a trace parse_trace accepted (`steps`: its parsed steps), or SessionError. No pass is run.
 
-    Checked: numbers unique whole numbers, at most MAX_BRANCHES texts, each parent the current text or a branch
+    Checked: at most MAX_TRACE_STEPS steps over all its texts, numbers unique whole numbers, at most MAX_BRANCHES texts, each parent the current text or a branch
     listed before it (so no cycle), each fork inside its parent, each branch's steps valid and (with the session)
     the whole text within the session's token limit and never past an end-of-text token.
     """
@@ -168,6 +196,10 @@ def parse_branches(trace: dict, steps: list, session: DecodeSession | None = Non
         raise SessionError("trace_branch_damaged", branch=cid)
     if len(kept) > MAX_BRANCHES - 1:
         raise SessionError("branch_limit", limit=MAX_BRANCHES)
+    total = len(steps) + len(here["tail"]) + sum(len(b["steps"]) for b in kept
+                                                  if isinstance(b, dict) and isinstance(b.get("steps"), list))
+    if total > MAX_TRACE_STEPS:  # before any step is read: every one is a forward pass
+        raise SessionError("trace_too_much_work", steps=total, texts=len(kept) + 1, limit=MAX_TRACE_STEPS)
     room = None
     if session is not None:
         room = session.max_tokens - len(session.encode_prompt(trace["prompt"], trace.get("chat", False)))
@@ -207,8 +239,15 @@ def _check_text(steps: list, session: DecodeSession | None, room: int | None, br
         raise SessionError("trace_branch_damaged", branch=branch)
 
 
+def marked_steps(session: DecodeSession) -> list[int]:
+    """The step numbers of the current text whose claimed draw did not reproduce (imported as forced)."""
+    return [s.step for s in session.steps if s.distribution.marked_forced]
+
+
 def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
     """Re-run a trace on this session's model, step by step; returns the number of steps replayed.
+
+    A step whose claimed draw (or speculative choice) does not reproduce is taken as forced (marked_forced).
 
     The session is replaced only if the whole trace replays; otherwise it is left as it was. With
     `rewind`, it is then wound back to the prompt with the steps queued, to be played back one at a time.

@@ -205,3 +205,14 @@ def test_round_chart_draws_every_draft_and_replacement(lm, lang):
     assert cells["rejected"] == sum(r.rejected_at is not None for r in run.rounds)
     assert cells["residual"] + cells["bonus"] + cells["own"] == run.passes  # one target token per round
     assert cells["accepted"] + cells["rejected"] + cells["unchecked"] == sum(len(r.drafted) for r in run.rounds)
+
+
+@pytest.mark.unit
+def test_the_page_says_the_draft_copies_from_the_first_earlier_occurrence():
+    """Issue 20 item 10: lookup_draft (and transformers) take the first occurrence from the left, not the last."""
+    from ui.strings import PAGE
+
+    en, zh = PAGE["explain_speculative"]
+    assert "first place" in en and "previous time" not in en
+    assert "第一次出现" in zh and "上一次出现" not in zh
+    assert lookup_draft([5, 1, 7, 5, 1, 8, 5, 1], k=1).tokens == [7]  # the first "5 1" is followed by 7, the last by 8

@@ -106,11 +106,11 @@ class CountingModel:
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("budget_s, passes", [(0, 1 + 2 * 3), (60, 1 + 3 * 2 * 3)])
+@pytest.mark.parametrize("budget_s, passes", [(0, 2 + 2 * 3), (60, 2 + 3 * 2 * 3)])  # 2 warm-ups (issue 20 item 11)
 def test_repeats_stop_at_the_budget(lm, ids, budget_s, passes):
     counting = CountingModel(lm.model)
     timing = measure_cache_timing(SimpleNamespace(model=counting), ids, [3, 9, 27], repeats=3, budget_s=budget_s)
-    assert counting.calls == passes  # a warm-up, then per length and run: one cached step and one full pass
+    assert counting.calls == passes  # two warm-ups, then per length and run: one cached step and one full pass
     assert timing.seq_len == [3, 9, 27]
 
 
@@ -132,3 +132,75 @@ def test_measuring_leaves_the_session_alone(lm, session):
 def test_bad_arguments_are_refused(lm, ids, lengths, repeats):
     with pytest.raises(ValueError):
         measure_cache_timing(lm, ids, lengths, repeats=repeats)
+
+
+# ---- the rule every measurement follows: median, spread, too noisy to conclude (issue 20 item 11) --------------------
+@pytest.mark.unit
+def test_spread_is_the_median_with_the_fastest_and_slowest_run():
+    from model.timing import spread
+
+    s = spread([30.0, 10.0, 20.0, 90.0])
+    assert (s.median, s.low, s.high, s.runs) == (25.0, 10.0, 90.0, 4)
+    with pytest.raises(ValueError):
+        spread([])
+
+
+@pytest.mark.unit
+@pytest.mark.parametrize("faster, slower, concluded", [
+    ([1, 2, 3], [4, 5, 6], True),  # every run faster: ranges apart
+    ([1, 2, 5], [4, 5, 6], False),  # the ranges overlap: a busy moment could explain it
+    ([1, 2, 4], [4, 5, 6], False),  # touching is overlapping
+    ([1, 2], [4, 5], False),  # too few runs to tell noise from a difference
+    ([4, 5, 6], [1, 2, 3], False),  # the other way round
+])
+def test_a_difference_is_concluded_only_when_every_run_agrees(faster, slower, concluded):
+    from model.timing import separated, spread
+
+    assert separated(spread(faster), spread(slower)) is concluded
+
+
+@pytest.mark.unit
+def test_each_views_verdict_follows_the_rule():
+    from model.chain import StepwiseComparison
+    from model.records import CacheTiming
+    from model.throughput import BatchPass, Throughput
+
+    cmp = StepwiseComparison([], 0.0, 0.0, parallel_ms=20, prefill_ms=500, steps_ms=[10, 10, 10], tokens=9, threads=2,
+                             parallel_range=(18, 25), parallel_runs=3)
+    assert cmp.serial_ms == 30 and cmp.conclusive  # the prefill is not on the serial side
+    assert not StepwiseComparison([], 0, 0, 20, 500, [10, 10], 9, 2, (18, 21), 3).conclusive  # 21 >= 20
+    kv = CacheTiming([2, 512], [5, 6], [6, 200], [(4, 6), (5, 7)], [(5.5, 7), (190, 210)], [3, 3])
+    assert kv.conclusive == [False, True]
+    passes = [BatchPass(1, 20, [19, 20, 21]), BatchPass(2, 22, [21, 22, 23]), BatchPass(4, 30, [29, 30, 31])]
+    assert Throughput(passes, 64, 1, 4, 256, 100, 1).conclusive
+    passes[1] = BatchPass(2, 18, [17, 18, 19])  # batch 2 faster than batch 1: only a busy machine does that
+    assert not Throughput(passes, 64, 1, 4, 256, 100, 1).conclusive
+
+
+@pytest.mark.model
+def test_measurements_warm_up_and_compare_like_with_like(lm, ids, monkeypatch):
+    """KV timing: an untimed pass without the cache before any timed one. Training vs generation: a warm-up and
+    3 timed runs of the one pass, against the generated tokens' steps only (the prefill is itself one pass)."""
+    from model.session import DecodeSession
+    from model.teacher import compare_stepwise
+
+    lengths = []
+    forward = lm.model.forward
+
+    def counted(*a, **k):
+        x = k.get("input_ids", a[0] if a else None)
+        lengths.append((x.shape[1], k.get("past_key_values") is not None and k.get("use_cache", False)))
+        return forward(*a, **k)
+
+    monkeypatch.setattr(lm.model, "forward", counted)
+    timing = measure_cache_timing(lm, ids, [2, 20], repeats=3, budget_s=30)
+    assert lengths[:2] == [(1, True), (2, False)]  # warm-ups: a cached step, a pass without the cache
+    assert timing.runs == [3, 3] and all(lo <= m <= hi for m, (lo, hi) in zip(timing.full_ms, timing.full_range))
+    session = DecodeSession(lm)
+    session.start("The history of the printing press")
+    for _ in range(4):
+        session.step(SamplingConfig(temperature=0.0))
+    lengths.clear()
+    _, cmp = compare_stepwise(session)
+    assert lengths == [(len(session.ids), False)] * 4  # one warm-up and three timed runs of the whole text
+    assert cmp.parallel_runs == 3 and cmp.serial_ms == pytest.approx(sum(s.timings.forward_ms for s in session.steps))

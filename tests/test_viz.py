@@ -484,3 +484,10 @@ def test_the_class_guesses_chart_counts_each_choice_and_names_no_one(lang):
     waiting = go.Figure(**after_reveal_chart(lang))
     assert waiting.data == () and waiting.layout.title.text == t("guesses_wait_title", lang)
     assert class_guesses_chart([], [], 0, lang)["data"][0]["x"] == []  # a room with no question yet: no bar
+
+
+def test_the_batching_page_states_bandwidth_in_the_binary_units_of_its_sizes():
+    """Issue 20 item 10: 513 MiB of weights beside GB/s mixed two unit systems; the page uses binary ones."""
+    from viz.i18n import WORDS
+    for key in ("batch_measure_subtitle", "batch_measure_sentence"):
+        assert all("GiB" in text and "GB" not in text.replace("GiB", "") for text in WORDS[key])

@@ -14,6 +14,7 @@ LANES = {
     "play": dict(concurrency_id="play", concurrency_limit=MODEL_CONCURRENCY),
     "measure": dict(concurrency_id="measure", concurrency_limit=1),
     "import": dict(concurrency_id="import", concurrency_limit=2),  # a replay runs a forward pass per step
+    "lesson": dict(concurrency_id="lesson", concurrency_limit=2),  # a lesson upload: never behind a trace's replay
     "page": {},  # no server work worth queueing apart
 }
 

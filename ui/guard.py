@@ -13,7 +13,7 @@ from ui.strings import LANG_INPUT, LANGS, t
 
 log = logging.getLogger("token-by-token")
 WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
-SLOW_LANES = ("measure", "import", "bundle")  # a session may have one of each kind waiting or running
+SLOW_LANES = ("measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
 
 
 def event_lang(block_fn, inputs) -> str | None:

@@ -80,7 +80,7 @@ def throughput_chart(m, model_name: str, lang: str = "en") -> dict:
                    "meta": {"role": "rates"}})
     subtitle = t("batch_measure_subtitle", lang, model=model_name, params=f"{m.parameters / 1e6:.0f}",
                  bytes=format_bytes(m.weight_bytes), ms=f"{m.decode_ms:.0f}",
-                 bandwidth=f"{m.bandwidth_bytes_per_s / 1e9:.1f}", context=m.context_tokens, threads=m.threads)
+                 bandwidth=f"{m.bandwidth_bytes_per_s / 2**30:.1f}", context=m.context_tokens, threads=m.threads)
     layout = base_layout(
         t("batch_measure_title", lang, n=biggest.batch, ratio=f"{biggest.ms / m.decode_ms:.1f}",
           tokens=f"{biggest.tokens_per_s / m.decode_tokens_per_s:.1f}"), lang,
@@ -101,9 +101,16 @@ def throughput_sentence(m, lang: str = "en") -> str:
     biggest = m.passes[-1]
     return t("batch_measure_sentence", lang, n=biggest.batch, ms1=f"{m.decode_ms:.0f}", msn=f"{biggest.ms:.0f}",
              per=f"{biggest.ms_per_token:.1f}", bytes=format_bytes(m.weight_bytes),
-             bandwidth=f"{m.bandwidth_bytes_per_s / 1e9:.1f}", decode=f"{m.decode_tokens_per_s:.0f}",
+             bandwidth=f"{m.bandwidth_bytes_per_s / 2**30:.1f}", decode=f"{m.decode_tokens_per_s:.0f}",
              prefill=f"{m.prefill_tokens_per_s:.0f}", ratio=f"{biggest.ms / m.decode_ms:.1f}",
-             speed=f"{m.prefill_tokens_per_s / m.decode_tokens_per_s:.0f}")
+             speed=f"{m.prefill_tokens_per_s / m.decode_tokens_per_s:.0f}") + _noise_note(m, lang)
+
+
+def _noise_note(m, lang: str) -> str:
+    """How the numbers were taken (a warm-up, then the median of the runs), and plainly when they cannot conclude."""
+    runs = len(m.passes[0].runs)
+    note = " " + t("batch_spread_note", lang, runs=runs)
+    return note + (" " + t("batch_noisy", lang) if not getattr(m, "conclusive", True) else "")
 
 
 batching_figure = as_figure(batching_chart)

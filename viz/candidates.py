@@ -8,6 +8,7 @@ from typing import NamedTuple
 import plotly.graph_objects as go
 
 from model.records import FATES, Candidate, Distribution, TokenInfo
+from viz.chips import chosen_how
 from viz.i18n import t
 from viz.labels import candidate_name
 from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
@@ -242,14 +243,18 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     """
     named = lambda token, lang=None: candidate_name(context, token, lang)  # noqa: E731
     greedy = dist.config.temperature == 0
+    spec = getattr(dist, "speculative", None)
     draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
+    if spec is not None and spec.kind != "bonus":  # the accept test or the residual chose it, not this u
+        draw_title = t("cand_panel_spec", lang)
     left, right = domains([0.58, 0.42], gap=0.16)
     shown = shown_candidates(dist, top_n)
     bars, bars_x, bars_y = _bar_panel(dist, shown, lang, named)
     draw, shapes, labels, draw_x, draw_y = _draw_panel(dist, top_n, lang, named)
     chosen = dist.chosen_candidate
-    title = t("cand_title_forced" if dist.forced else "cand_title", lang,
-              position=dist.position, token=f"<b>{named(dist.chosen)}</b>")
+    key = ("cand_title_marked" if getattr(dist, "marked_forced", False) else "cand_title_forced" if dist.forced
+           else "cand_title_spec" if spec is not None and spec.kind != "bonus" else "cand_title")
+    title = t(key, lang, position=dist.position, token=f"<b>{named(dist.chosen)}</b>")
     kept = f"{dist.stages[-1].kept:,}" if dist.stages else "?"
     tail_t1, tail_final = not_shown_mass(dist, shown)
     subtitle = t("cand_subtitle", lang, tail_t1=format_prob(tail_t1),
@@ -258,6 +263,8 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     subtitle += "<br>" + t("cand_chosen_note", lang, token=candidate_name(context, dist.chosen, lang),
                            prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
                            rank=dist.chosen_rank)
+    if spec is not None:
+        subtitle += "<br>" + chosen_how(dist, lang)
     if grammar_mass is not None:
         removed = next((s.removed for s in dist.stages if s.name == "grammar"), 0)
         subtitle += "<br>" + t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}")

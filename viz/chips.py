@@ -48,6 +48,20 @@ def _chip(display: str, title: str, classes: str, shade: str | None = None, step
     return chip + "<br>" * display.count("↵")
 
 
+def chosen_how(dist, lang: str = "en") -> str:
+    """What chose a step's token, in words, when it was not a plain draw: the speculative run's accept test or
+    residual or bonus draw, with its numbers; a trace's claimed draw that did not reproduce; else "" (a plain draw,
+    or "forced by you", which the caller says)."""
+    spec = getattr(dist, "speculative", None)
+    if spec is not None:
+        numbers = {"u": f"{spec.u:.3f}", "p": format_prob(spec.p)}
+        if spec.kind == "residual":
+            numbers.update(ru=f"{spec.rejected_u:.3f}", rp=format_prob(spec.rejected_p))
+        key = {"accepted": "spec_how_accepted", "residual": "spec_how_residual", "bonus": "spec_how_bonus"}[spec.kind]
+        return t(key, lang, **numbers)
+    return t("chips_marked_forced", lang) if getattr(dist, "marked_forced", False) else ""
+
+
 def _swatch(prob: float) -> str:
     """The legend's sample of the shade of probability `prob`."""
     background, ink = chip_color(prob)
@@ -60,7 +74,8 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
     """HTML of the text so far, one chip per token, with a one-line legend (`legend_key`: its words).
 
     Prompt chips have class "tbt-chip tbt-prompt". Generated chips have class "tbt-chip tbt-gen" (plus
-    "tbt-forced" when the user forced the token), data-step="<step number>" so the page can go back to that
+    "tbt-forced" when the user forced the token, "tbt-spec" when a speculative run's test or residual draw chose it:
+    the tooltip says which, with its u and p), data-step="<step number>" so the page can go back to that
     step on click (`step_data` names another attribute instead, e.g. "room-step" for chips a click must not
     act on), a shade from the T = 1 probability the model gave the token (style="--shade:<colour>", and
     class "tbt-light" when its text must be light), and a tooltip with rank and probability. Token text is HTML-escaped; a newline token shows as ↵ and breaks the line.
@@ -75,9 +90,13 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         background, ink = chip_color(prob)
         title = t("chips_title", lang, step=step.step, rank=dist.chosen_rank, prob=format_prob(prob))
         classes = "tbt-chip tbt-gen" + (" tbt-light" if ink == LIGHT_INK else "")
+        how = chosen_how(dist, lang)
         if dist.forced:
-            title += " · " + t("chips_forced", lang)
+            title += " · " + (how or t("chips_forced", lang))
             classes += " tbt-forced"
+        elif how:
+            title += " · " + how
+            classes += " tbt-spec"
         chips.append(_chip(step.token.display, title, classes, background, step=step.step, step_data=step_data,
                            label=label, lang=lang))
     swatches = "".join(_swatch(p) for p in (0.01, 0.1, 0.5, 0.9))

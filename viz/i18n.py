@@ -178,8 +178,8 @@ WORDS: dict[str, tuple[str, str]] = {
         "一次计算 {n} 个位置：{ms} 毫秒（{threads} 个线程）· 训练损失 = 平均 −ln P = {loss} 奈特（{bits} 比特）· 困惑度 = exp(损失) = {ppl}",
     ),
     "tf_vs_steps": (
-        "Generated one token at a time, the same text took {serial} ms (prefill + {steps} steps): {speedup}× this one pass",
-        "逐个词元生成同样的文本用了 {serial} 毫秒（预填充 + {steps} 步）：是这一次并行计算的 {speedup} 倍",
+        "Generated one token at a time, its generated tokens took {serial} ms ({steps} steps; the prefill, itself one parallel pass, left out): {speedup}× this one pass",
+        "逐个词元生成，生成的词元用了 {serial} 毫秒（{steps} 步；预填充本身是一次并行计算，不计入）：是这一次并行计算的 {speedup} 倍",
     ),
     "tf_same_logits": (
         "Largest logit difference from the stepwise decoding: {diff}, float error only: under the causal mask, appending a token changes no earlier row.",
@@ -210,8 +210,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "gltr_first": ("first token: nothing before it to predict it from", "第一个词元：前面没有可用来预测它的内容"),
     "gltr_title": ("position {position} · rank {rank} · P = {p} · model's top-1: {top1} ({top1_p})",
                    "位置 {position} · 排名 {rank} · P = {p} · 模型的第一选择：{top1}（{top1_p}）"),
-    "gltr_legend": ("Each token is shaded by its rank among the model's predictions at that position (GLTR); the darker, the more surprising:",
-                    "每个词元的底色表示它在该位置模型预测中的排名（GLTR）；颜色越深越出乎模型意料："),
+    "gltr_legend": ("Each token is shaded by its rank among the model's predictions at that position, in GLTR's buckets (top 10, 100, 1,000, beyond); the darker, the more surprising:",
+                    "每个词元的底色表示它在该位置模型预测中的排名，分组与 GLTR 相同（前 10、前 100、前 1,000、之后）；颜色越深越出乎模型意料："),
     "gltr_summary": ("{n} tokens scored · log P(text) = {lp} nats · perplexity = exp(−mean log P) = {ppl}",
                      "共给 {n} 个词元打分 · log P(文本) = {lp} 奈特 · 困惑度 = exp(−平均 log P) = {ppl}"),
 
@@ -372,12 +372,12 @@ WORDS: dict[str, tuple[str, str]] = {
         "一次计算带 {n} 个会话：时间是单个的 {ratio} 倍，每秒词元数是 {tokens} 倍",
     ),
     "batch_measure_subtitle": (
-        "{model}: {params} M parameters = {bytes} of weights, read once per decode pass.<br>At batch 1 a pass took {ms} ms: at least {bandwidth} GB/s read from memory.<br>Each sequence held {context} tokens; {threads} thread, as the server's decode worker.",
-        "{model}：{params} M 个参数 = {bytes} 权重，每次解码计算读一遍。<br>批大小 1 时一次计算 {ms} 毫秒：每秒至少从内存读 {bandwidth} GB。<br>每个序列已有 {context} 个词元；{threads} 个线程，和服务器的解码线程一样。",
+        "{model}: {params} M parameters = {bytes} of weights, read once per decode pass.<br>At batch 1 a pass took {ms} ms: at least {bandwidth} GiB/s read from memory.<br>Each sequence held {context} tokens; {threads} thread, as the server's decode worker.",
+        "{model}：{params} M 个参数 = {bytes} 权重，每次解码计算读一遍。<br>批大小 1 时一次计算 {ms} 毫秒：每秒至少从内存读 {bandwidth} GiB。<br>每个序列已有 {context} 个词元；{threads} 个线程，和服务器的解码线程一样。",
     ),
     "batch_measure_sentence": (
-        "One decode pass took **{ms1} ms** for one session and **{msn} ms** for {n} sessions: {n}× the tokens for {ratio}× the time, {per} ms per token. Each pass reads all {bytes} of weights, so a single session's pass moved at least **{bandwidth} GB/s** from memory: decoding waits on memory. A prefill of a long prompt ran **{prefill} tokens/s** against **{decode} tokens/s** decoding one at a time ({speed}×): it does every token's arithmetic in one read of the weights, so it is bound by compute.",
-        "一次解码计算，一个会话用了 **{ms1} 毫秒**，{n} 个会话用了 **{msn} 毫秒**：词元是 {n} 倍，时间是 {ratio} 倍，每个词元 {per} 毫秒。每次计算都要读一遍全部 {bytes} 权重，所以单个会话的一次计算至少以 **{bandwidth} GB/s** 的速度读内存：解码在等内存。长提示词的预填充达到 **每秒 {prefill} 个词元**，一个一个解码只有 **每秒 {decode} 个**（{speed} 倍）：它读一遍权重就做完所有词元的运算，所以受算力限制。",
+        "One decode pass took **{ms1} ms** for one session and **{msn} ms** for {n} sessions: {n}× the tokens for {ratio}× the time, {per} ms per token. Each pass reads all {bytes} of weights, so a single session's pass moved at least **{bandwidth} GiB/s** from memory: decoding waits on memory. A prefill of a long prompt ran **{prefill} tokens/s** against **{decode} tokens/s** decoding one at a time ({speed}×): it does every token's arithmetic in one read of the weights, so it is bound by compute.",
+        "一次解码计算，一个会话用了 **{ms1} 毫秒**，{n} 个会话用了 **{msn} 毫秒**：词元是 {n} 倍，时间是 {ratio} 倍，每个词元 {per} 毫秒。每次计算都要读一遍全部 {bytes} 权重，所以单个会话的一次计算至少以 **{bandwidth} GiB/s** 的速度读内存：解码在等内存。长提示词的预填充达到 **每秒 {prefill} 个词元**，一个一个解码只有 **每秒 {decode} 个**（{speed} 倍）：它读一遍权重就做完所有词元的运算，所以受算力限制。",
     ),
 
     # An engine's model (model/engine_session.py): what it sends, and the views it cannot feed
@@ -560,6 +560,35 @@ WORDS: dict[str, tuple[str, str]] = {
     "game_legend_model": ("the model: −log₂ p(token)", "模型：−log₂ p(词元)"),
     "game_hover_class": ("{right} of {answered} guessed it", "{answered} 人中 {right} 人猜中"),
     "game_axis_bits": ("bits (surprise)", "比特（意外程度）"),
+    # ---- truth: what chose a kept speculative token, and a trace's claim that did not reproduce ----
+    "spec_how_accepted": ("kept from the speculative run: the draft passed its test, u = {u} < p = {p}",
+                          "来自推测解码：草稿通过了检验，u = {u} < p = {p}"),
+    "spec_how_residual": ("kept from the speculative run: the draft here failed its test (u = {ru} ≥ p = {rp}), "
+                          "then u = {u} drew this token from the rest of p (probability {p} there)",
+                          "来自推测解码：这里的草稿未通过检验（u = {ru} ≥ p = {rp}），随后 u = {u} 从 p 的其余部分抽到这个词元"
+                          "（在其中的概率为 {p}）"),
+    "spec_how_bonus": ("kept from the speculative run: every draft was kept, then the draw u = {u} picked this "
+                       "bonus token (p = {p})",
+                       "来自推测解码：草稿全部保留，随后抽取 u = {u} 选中了这个额外词元（p = {p}）"),
+    "cand_title_spec": ("Next token (position {position}): {token}, kept from the speculative run (not the draw below)",
+                        "下一个词元（位置 {position}）：{token}，来自推测解码（不是下面的抽取）"),
+    "cand_panel_spec": ("What a plain step's draw would do here", "普通一步在这里的抽取会怎样"),
+    "chips_marked_forced": ("forced: the trace said the model drew it, but its settings and seed draw another token",
+                            "强制：轨迹文件说这是模型抽到的，但按它的设置和种子会抽到另一个词元"),
+    "cand_title_marked": ("Next token (position {position}): {token}, taken from a trace (its settings and seed draw "
+                          "another token here)",
+                          "下一个词元（位置 {position}）：{token}，取自轨迹文件（按它的设置和种子这里会抽到另一个词元）"),
+    # ---- truth: timings with their spread, and when the machine was too noisy to conclude ----
+    "timing_spread_note": ("Each point: the median of the runs after an untimed warm-up; bars: fastest to slowest run.",
+                           "每个点：先不计时地预热一次，再取多次运行的中位数；误差线：最快到最慢的一次。"),
+    "timing_noisy": ("Too noisy to conclude at {lengths} tokens: the two ranges overlap, or fewer than 3 runs fit.",
+                     "在 {lengths} 个词元处无法下结论：两者的范围重叠，或者来得及运行的次数少于 3 次。"),
+    "batch_spread_note": ("Each time is the median of {runs} runs after an untimed warm-up; hover a bar for every run.",
+                          "每个时间都是预热一次后 {runs} 次运行的中位数；把鼠标停在柱子上可看每一次。"),
+    "batch_noisy": ("**Too noisy to conclude this time**: not every run of the largest batch beat batch 1 per token, "
+                    "or a larger batch's pass came out faster than batch 1's, which only a busy machine does. Measure again.",
+                    "**这一次机器太忙，无法下结论**：最大批次每个词元的时间并非每次都低于批大小 1，或者某个更大批次的一次计算反而比批大小 1 更快，"
+                    "这只有机器忙时才会出现。请再测一次。"),
 }
 
 

@@ -50,20 +50,37 @@ def kv_growth_chart(points: list[KVBytes], prefill_tokens: int, info: ModelInfo,
 kv_growth_figure = as_figure(kv_growth_chart)
 
 
+def _noise_note(t: CacheTiming, lang: str) -> str:
+    """What the measurement can conclude: medians with min-max bars after a warm-up, and the lengths where the runs
+    overlapped (or were too few), said plainly."""
+    if not t.cached_range:
+        return ""
+    unsure = [n for n, ok in zip(t.seq_len, t.conclusive) if not ok]
+    note = i18n.t("timing_spread_note", lang)
+    if unsure:
+        note += " " + i18n.t("timing_noisy", lang, lengths=", ".join(map(str, unsure)))
+    return "<br>" + note
+
+
 def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:
     """Measured milliseconds per decode step against sequence length, with the KV cache and without it."""
     traces = []
-    for key, ms, color, symbol, dash in (("timing_cached", t.cached_ms, KEY_COLOR, "circle", "solid"),
-                                         ("timing_full", t.full_ms, INK, "diamond", "dash")):
+    for key, ms, ranges, color, symbol, dash in (
+            ("timing_cached", t.cached_ms, t.cached_range, KEY_COLOR, "circle", "solid"),
+            ("timing_full", t.full_ms, t.full_range, INK, "diamond", "dash")):
         name = i18n.t(key, lang)
+        spread = {} if not ranges else {"error_y": {  # the fastest and slowest run around the median
+            "type": "data", "symmetric": False, "array": [hi - m for m, (_, hi) in zip(ms, ranges)],
+            "arrayminus": [m - lo for m, (lo, _) in zip(ms, ranges)], "color": color, "thickness": 1.5}}
         traces.append({
+            **spread,
             "type": "scatter", "x": t.seq_len, "y": ms, "name": name, "mode": "lines+markers",
             "line": {"color": color, "width": 3, "dash": dash}, "marker": {"size": 9, "symbol": symbol},
             "hovertext": [f"{name}<br>" + i18n.t("timing_hover", lang, n=n, ms=f"{m:.1f}") for n, m in zip(t.seq_len, ms)],
             "hovertemplate": "%{hovertext}<extra></extra>",
         })
     layout = base_layout(
-        i18n.t("timing_title", lang), lang, subtitle=i18n.t("timing_subtitle", lang),
+        i18n.t("timing_title", lang), lang, subtitle=i18n.t("timing_subtitle", lang) + _noise_note(t, lang),
         xaxis={"title": {"text": i18n.t("timing_axis_len", lang)}},
         yaxis={"title": {"text": i18n.t("timing_axis_ms", lang)}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 130},

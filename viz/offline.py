@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from model.records import FATES, KVBytes, ModelInfo, PrefillRecord, StepRecord
-from viz.chips import LIGHT_INK, chip_color
+from viz.chips import LIGHT_INK, chip_color, chosen_how
 from viz.i18n import t
 from model.tokens import token_labels
 from viz.style import ATTENTION_SCALE, FATE_COLORS, FONT_FAMILY, MASK_FUTURE, bytes_unit, fate_label
@@ -63,7 +63,8 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
             "token": shown[n], "id": s.token.id, "rank": dist.chosen_rank, "p": _p(prob),
             "final": _p(dist.chosen_final_prob), "forced": dist.forced, "shade": [background, ink == LIGHT_INK],
             "settings": t("offline_settings", lang, temperature=f"{cfg.temperature:g}", top_k=cfg.top_k,
-                          top_p=f"{cfg.top_p:g}", min_p=f"{cfg.min_p:g}"),
+                          top_p=f"{cfg.top_p:g}", min_p=f"{cfg.min_p:g}")
+                        + ("" if not chosen_how(dist, lang) else " · " + chosen_how(dist, lang)),
             "candidates": [[c.token.display, _p(c.prob_t1), _p(c.final_prob), c.fate]
                            for c in sorted(dist.candidates, key=lambda c: c.rank)],
             "attention": {str(layer): _rows(s.attention[layer]) for layer in layers},

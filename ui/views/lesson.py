@@ -370,7 +370,7 @@ class LessonView:
         return [
             Event(self.start.click, h(self.open_lesson, "lesson_id"), [self.pick, *page_in], shown, "model",
                   "lesson_open"),
-            Event(self.upload.upload, h(self.upload_lesson, "file"), [self.upload, *page_in], shown, "import",
+            Event(self.upload.upload, h(self.upload_lesson, "file"), [self.upload, *page_in], shown, "lesson",
                   "lesson_upload"),
             Event(self.next.click, h(self.next_step, "lesson", "index"), [*held, *page_in], shown, "model",
                   "lesson_next", **scroll),

@@ -7,7 +7,7 @@ import threading
 import gradio as gr
 
 from model.batcher import model_lock
-from model.speculative import SpeculativeDecoder, speed_report
+from model.speculative import SpeculativeDecoder, kept_choices, speed_report
 from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly, whole
@@ -99,7 +99,8 @@ class SpeculativeView:
                 run_summary(run)]
 
     def keep(self, request, cfg, view):
-        """The last run becomes the session's text: each of its tokens taken as an ordinary step."""
+        """The last run becomes the session's text: each token a step recorded with what chose it in the run (the
+        accept test, the residual draw or the bonus draw: a SpecChoice, checked again by the session)."""
         with self._lock:
             pending = self._runs.pop(request.session_hash, None)
         if pending is None:
@@ -110,8 +111,8 @@ class SpeculativeView:
             raise Refusal("spec_text_changed")
         taken = 0
         try:
-            for token in run.generated:  # drawn by the model (speculative sampling keeps its distribution)
-                session.step(cfg, force_token=token, forced=False)
+            for token, choice in zip(run.generated, kept_choices(run)):
+                session.step(run.config, force_token=token, forced=choice)
                 taken += 1
         except BaseException:
             if taken:

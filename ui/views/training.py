@@ -20,9 +20,10 @@ def comparison_text(comparison, lang: str) -> str:
     largest = max(comparison.max_abs_diff, comparison.next_max_abs_diff)
     text = t("compare_result", lang, diff=f"{largest:.1e}", steps=len(comparison.steps_ms), tokens=comparison.tokens,
              parallel=f"{comparison.parallel_ms:.0f}", serial=f"{comparison.serial_ms:.0f}",
-             speedup=f"{comparison.speedup:.1f}")
-    # Wall times of passes run at different moments: on a loaded machine the one pass can lose. Say why.
-    return text + (" " + t("compare_slower", lang) if comparison.speedup < 1 else "")
+             speedup=f"{comparison.speedup:.1f}", runs=comparison.parallel_runs,
+             low=f"{comparison.parallel_range[0]:.0f}", high=f"{comparison.parallel_range[1]:.0f}")
+    # Wall times of passes run at different moments: on a loaded machine the one pass can lose. Say so plainly.
+    return text + ("" if comparison.conclusive else " " + t("compare_slower", lang))
 
 
 class TrainingView:
