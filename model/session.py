@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from .backend import Backend, Capabilities, LocalBackend
-from .batcher import StepBatcher
+from .batcher import CPU, StepBatcher
 from .branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
 from .engine_session import EngineBackend, EngineModel
 from .errors import SessionBusy, SessionError
@@ -212,7 +212,8 @@ class DecodeSession:
         `forced` overrides the record's forced flag (a replay forces the recorded token but keeps its flag).
         A step of the user's own ends a trace's play-back. If anything fails, the session is as it was.
         """
-        record = self._step(cfg, force_token, forced)
+        with CPU.part("step"):  # its wall time includes waiting for the batcher's pass; its CPU does not
+            record = self._step(cfg, force_token, forced)
         self._replay = []
         return record
 
@@ -240,7 +241,8 @@ class DecodeSession:
                 token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
             except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
                 return False
-            return self.backend.prefetch(self.ids, token)
+            with CPU.part("prefetch"):
+                return self.backend.prefetch(self.ids, token)
         finally:
             self._lock.release()
 
