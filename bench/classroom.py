@@ -54,7 +54,8 @@ TARGET_P95_S = 1.0
 REQUEST_TIMEOUT_S = 120.0  # a step that takes longer than this is counted as an error (and cancelled)
 PLAY_BURST = 30
 SATURATION_TARGET = 4.0  # saturation steps/s over single-stream generate tokens/s
-WARM_S = 20.0  # the steady window (steps/s, batch sizes, CPU split) starts this long after the students set off
+WARM_S = 20.0  # the steady window (steps/s, batch sizes, CPU split) starts this long after the students set off,
+# or once every student has started, if later
 STATS_ROUTE = "/tbt/bench/stats"  # ui/play.py, only when the server runs with TBT_BENCH_STATS=1
 # gradio_client makes a new httpx client for every request, and httpx loads the CA certificates into a new SSL
 # context each time (about 30 ms of CPU), even for http://. Measured here: 38 % of the load generator's CPU, a
@@ -231,8 +232,10 @@ def cpu_per_step(delta: dict | None) -> dict | None:
         return None
     p = lambda name: delta["parts"].get(name, {}).get("cpu_s", 0.0)  # noqa: E731
     steps = delta["parts"]["step"]["calls"]
-    split = {"model pass": p("model pass"), "figures": p("figures"), "render (text, list)": p("render") - p("figures"),
-             "step + prefetch": p("step") + p("prefetch")}
+    # derive runs inside step and prefetch (and before a render): counted once, on its own
+    split = {"model pass": p("model pass"), "sampling (derive)": p("derive"), "figures": p("figures"),
+             "render (text, list)": p("render") - p("figures"),
+             "step + prefetch": max(0.0, p("step") + p("prefetch") - p("derive"))}
     split["gradio + rest"] = delta["process_cpu_s"] - sum(split.values())
     return {"steps": steps, **{k: v / steps * 1000 for k, v in split.items()},
             "total": delta["process_cpu_s"] / steps * 1000}
@@ -310,6 +313,9 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
             for t in threads:
                 t.start()
             time.sleep(max(0.0, warm - time.monotonic()))
+            while time.monotonic() < t0 + minutes * 30 and not all(s.start_latency_s or s.errors for s in students):
+                time.sleep(0.5)  # the steady window starts once every student has a text (at most half the run)
+            warm = time.monotonic()
             stats_warm = read_stats(server.url)
             spy = start_profile(server.pid, deadline - time.monotonic(), profile) if profile else None
             time.sleep(max(0.0, deadline - time.monotonic()))

@@ -195,7 +195,8 @@ class DecodeSession:
         for (k, dist) in self._preview_memo:
             if k[0] is logits and k[1:] == key[1:]:
                 return dist
-        dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
+        with CPU.part("derive"):  # the sampling pipeline over the whole vocabulary, once per position and settings
+            dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
         self._preview_memo = [(key, dist), *self._preview_memo[:1]]
         return dist
 
