@@ -448,6 +448,8 @@ def main(argv=None) -> None:
     ap.add_argument("--play-share", type=float, default=1 / 3, help="share pressing Play in the second scenario")
     ap.add_argument("--scenarios", nargs="+", choices=["click", "play", "saturate"], default=["click", "play"],
                     help="click: every 1-3 s; play: a share presses Play; saturate: every one clicks at once again")
+    ap.add_argument("--saturate-students", type=int, nargs="*", default=[],
+                    help="also run the saturation scenario at these class sizes, first")
     ap.add_argument("--profile", action="store_true",
                     help="sample the server with py-spy in each scenario's steady window (/tmp/tbt-profile-*.txt)")
     ap.add_argument("--no-generate", action="store_true", help="skip measuring single-stream generate")
@@ -470,14 +472,15 @@ def main(argv=None) -> None:
             print("single-stream generate ...", flush=True)
             gens.append(generate_tok_s())
         results = []
-        for n in args.students:
-            for name in args.scenarios:
-                share = args.play_share if name == "play" else 0.0
-                print(f"{n} students, {name} on {model}: {args.minutes:g} min ...", flush=True)
-                prof = f"/tmp/tbt-profile-{args.name}-{n}-{name}.txt" if args.profile else None
-                results.append(scenario(n, share, args.minutes, args.seed, model, env, eager=name == "saturate",
-                                        profile=prof))
-                save(args.name, {**about, "generate": gens, "scenarios": results, "complete": False})  # kept if stopped
+        plan = [(n, "saturate") for n in args.saturate_students] + [(n, name) for n in args.students
+                                                                       for name in args.scenarios]
+        for n, name in plan:
+            share = args.play_share if name == "play" else 0.0
+            print(f"{n} students, {name} on {model}: {args.minutes:g} min ...", flush=True)
+            prof = f"/tmp/tbt-profile-{args.name}-{n}-{name}.txt" if args.profile else None
+            results.append(scenario(n, share, args.minutes, args.seed, model, env, eager=name == "saturate",
+                                    profile=prof))
+            save(args.name, {**about, "generate": gens, "scenarios": results, "complete": False})  # kept if stopped
         if gens:
             print("single-stream generate again ...", flush=True)
             gens.append(generate_tok_s())
