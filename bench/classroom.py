@@ -11,6 +11,15 @@ arrives, then a pause of a few seconds. A player's step latency is the time from
 (so one scenario's sessions do not fill the next one's store) started with Gradio's profiling on, which
 splits each request's time into queue wait, handler (fn_call) and postprocess on the server.
 
+In the saturation scenario (`--scenarios saturate`) every student clicks Next token as soon as their last step
+arrived (no pause): the server's throughput at its limit. Its steps/s is reported as a ratio to single-stream
+`model.generate` measured in the same run (in a subprocess, before and after the scenarios, the median of the runs;
+the server is not running then), with the batch sizes the batcher formed (the server runs in bench mode,
+TBT_BENCH_STATS=1, and the benchmark reads GET /tbt/bench/stats: counts and CPU seconds only) and the server's CPU
+per step split into the model's pass, the figures, the rest of the page's render, the step's own bookkeeping
+(sampling, records, starting the next pass ahead) and Gradio with everything else (the process's CPU minus those).
+Target: saturation >= 4 x generate; 80 students clicking every 1-3 s (about 40 steps/s) at p95 <= 1 s.
+
 Reported per scenario: step latency as the student's client sees it (median, p95, max), errors grouped by
 message, steps served per second, the server's resident memory at the start and end, and the server-side
 phases. Target: 30 students clicking, p95 <= 1 s and no errors.
@@ -44,6 +53,10 @@ PROMPTS = ["Once upon a time, in a small village,", "The capital of France is", 
 TARGET_P95_S = 1.0
 REQUEST_TIMEOUT_S = 120.0  # a step that takes longer than this is counted as an error (and cancelled)
 PLAY_BURST = 30
+SATURATION_TARGET = 4.0  # saturation steps/s over single-stream generate tokens/s
+WARM_S = 20.0  # the steady window (steps/s, batch sizes, CPU split) starts this long after the students set off,
+# or once every student has started, if later
+STATS_ROUTE = "/tbt/bench/stats"  # ui/play.py, only when the server runs with TBT_BENCH_STATS=1
 # gradio_client makes a new httpx client for every request, and httpx loads the CA certificates into a new SSL
 # context each time (about 30 ms of CPU), even for http://. Measured here: 38 % of the load generator's CPU, a
 # core at 30 students, taken from the server's two. One context made once serves every student's requests.
@@ -56,7 +69,9 @@ class Student:
 
     index: int
     plays: bool  # True: presses Play (bursts of back-to-back steps); False: clicks every 1-3 s
+    eager: bool = False  # True: clicks again as soon as the last step arrived (the saturation scenario)
     step_latency_s: list[float] = field(default_factory=list)
+    step_done_at: list[float] = field(default_factory=list)  # time.monotonic() when each step arrived
     start_latency_s: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     connect_s: float | None = None
@@ -113,7 +128,12 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 if not started:
-                    _, seconds = call(client, "/start", prompt, "raw", model, **DEFAULTS)
+                    try:
+                        _, seconds = call(client, "/start", prompt, "raw", model, **DEFAULTS)
+                    except Exception as err:  # noqa: BLE001 (a refused Start is counted as such, then retried)
+                        student.errors.append("start: " + error_text(err))
+                        stop.wait(min(rng.uniform(1, 3), max(0.0, deadline - time.monotonic())))
+                        continue
                     student.start_latency_s.append(seconds)
                     started = True
                     continue
@@ -122,13 +142,14 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
                 else:
                     result, seconds = call(client, "/next_token", **DEFAULTS)
                     student.step_latency_s.append(seconds)
+                    student.step_done_at.append(time.monotonic())
                 if ended(result) or "512 of 512" in str(result[0]):
                     call(client, "/reset", **DEFAULTS)  # what a student does at the end of the text
             except Exception as err:  # noqa: BLE001
                 student.errors.append(error_text(err))
                 if "No text yet" in str(err) or "idle" in str(err):
                     started = False
-            pause = rng.uniform(3, 6) if student.plays else rng.uniform(1, 3)
+            pause = rng.uniform(3, 6) if student.plays else 0.0 if student.eager else rng.uniform(1, 3)
             stop.wait(min(pause, max(0.0, deadline - time.monotonic())))
     finally:
         client.close()
@@ -152,6 +173,7 @@ def play(client, url: str, n: int, student: Student, deadline: float, stop: thre
         token = re.search(r'data-token="([^"]+)"', str(out[3]))
         if token:  # a step (the last output only sends the force list and ends the Play)
             student.step_latency_s.append(time.perf_counter() - asked)
+            student.step_done_at.append(time.monotonic())
             last = out
             what = "stop" if time.monotonic() >= deadline or stop.is_set() else "shown"
             asked = time.perf_counter()
@@ -176,25 +198,128 @@ class RssMonitor(threading.Thread):
             self.stop.wait(self.every_s)
 
 
+def read_stats(url: str) -> dict | None:
+    """The server's bench-mode counters (model/batcher.py bench_stats), or None if it does not answer them."""
+    import json
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + STATS_ROUTE, timeout=30) as r:
+            return json.loads(r.read())
+    except OSError:
+        return None
+
+
+def stats_delta(before: dict | None, after: dict | None) -> dict | None:
+    """What the server did between two reads of its counters: CPU seconds, CPU by part, passes by batch size."""
+    if not before or not after:
+        return None
+    parts = {}
+    for name, row in after["parts"].items():
+        old = before["parts"].get(name, {"calls": 0, "cpu_s": 0.0, "wall_s": 0.0})
+        parts[name] = {k: row[k] - old[k] for k in row}
+    sizes = {}
+    for model, hist in after["batch_sizes"].items():
+        old = before["batch_sizes"].get(model, {})
+        sizes[model] = {int(k): v - old.get(k, 0) for k, v in hist.items() if v - old.get(k, 0)}
+    return {"process_cpu_s": after["process_cpu_s"] - before["process_cpu_s"], "parts": parts, "batch_sizes": sizes}
+
+
+def cpu_per_step(delta: dict | None) -> dict | None:
+    """The server's CPU per step (ms), split: the model's pass, the figures, the rest of the render, the step's
+    bookkeeping, and Gradio with everything else (the process's CPU minus the parts measured)."""
+    if not delta or not delta["parts"].get("step", {}).get("calls"):
+        return None
+    p = lambda name: delta["parts"].get(name, {}).get("cpu_s", 0.0)  # noqa: E731
+    steps = delta["parts"]["step"]["calls"]
+    # derive runs inside step and prefetch (and before a render): counted once, on its own
+    split = {"model pass": p("model pass"), "sampling (derive)": p("derive"), "figures": p("figures"),
+             "render (text, list)": p("render") - p("figures"),
+             "step + prefetch": max(0.0, p("step") + p("prefetch") - p("derive"))}
+    split["gradio + rest"] = delta["process_cpu_s"] - sum(split.values())
+    return {"steps": steps, **{k: v / steps * 1000 for k, v in split.items()},
+            "total": delta["process_cpu_s"] / steps * 1000}
+
+
+def histogram(sizes: dict[int, int]) -> dict:
+    """Passes and steps by batch size, and the mean batch a step ran in."""
+    passes, steps = sum(sizes.values()), sum(k * v for k, v in sizes.items())
+    return {"passes": dict(sorted(sizes.items())), "steps": steps,
+            "mean_batch_per_pass": steps / passes if passes else None,
+            "mean_batch_per_step": sum(k * k * v for k, v in sizes.items()) / steps if steps else None}
+
+
+PROFILE_PARTS = [  # (part, a substring of a frame): a sample counts for the first part one of its frames names
+    ("model pass", "model/batcher.py"), ("figures", "/viz/"), ("render (text, list)", "ui/state.py"),
+    ("step + prefetch", "model/"), ("app handlers", "/ui/"),
+    ("gradio + web", ("gradio", "fastapi", "starlette", "uvicorn", "anyio", "asyncio", "h11", "httpx", "pydantic",
+                      "orjson", "json", "websockets", "sse")),
+]
+
+
+def profile_parts(path: str) -> dict:
+    """A py-spy raw profile (collapsed stacks, one line each: frames separated by ';', then a count) summed into
+    PROFILE_PARTS, each part's share of the samples; and the hottest leaf frames inside the model pass and outside."""
+    parts, leaves = Counter(), {"model pass": Counter(), "rest": Counter()}
+    for line in open(path, encoding="utf-8", errors="replace"):
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames, n = stack.split(";"), int(count)
+        part = "other"
+        for name, marks in PROFILE_PARTS:
+            marks = (marks,) if isinstance(marks, str) else marks
+            if any(m in f for f in frames for m in marks):
+                part = name
+                break
+        parts[part] += n
+        leaves["model pass" if part == "model pass" else "rest"][frames[-1][:120]] += n
+    total = sum(parts.values()) or 1
+    return {"samples": total, "share": {k: v / total for k, v in parts.most_common()},
+            "top_leaves": {k: [(f, n / total) for f, n in c.most_common(12)] for k, c in leaves.items()}}
+
+
+def start_profile(pid: int, seconds: float, path: str):
+    """py-spy sampling the server for `seconds` (its CPU samples only, not idle threads), written to `path`."""
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    return subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(max(1, int(seconds))), "-f", "raw",
+                             "-o", path, "--nonblocking", "-r", "50"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
 def scenario(n_students: int, play_share: float, minutes: float, seed: int, model: str = LOCAL_MODEL,
-             env: dict[str, str] | None = None) -> dict:
+             env: dict[str, str] | None = None, eager: bool = False, profile: str | None = None) -> dict:
     """One scenario on a fresh server (its environment `env` added): N students on `model` for `minutes`, a share
-    of them pressing Play."""
-    with AppServer(env={"GRADIO_PROFILING": "1", **(env or {})}) as server:
+    of them pressing Play (or, `eager`, every one clicking again as soon as a step arrives)."""
+    with AppServer(env={"GRADIO_PROFILING": "1", "TBT_BENCH_STATS": "1", **(env or {})}) as server:
         time.sleep(2)
         rss_start = server.rss_bytes()
         players = set(random.Random(seed).sample(range(n_students), round(n_students * play_share)))
-        students = [Student(i, i in players) for i in range(n_students)]
+        students = [Student(i, i in players, eager) for i in range(n_students)]
         stop = threading.Event()
         monitor = RssMonitor(server)
         monitor.start()
         t0 = time.monotonic()
         deadline = t0 + minutes * 60
+        warm = t0 + min(WARM_S, minutes * 60 / 3)
         threads = [threading.Thread(target=run_student, args=(s, server.url, deadline, stop, seed, model),
                                     daemon=True) for s in students]
         with OthersWatch() as watch:
             for t in threads:
                 t.start()
+            time.sleep(max(0.0, warm - time.monotonic()))
+            while time.monotonic() < t0 + minutes * 30 and not all(s.start_latency_s or s.errors for s in students):
+                time.sleep(0.5)  # the steady window starts once every student has a text (at most half the run)
+            warm = time.monotonic()
+            stats_warm = read_stats(server.url)
+            spy = start_profile(server.pid, deadline - time.monotonic(), profile) if profile else None
+            time.sleep(max(0.0, deadline - time.monotonic()))
+            stats_end = read_stats(server.url)
             for t in threads:  # the last request may still be running at the deadline: allow it to finish
                 t.join(timeout=max(0.0, deadline + REQUEST_TIMEOUT_S + 30 - time.monotonic()))
             stop.set()
@@ -203,8 +328,43 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
         monitor.stop.set()
         rss_end = server.rss_bytes()
         traces = server.profiling_traces()
-    return {"model": model, **summarise(students, elapsed, minutes, hung, rss_start, rss_end, monitor.peak, traces,
-                                        watch.share, play_share)}
+    if spy is not None:
+        spy.wait(timeout=60)
+    result = summarise(students, elapsed, minutes, hung, rss_start, rss_end, monitor.peak, traces, watch.share,
+                       play_share)
+    delta = stats_delta(stats_warm, stats_end)
+    steady = sum(warm <= at <= deadline for s in students for at in s.step_done_at) / (deadline - warm)
+    sizes = next(iter(delta["batch_sizes"].values()), {}) if delta else {}
+    return {"model": model, "scenario": "saturate" if eager else "play" if play_share else "click", **result,
+            "steady_steps_per_s": steady, "steady_window_s": deadline - warm, "batch_sizes": histogram(sizes),
+            "cpu_per_step_ms": cpu_per_step(delta), "server_stats_delta": delta,
+            "profile": profile_parts(profile) if profile else None}
+
+
+def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
+    """Single-stream `model.generate` tokens/s on this machine now (bench.engine's run, greedy, prefill included),
+    in a subprocess of its own so this process never holds the model: on torch's default threads (2 here) and on
+    one (the batcher's), `runs` each, alternated. The reference is the faster of the two medians: on a loaded
+    machine two OpenMP threads can lose most of their time waiting for each other, which would flatter a ratio."""
+    import json
+    import subprocess
+    import sys
+
+    from bench.appserver import ROOT
+
+    code = (
+        "import json, torch; from bench.engine import run_generate; from model.loading import load_model\n"
+        "lm = load_model(); run_generate(lm, {'do_sample': False}, 4); rates = {'default': [], 'one thread': []}\n"
+        "default = torch.get_num_threads()\n"
+        f"for _ in range({runs}):\n"
+        "    for name, n in (('default', default), ('one thread', 1)):\n"
+        "        torch.set_num_threads(n)\n"
+        f"        s, _ = run_generate(lm, {{'do_sample': False}}, {new_tokens}); rates[name].append({new_tokens} / s)\n"
+        "print('RATES', json.dumps(rates))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    rates = json.loads(out.split("RATES", 1)[1])
+    medians = {k: statistics.median(v) for k, v in rates.items()}
+    return {"runs": rates, "medians": medians, "median": max(medians.values()), "new_tokens": new_tokens}
 
 
 def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, traces, others, play_share) -> dict:
@@ -229,29 +389,56 @@ def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, tr
         "connect_s": stats([s.connect_s for s in students if s.connect_s is not None]),
         "steps_served": len(steps), "steps_per_s": len(steps) / (minutes * 60),
         "errors_total": sum(errors.values()), "errors": dict(errors.most_common()),
+        "starts_refused": sum(n for e, n in errors.items() if e.startswith("start:")),
+        "step_errors": sum(n for e, n in errors.items() if not e.startswith("start:")),
         "server_rss_start_mb": rss_start / 2**20, "server_rss_end_mb": rss_end / 2**20,
         "server_rss_peak_mb": rss_peak / 2**20, "server_phases_ms": phases, "others_cpu_share": others,
     }
 
 
-def report(results: list[dict]) -> str:
+def report(results: list[dict], generate: dict | None = None) -> str:
+    gen = generate["median"] if generate else None
     rows = []
     for r in results:
         lat, ph = r["step_latency_s"], r["server_phases_ms"]["next_token"]
-        name = "clicking" if not r["players"] else f"{r['players']} play"
+        name = r.get("scenario") or ("clicking" if not r["players"] else "play")
+        if name == "play":
+            name = f"{r['players']} play"
         target = ""
-        if r["students"] == 30 and not r["players"]:
-            target = "met" if lat["p95"] is not None and lat["p95"] <= TARGET_P95_S and not r["errors_total"] else "MISSED"
-        rows.append([r["students"], name, lat["n"], lat["median"], lat["p95"], lat["max"], r["errors_total"],
-                     r["steps_per_s"], ph["queue_wait"]["median"], ph["fn_call"]["median"], ph["postprocess"]["median"],
-                     f"{r['server_rss_start_mb']:.0f} -> {r['server_rss_end_mb']:.0f}", f"{r['others_cpu_share']:.0%}",
-                     target])
-    out = table(["students", "scenario", "steps", "median s", "p95 s", "max s", "errors", "steps/s", "queue ms",
-                 "handler ms", "post ms", "RSS MB", "others CPU", "p95<=1s"], rows)
-    errors = [(r["students"], r["players"], msg, n) for r in results for msg, n in r["errors"].items()]
+        if name == "saturate" and gen:
+            target = "met" if r["steady_steps_per_s"] >= SATURATION_TARGET * gen else "MISSED"
+        elif name == "click" and r["students"] in (30, 60, 80):
+            target = "met" if lat["p95"] is not None and lat["p95"] <= TARGET_P95_S and not r["step_errors"] else "MISSED"
+        hist = r.get("batch_sizes") or {}
+        steady = r.get("steady_steps_per_s")
+        rows.append([r["students"], name, lat["n"], lat["median"], lat["p95"], r["step_errors"], r["starts_refused"],
+                     r["steps_per_s"], steady, f"{steady / gen:.2f}" if gen and steady else "-",
+                     f"{hist['mean_batch_per_step']:.1f}" if hist.get("mean_batch_per_step") else "-",
+                     ph["queue_wait"]["median"], ph["fn_call"]["median"], ph["postprocess"]["median"],
+                     f"{r['others_cpu_share']:.0%}", target])
+    out = ""
+    if gen:
+        runs = "; ".join(", ".join(f"{k} {v:.1f}" for k, v in m.items()) for m in generate["runs"])
+        out = f"single-stream generate: {gen:.1f} tokens/s (before; after: {runs})\n\n"
+    out += table(["students", "scenario", "steps", "median s", "p95 s", "step err", "Starts refused", "steps/s",
+                  "steady/s", "x generate", "batch", "queue ms", "handler ms", "post ms", "others CPU", "target"], rows)
+    for r in results:
+        hist, cpu = r.get("batch_sizes") or {}, r.get("cpu_per_step_ms")
+        if hist.get("passes"):
+            out += (f"\n\n{r['students']} {r.get('scenario')}: passes by batch size (steady window) "
+                    + ", ".join(f"{k}: {v}" for k, v in hist["passes"].items())
+                    + f"; a step ran in a batch of {hist['mean_batch_per_step']:.1f} on average")
+        if cpu:
+            out += ("\n  server CPU per step (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "steps"))
+        if r.get("profile"):
+            out += ("\n  py-spy, share of the server's samples: "
+                    + ", ".join(f"{k} {v:.0%}" for k, v in r["profile"]["share"].items()))
+    errors = [(r["students"], r.get("scenario"), msg, n) for r in results for msg, n in r["errors"].items()]
     if errors:
-        out += "\n\nErrors:\n" + "\n".join(f"  {s} students ({p} playing): {n} x {msg}" for s, p, msg, n in errors)
-    return out + "\n(queue / handler / post: medians of the server's phases for /next_token, GRADIO_PROFILING)"
+        out += "\n\nErrors:\n" + "\n".join(f"  {s} students ({p}): {n} x {msg}" for s, p, msg, n in errors)
+    return out + ("\n(steps/s: over the whole run; steady/s: after the first seconds, the x generate ratio's;"
+                  " batch: the mean batch a step ran in; queue / handler / post: medians of the server's phases for"
+                  " /next_token, GRADIO_PROFILING)")
 
 
 def main(argv=None) -> None:
@@ -259,7 +446,13 @@ def main(argv=None) -> None:
     ap.add_argument("--students", type=int, nargs="+", default=[10, 30, 60], help="class sizes (default 10 30 60)")
     ap.add_argument("--minutes", type=float, default=3.0, help="length of each scenario (default 3)")
     ap.add_argument("--play-share", type=float, default=1 / 3, help="share pressing Play in the second scenario")
-    ap.add_argument("--scenarios", nargs="+", choices=["click", "play"], default=["click", "play"])
+    ap.add_argument("--scenarios", nargs="+", choices=["click", "play", "saturate"], default=["click", "play"],
+                    help="click: every 1-3 s; play: a share presses Play; saturate: every one clicks at once again")
+    ap.add_argument("--saturate-students", type=int, nargs="*", default=[],
+                    help="also run the saturation scenario at these class sizes, first")
+    ap.add_argument("--profile", action="store_true",
+                    help="sample the server with py-spy in each scenario's steady window (/tmp/tbt-profile-*.txt)")
+    ap.add_argument("--no-generate", action="store_true", help="skip measuring single-stream generate")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="classroom", help="results file name (default classroom)")
     ap.add_argument("--engine", action="store_true",
@@ -274,19 +467,32 @@ def main(argv=None) -> None:
         engine, model, env = None, LOCAL_MODEL, {}
     try:
         about = {"model": model, "engine_started_s": engine.started_s if engine else None}
+        gens = []
+        if not args.no_generate:
+            print("single-stream generate ...", flush=True)
+            gens.append(generate_tok_s())
         results = []
-        for n in args.students:
-            for name in args.scenarios:
-                share = args.play_share if name == "play" else 0.0
-                print(f"{n} students, {name} on {model}: {args.minutes:g} min ...", flush=True)
-                results.append(scenario(n, share, args.minutes, args.seed, model, env))
-                save(args.name, {**about, "scenarios": results, "complete": False})  # kept if stopped midway
+        plan = [(n, "saturate") for n in args.saturate_students] + [(n, name) for n in args.students
+                                                                       for name in args.scenarios]
+        for n, name in plan:
+            share = args.play_share if name == "play" else 0.0
+            print(f"{n} students, {name} on {model}: {args.minutes:g} min ...", flush=True)
+            prof = f"/tmp/tbt-profile-{args.name}-{n}-{name}.txt" if args.profile else None
+            results.append(scenario(n, share, args.minutes, args.seed, model, env, eager=name == "saturate",
+                                    profile=prof))
+            save(args.name, {**about, "generate": gens, "scenarios": results, "complete": False})  # kept if stopped
+        if gens:
+            print("single-stream generate again ...", flush=True)
+            gens.append(generate_tok_s())
     finally:
         if engine:
             engine.stop()
+    # the day's figure: the median of the before and after references (each the faster thread setting's median)
+    generate = ({"median": statistics.median(g["median"] for g in gens), "runs": [g["medians"] for g in gens],
+                 "before": gens[0], "after": gens[-1]} if gens else None)
     print(f"Model: {model}" + (" (vLLM on this machine's cores: the app's overhead)" if engine else ""))
-    print(report(results))
-    print(f"wrote {save(args.name, {**about, 'scenarios': results, 'complete': True})}")
+    print(report(results, generate))
+    print(f"wrote {save(args.name, {**about, 'generate': generate, 'scenarios': results, 'complete': True})}")
 
 
 def start_engine():

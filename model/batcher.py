@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections import deque
+import weakref
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import torch
@@ -91,6 +92,47 @@ DECODE_THREADS = 1
 PASS_LOG = 240  # passes the batcher remembers for the batching view
 
 
+class CpuSplit:
+    """Where a server's CPU goes, by part (the model's passes, the figures, a step's bookkeeping): for each part the
+    calls, the CPU seconds of the thread that ran them (time.thread_time) and their wall seconds. Cheap (two clock
+    reads per call); read by the classroom benchmark through its stats route (ui/play.py, bench mode only)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.parts: dict[str, list[float]] = {}  # part: [calls, cpu_s, wall_s]
+
+    @contextlib.contextmanager
+    def part(self, name: str):
+        cpu, wall = time.thread_time(), time.perf_counter()
+        try:
+            yield
+        finally:
+            cpu, wall = time.thread_time() - cpu, time.perf_counter() - wall
+            with self._lock:
+                row = self.parts.setdefault(name, [0, 0.0, 0.0])
+                row[0] += 1
+                row[1] += cpu
+                row[2] += wall
+
+    def snapshot(self) -> dict[str, dict[str, float]]:
+        with self._lock:
+            return {k: {"calls": n, "cpu_s": c, "wall_s": w} for k, (n, c, w) in self.parts.items()}
+
+
+CPU = CpuSplit()  # one per server process
+BATCHERS: "weakref.WeakSet[StepBatcher]" = weakref.WeakSet()  # every batcher of this process, for bench_stats
+
+
+def bench_stats() -> dict:
+    """What the classroom benchmark reads from a server in bench mode: the process's CPU seconds so far, the CPU
+    split by part, and each model's batcher's batch sizes (how many passes ran at each size)."""
+    import os
+
+    t = os.times()
+    return {"process_cpu_s": t.user + t.system, "parts": CPU.snapshot(),
+            "batch_sizes": {b.name: {str(k): v for k, v in sorted(b.batch_histogram.items())} for b in list(BATCHERS)}}
+
+
 @dataclass(frozen=True)
 class PassRecord:
     """One forward pass the worker ran: only counts and times, never whose steps or what text."""
@@ -107,16 +149,19 @@ class StepBatcher:
     worker thread runs the model, so the model is never run twice at once and the 2 cores are not oversubscribed.
     """
 
-    def __init__(self, model, max_batch: int = 16):
+    def __init__(self, model, max_batch: int = 16, name: str = ""):
         self.model = model
+        self.name = name or type(model).__name__
         self.max_batch = max_batch
         self._pending: list[_Job] = []
         self._cond = threading.Condition()
-        self.batch_sizes: list[int] = []  # every batch run, for the benchmarks
+        self.batch_sizes: list[int] = []  # every batch run, in order, for the tests
+        self.batch_histogram: Counter[int] = Counter()  # passes run at each batch size, for the benchmarks
         self.passes: deque[PassRecord] = deque(maxlen=PASS_LOG)  # the last passes, for the batching view
         self.model_lock = threading.Lock()  # held while the model runs; a prefill takes it too
         self._worker = threading.Thread(target=self._run, name="step-batcher", daemon=True)
         self._worker.start()
+        BATCHERS.add(self)
 
     def submit(self, cache: DynamicCache, token_id: int) -> _Job:
         """Queue one token for the next batch and return at once; the worker appends its K and V to `cache`.
@@ -169,9 +214,10 @@ class StepBatcher:
                     self._cond.wait()
                 jobs, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             self.batch_sizes.append(len(jobs))
+            self.batch_histogram[len(jobs)] += 1
             t0 = time.perf_counter()
             try:
-                with self.model_lock, torch.no_grad():
+                with self.model_lock, torch.no_grad(), CPU.part("model pass"):
                     if len(jobs) == 1:
                         results = [forward_one(self.model, jobs[0].cache, jobs[0].token_id)]
                     else:

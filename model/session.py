@@ -14,7 +14,7 @@ from dataclasses import replace
 import torch
 
 from .backend import Backend, Capabilities, LocalBackend
-from .batcher import StepBatcher
+from .batcher import CPU, StepBatcher
 from .branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
 from .engine_session import EngineBackend, EngineModel
 from .errors import SessionBusy, SessionError
@@ -195,7 +195,8 @@ class DecodeSession:
         for (k, dist) in self._preview_memo:
             if k[0] is logits and k[1:] == key[1:]:
                 return dist
-        dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
+        with CPU.part("derive"):  # the sampling pipeline over the whole vocabulary, once per position and settings
+            dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
         self._preview_memo = [(key, dist), *self._preview_memo[:1]]
         return dist
 
@@ -214,7 +215,8 @@ class DecodeSession:
         speculative token passes its SpecChoice): a claim checked against the settings and seed (_claimed).
         A step of the user's own ends a trace's play-back. If anything fails, the session is as it was.
         """
-        record = self._step(cfg, force_token, forced)
+        with CPU.part("step"):  # its wall time includes waiting for the batcher's pass; its CPU does not
+            record = self._step(cfg, force_token, forced)
         self._replay = []
         return record
 
@@ -242,7 +244,8 @@ class DecodeSession:
                 token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
             except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
                 return False
-            return self.backend.prefetch(self.ids, token)
+            with CPU.part("prefetch"):
+                return self.backend.prefetch(self.ids, token)
         finally:
             self._lock.release()
 

@@ -185,7 +185,7 @@ class ModelRegistry:
             return DecodeSession(lm)  # on the engine's backend: the engine batches its own users
         with self._lock:
             if lm.name not in self._batchers:
-                self._batchers[lm.name] = StepBatcher(lm.model)
+                self._batchers[lm.name] = StepBatcher(lm.model, name=lm.name)
             return DecodeSession(lm, batcher=self._batchers[lm.name])
 
     def batcher(self, name: str | None = None) -> StepBatcher | None:

@@ -7,6 +7,7 @@ pace or stop that Play.
 """
 from __future__ import annotations
 
+import os
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 from fastapi import HTTPException
 
+from model.batcher import bench_stats
 from model.errors import SessionError
 from ui.controls import GLOBALS, advance, hidden_button, hidden_html
 from ui.events import Event
@@ -87,6 +89,12 @@ def add_route(app) -> None:
     """The page's word on its Play: not a queued event (an event costs the page about 45 ms of work, a step's
     budget), and it runs nothing: it only lets the Play's streaming request, which is queued, go on or stop."""
     app.add_api_route(PROTOCOL["play_route"] + "{token}/{what}", pace_play, methods=["POST"])
+    if os.environ.get(BENCH_STATS_ENV) == "1":  # bench mode only (bench/classroom.py sets it): counts and times
+        app.add_api_route(BENCH_STATS_ROUTE, bench_stats, methods=["GET"], include_in_schema=False)
+
+
+BENCH_STATS_ENV = "TBT_BENCH_STATS"
+BENCH_STATS_ROUTE = "/tbt/bench/stats"  # the batch sizes the batcher formed and the server's CPU by part (no text)
 
 
 class Play:

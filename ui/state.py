@@ -7,6 +7,7 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
+from model.batcher import CPU
 from model.errors import SessionError
 from model.records import SamplingConfig
 from model.session import DecodeSession
@@ -62,14 +63,15 @@ class App:
             dist = session.preview(cfg)
             last_kv = session.steps[-1].kv if session.steps else session.prefill.kv
             self.revision += 1
-            outputs = [
-                text_panel(viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
-                           status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv,
-                                       session.logprob_t1(), session.finished, self.revision, view.lang,
-                                       replay_left=session.replay_left)),
-                self._chart(session, cfg, view, dist),
-                gr.update(choices=force_choices(dist, view.lang, session.lm.tokens.tail(session.ids)), value=None),
-            ]
+            with CPU.part("render"):  # the whole page of a step, its chart ("figures") included
+                outputs = [
+                    text_panel(viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
+                               status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv,
+                                           session.logprob_t1(), session.finished, self.revision, view.lang,
+                                           replay_left=session.replay_left)),
+                    self._chart(session, cfg, view, dist),
+                    gr.update(choices=force_choices(dist, view.lang, session.lm.tokens.tail(session.ids)), value=None),
+                ]
             self._rendered(session, cfg, view, dist, outputs)
             return outputs
 
@@ -89,7 +91,8 @@ class App:
             hook(user, session, view, outputs, draw)
 
     def _chart(self, session, cfg, view, dist) -> str:
-        return self.views[view.tab].chart(session, cfg, view, dist)
+        with CPU.part("figures"):
+            return self.views[view.tab].chart(session, cfg, view, dist)
 
 
 def chart_key(session: DecodeSession, cfg: SamplingConfig, view: View) -> str | None:
