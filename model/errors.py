@@ -231,6 +231,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                   "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
                                  "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    # ---- guard: sessions per address (model/sessions.py) ----
+    "network_full": ("Your network already has {limit} sessions open, the most one network may hold; close a tab "
+                     "or wait for an idle one to close.",
+                     "你的网络已打开 {limit} 个会话，这是一个网络最多能打开的数量；请关闭一个标签页，或等闲置的会话关闭。"),
 }
 
 

@@ -493,6 +493,13 @@ PAGE: dict[str, tuple[str, str]] = {
     "sc_disagrees": (" (they differ)", "（两者不同）"),
     "sc_sweep_line": ("T = {temperature}: vote {majority} ({votes} of {n}), {share} of the samples give the greedy answer {greedy}",
                       "T = {temperature}：投票结果 {majority}（{n} 票中 {votes} 票），{share} 的样本给出贪心答案 {greedy}"),
+    # ---- guard: the queue's share per address (ui/guard.py) ----
+    "queue_network_busy": ("Your network already has {n} requests waiting; try again in a moment.",
+                           "你的网络已有 {n} 个请求在等待；请稍后再试。"),
+    "queue_network_slow_busy": ("Your network already has {n} requests of this kind waiting; try again in a few seconds.",
+                                "你的网络已有 {n} 个同类请求在等待；请几秒后再试。"),
+    "queue_steps_only": ("The server is busy: only steps are taken just now; try again in a moment.",
+                         "服务器正忙：现在只接受生成步骤；请稍后再试。"),
 }
 
 
