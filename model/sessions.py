@@ -62,6 +62,10 @@ class SessionStore:
                 self._connected &= set(self._live)
             self._connected.add(key)
 
+    def is_page(self, key: str) -> bool:
+        """Whether session id `key` has (or had) a page: its heartbeat connection opened."""
+        return key in self._connected
+
     def _expire_idle(self) -> None:
         now, freed = self.clock(), False
         shortest = min(self.idle_seconds, self.unconnected_seconds)

@@ -368,7 +368,8 @@ def test_a_flood_of_fresh_hashes_from_one_address_leaves_another_address_steppin
             assert step_of(call(client, "/next_token")) >= 1
             latencies.append(time.perf_counter() - t0)
     codes = [a.status_code for a in answers]
-    assert codes.count(200) <= SLOW_PER_ADDRESS and codes.count(503) == len(codes) - codes.count(200), Counter(codes)
+    # its budget of the slow kind (and one more for each that finished meanwhile); the rest refused, with the reason
+    assert codes.count(200) < 2 * SLOW_PER_ADDRESS and codes.count(503) == len(codes) - codes.count(200), Counter(codes)
     assert "network" in answers[-1].json()["detail"], answers[-1].text
     p95 = sorted(latencies)[int(0.95 * (len(latencies) - 1))]
     assert p95 < 2.0, latencies
@@ -436,7 +437,8 @@ def test_a_class_of_80_behind_one_address_gets_in_and_a_script_far_beyond_does_n
 @pytest.mark.model
 def test_one_address_holds_at_most_a_class_and_its_teacher(lm):
     now = [0.0]
-    store = SessionStore(max_sessions=120, clock=lambda: now[0], opening=OpeningLimit(clock=lambda: now[0]))
+    store = SessionStore(max_sessions=120, clock=lambda: now[0], opening=OpeningLimit(clock=lambda: now[0]),
+                         idle_seconds=3600, unconnected_seconds=3600)  # (all of them keep a page, as if)
     session = object()
     for i in range(80):
         store.put(f"student-{i}", session, client="10.1.2.3")
@@ -531,3 +533,32 @@ def test_a_refused_dropdown_value_writes_one_line_not_a_traceback(server, capfd,
     assert "Traceback" not in capfd.readouterr().err
     lines = [r for r in caplog.records if r.getMessage().startswith("refused start")]
     assert len(lines) == 1 and not lines[0].exc_info, [r.getMessage() for r in caplog.records]
+
+
+# ---- round three, 6. memory: Gradio's state of sessions that are gone is forgotten ----------------------------
+@pytest.mark.server
+def test_gradios_state_of_a_script_hash_is_forgotten_and_a_pages_is_kept(server, client):
+    from ui.guard import forget_gone_sessions
+
+    page, url, demo = server
+    start(client)  # gradio_client keeps a heartbeat, as a page does
+    deadline = time.time() + 10
+    while not page.store.is_page(client.session_hash) and time.time() < deadline:
+        time.sleep(0.2)
+    holder = demo.server_app.state_holder
+    fresh = [f"script-{i}-{time.time_ns()}" for i in range(20)]
+    next_token = next(i for i, fn in demo.fns.items() if fn.api_name == "next_token")
+    for key in fresh:  # each fresh hash makes Gradio copy the page's config for it
+        assert httpx.post(f"{url}gradio_api/queue/join", timeout=30, json={
+            "data": SETTINGS, "fn_index": next_token, "session_hash": key}).status_code == 200
+    queue, deadline = demo._queue, time.time() + 60
+    while time.time() < deadline and any(  # their events have run (refused: no session)
+            e.session_hash in fresh for events in [*(lane.queue for lane in queue.event_queue_per_concurrency_id.values()),
+                                                   *(job or () for job in queue.active_jobs)] for e in events):
+        time.sleep(0.5)
+    assert all(key in holder.session_data for key in fresh)
+    forgotten = forget_gone_sessions(demo, page.store.is_page, idle_s=0)
+    assert forgotten >= len(fresh) and not any(key in holder.session_data for key in fresh)
+    assert not any(key in demo._queue.pending_messages_per_session for key in fresh)
+    assert client.session_hash in holder.session_data, "a page's state was forgotten"
+    assert step_of(call(client, "/next_token")) >= 1

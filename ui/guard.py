@@ -2,9 +2,13 @@
 that do not exist. Gradio's queue has one size for everybody (128): without this, one session could fill it."""
 from __future__ import annotations
 
+import ctypes
+import datetime
 import json
 import logging
 import re
+import threading
+import time
 
 import gradio as gr
 from starlette.middleware import Middleware
@@ -191,3 +195,68 @@ def one_line_refusals(demo: gr.Blocks) -> None:
             raise gr.Error(said("bug", lang, kind=type(err).__name__), print_exception=False) from None
 
     demo.process_api = process_api
+
+
+PAGE_GONE_S = 60  # a closed page's Gradio state is forgotten this long after its last event (its unload runs first)
+FORGET_EVERY_S = 30
+
+
+def forget_gone_sessions(demo: gr.Blocks, is_page, idle_s: float, closed_s: float = PAGE_GONE_S) -> int:
+    """Forget Gradio's state of sessions that are gone; how many were forgotten.
+
+    Gradio (6.31, state_holder.py) keeps a SessionState per session hash it has seen (a copy of every block's
+    config: the most memory a fresh hash costs) until 10,000 others have come after it, and marks a closed page's
+    "to be deleted in an hour" without deleting it; the queue keeps each hash's undelivered messages (up to 2,000
+    hashes). Forgotten here: a page's whose heartbeat has ended (closed_s after its last event), and a hash's that
+    never had a page (`is_page` false: a script) idle_s after its last event; never one with an event waiting or
+    running. The freed heap is handed back to the system.
+    """
+    app, queue = demo.server_app, demo._queue
+    holder = app.state_holder
+    busy = {e.session_hash for lane in list(queue.event_queue_per_concurrency_id.values()) for e in list(lane.queue)}
+    busy |= {e.session_hash for job in list(queue.active_jobs) for e in job or ()}
+    now, gone = datetime.datetime.now(), []
+    for key, used in list(holder.time_last_used.items()):
+        state = holder.session_data.get(key)
+        idle = (now - used).total_seconds()
+        if key in busy or (state is not None and not (state.is_closed and idle > closed_s)
+                           and (is_page(key) or idle <= idle_s)):
+            continue
+        gone.append(key)
+    for key in gone:
+        holder.delete_state(key)  # (a State's delete callback runs)
+        with holder.lock:
+            holder.session_data.pop(key, None)
+            holder.time_last_used.pop(key, None)
+        queue.pending_messages_per_session.pop(key, None)
+        if not queue.pending_event_ids_session.get(key):
+            queue.pending_event_ids_session.pop(key, None)
+    if gone:
+        return_freed_memory()
+    return len(gone)
+
+
+def return_freed_memory() -> None:
+    """glibc's free pages back to the system (as model/sessions.py does when a session closes; no torch here)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def keep_forgetting(demo: gr.Blocks, is_page, idle_s: float, every_s: float = FORGET_EVERY_S) -> threading.Thread:
+    """forget_gone_sessions every `every_s` seconds while the server runs (a daemon thread)."""
+    def run():
+        while demo.is_running:
+            time.sleep(every_s)
+            try:
+                if demo.is_running:
+                    n = forget_gone_sessions(demo, is_page, idle_s)
+                    if n:
+                        log.info("forgot the Gradio state of %d sessions that are gone", n)
+            except Exception:  # noqa: BLE001  (never stop forgetting for one bad pass)
+                log.exception("forgetting gone sessions failed")
+
+    thread = threading.Thread(target=run, name="tbt-forget-gone", daemon=True)
+    thread.start()
+    return thread

@@ -12,7 +12,7 @@ from starlette.responses import FileResponse, Response
 
 from ui import play
 from model.trace import MAX_TRACE_BYTES
-from ui.guard import QUEUE_SIZE, fair_queue, gate, one_line_refusals, plain_input_check, plain_preprocess
+from ui.guard import QUEUE_SIZE, fair_queue, gate, keep_forgetting, one_line_refusals, plain_input_check, plain_preprocess
 from ui.protocol import JS_DIR, SCRIPT_ROUTE, page_assets
 
 
@@ -49,6 +49,8 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
             raise
         _wait_for_page(demo)
         served = (demo.server_app, demo.local_url, None)
+    if store is not None:  # Gradio's state of sessions that are gone: forgotten (what it holds is not given back)
+        keep_forgetting(demo, store.is_page, store.unconnected_seconds)
     if not prevent_thread_lock:
         demo.block_thread()
     return served
