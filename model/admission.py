@@ -7,8 +7,11 @@ import time
 
 from .errors import SessionError
 
-BURST = 45  # sessions one address may open at once: a whole class behind one NAT
-REFILL_S = 4.0  # then one more every REFILL_S seconds (15 a minute)
+CLASS = 80  # students in a class, and in a room (ui/rooms.py): all may be behind one school's address
+BURST = 90  # sessions one address may open at once: a class of 80 pressing Start in the same minute, its teacher,
+#             and a few who reload the page
+REFILL_S = 3.0  # then one more every REFILL_S seconds (20 a minute: late comers, reloads)
+PER_ADDRESS = 90  # live sessions of one address at most (of MAX_SESSIONS: the rest stay for everyone else)
 
 
 class OpeningLimit:
@@ -22,6 +25,15 @@ class OpeningLimit:
         self.burst, self.refill_s, self.clock = burst, refill_s, clock
         self._buckets: dict[str, tuple[float, float]] = {}  # address: (tokens, when counted)
         self._lock = threading.Lock()
+
+    def check(self, client: str | None) -> None:
+        """SessionError if `client` could not open a session now (nothing is taken): asked before the work of one."""
+        now = self.clock()
+        with self._lock:
+            tokens, then = self._buckets.get(client, (float(self.burst), now))
+            tokens = min(float(self.burst), tokens + (now - then) / self.refill_s)
+        if tokens < 1:
+            raise SessionError("opening_too_fast", seconds=max(1, round((1 - tokens) * self.refill_s)))
 
     def admit(self, client: str | None) -> None:
         """Take one opening for `client`, or SessionError saying when to try again (nothing is taken then)."""

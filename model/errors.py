@@ -258,6 +258,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                             "was run.",
                             "此记录文件回放所需的计算太多：{texts} 段文本共 {steps:,} 步，每一步都是模型的一次前向计算；"
                             "一个记录文件总共最多 {limit:,} 步。什么都没有运行。"),
+    # ---- guard: sessions per address (model/sessions.py) ----
+    "network_full": ("Your network already has {limit} sessions open, the most one network may hold; close a tab "
+                     "or wait for an idle one to close.",
+                     "你的网络已打开 {limit} 个会话，这是一个网络最多能打开的数量；请关闭一个标签页，或等闲置的会话关闭。"),
 }
 
 

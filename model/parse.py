@@ -66,3 +66,9 @@ def whole_in_range(value, low: int, high: int, key: str) -> int:
     if number is None or not low <= number <= high:
         raise SessionError(key, value=shown(value), low=low, high=high)
     return number
+
+
+def a_name(value, limit: int = 200) -> str | None:
+    """A name the page sends back (a lesson's id in the browser's saved progress): a str of at most `limit`
+    characters, or None for anything else (a list, a number, a 5 MB text), which no table holds."""
+    return value if isinstance(value, str) and len(value) <= limit else None

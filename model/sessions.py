@@ -8,7 +8,7 @@ import time
 from collections import OrderedDict
 
 from .batcher import StepBatcher
-from .admission import OpeningLimit
+from .admission import PER_ADDRESS, OpeningLimit
 from .errors import SessionError, SessionExpired
 from .loading import LoadedModel, ModelLoadError, available_models, load_model
 from .engine_session import EngineModel
@@ -38,8 +38,10 @@ class SessionStore:
     """
 
     def __init__(self, max_sessions: int = MAX_SESSIONS, idle_seconds: float = IDLE_SECONDS, clock=time.monotonic,
-                 unconnected_seconds: float = UNCONNECTED_SECONDS, opening: OpeningLimit | None = None):
+                 unconnected_seconds: float = UNCONNECTED_SECONDS, opening: OpeningLimit | None = None,
+                 per_address: int = PER_ADDRESS):
         self.max_sessions = max_sessions
+        self.per_address = per_address
         self.idle_seconds = idle_seconds
         self.unconnected_seconds = unconnected_seconds
         self.clock = clock
@@ -48,6 +50,7 @@ class SessionStore:
         self._live: OrderedDict[str, tuple[DecodeSession, float]] = OrderedDict()  # least recently used first
         self._expired: OrderedDict[str, None] = OrderedDict()  # ids freed for idleness, to say so
         self._connected: set[str] = set()  # ids whose page has a heartbeat connection (or had one)
+        self._address: dict[str, str | None] = {}  # id: the address that opened it
 
     def __len__(self) -> int:
         return len(self._live)
@@ -59,6 +62,10 @@ class SessionStore:
                 self._connected &= set(self._live)
             self._connected.add(key)
 
+    def is_page(self, key: str) -> bool:
+        """Whether session id `key` has (or had) a page: its heartbeat connection opened."""
+        return key in self._connected
+
     def _expire_idle(self) -> None:
         now, freed = self.clock(), False
         shortest = min(self.idle_seconds, self.unconnected_seconds)
@@ -69,6 +76,7 @@ class SessionStore:
                 continue
             del self._live[key]
             self._connected.discard(key)
+            self._address.pop(key, None)
             self._expired[key] = None
             if len(self._expired) > 10_000:
                 self._expired.popitem(last=False)
@@ -88,15 +96,32 @@ class SessionStore:
             self._live[key] = (session, self.clock())
             return session
 
+    def may_open(self, key: str, client: str | None = None) -> None:
+        """SessionError if put(key, ..., client) would be refused now (nothing is taken): asked before the work of
+        making a session (its prompt's pass), so a script refused does not cost the class a pass each time."""
+        with self._lock:
+            self._expire_idle()
+            new = key not in self._live
+            if new:
+                self._refuse_new(client)
+        if new:
+            self.opening.check(client)
+
+    def _refuse_new(self, client: str | None) -> None:
+        if len(self._live) >= self.max_sessions:
+            raise SessionError("server_full", limit=self.max_sessions)
+        if sum(1 for a in self._address.values() if a == client) >= self.per_address:
+            raise SessionError("network_full", limit=self.per_address)
+
     def put(self, key: str, session: DecodeSession, client: str | None = None) -> None:
         """Store (or replace) the user's session; a new one is refused when the server holds max_sessions others,
-        or when `client` (its address) opens them faster than `opening` admits."""
+        when `client` (its address) holds per_address already, or opens them faster than `opening` admits."""
         with self._lock:
             self._expire_idle()
             if key not in self._live:
-                if len(self._live) >= self.max_sessions:
-                    raise SessionError("server_full", limit=self.max_sessions)
+                self._refuse_new(client)
                 self.opening.admit(client)
+                self._address[key] = client
             self._live.pop(key, None)
             self._expired.pop(key, None)
             self._live[key] = (session, self.clock())
@@ -113,6 +138,7 @@ class SessionStore:
         with self._lock:
             dropped = self._live.pop(key, None)
             self._connected.discard(key)
+            self._address.pop(key, None)
         if dropped is not None:
             del dropped
             return_freed_memory()

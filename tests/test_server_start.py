@@ -24,3 +24,29 @@ def test_a_page_slower_than_gradios_check_still_starts_the_server(monkeypatch):
         assert any(getattr(route, "path", "").startswith(PROTOCOL["play_route"]) for route in demo.app.routes)
     finally:
         demo.close()
+
+
+def test_the_pages_own_routes_are_there_before_the_server_takes_a_request(monkeypatch):
+    """The page's script (/tbt/js/) and Play's word are routes of the app as it starts serving, not added after
+    launch returns (a page asked for in that instant would get 404 for its script)."""
+    import gradio.http_server
+
+    from ui.protocol import SCRIPT_ROUTE
+
+    seen = {}
+    start_server = gradio.http_server.start_server
+
+    def starting(app, **kwargs):
+        seen["paths"] = [getattr(route, "path", "") for route in app.routes]
+        return start_server(app=app, **kwargs)
+
+    monkeypatch.setattr(gradio.http_server, "start_server", starting)
+    with gr.Blocks() as demo:
+        gr.Markdown("a page")
+    launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)
+    try:
+        assert any(p.startswith(SCRIPT_ROUTE) for p in seen["paths"]), seen
+        assert any(p.startswith(PROTOCOL["play_route"]) for p in seen["paths"]), seen
+        assert httpx.get(f"{demo.local_url.rstrip('/')}{SCRIPT_ROUTE}page.js", timeout=60, trust_env=False).status_code == 200
+    finally:
+        demo.close()

@@ -196,6 +196,7 @@ class Page:
         return page_handler(fn, *leading, tabs=self.tabs)
 
     def start_session(self, request, prompt_text, mode_value, model_name, cfg, view):
+        self.app.store.may_open(request.session_hash, client_of(request))  # refused before the prompt's pass
         session = self.app.models.new_session(model_name)
         session.start(prompt_text, chat=mode_value == "chat")
         self.app.store.put(request.session_hash, session, client=client_of(request))

@@ -2,18 +2,39 @@
 that do not exist. Gradio's queue has one size for everybody (128): without this, one session could fill it."""
 from __future__ import annotations
 
+import ctypes
+import datetime
 import json
 import logging
 import re
+import threading
+import time
 
 import gradio as gr
+from starlette.middleware import Middleware
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
 
 from ui.strings import LANG_INPUT, LANGS, t
 
 log = logging.getLogger("token-by-token")
+# The queue's places, and who may take them. One address may be a whole class behind a school's NAT (80 students,
+# README "Limits"), so its budgets are a class's; a session hash is invented at will by a script, so the share per
+# hash only keeps one page from queueing clicks it has not seen answered, and every budget that protects the class
+# counts per address (the connecting address; behind a proxy the one uvicorn's ProxyHeadersMiddleware takes from
+# X-Forwarded-For, which it trusts only from FORWARDED_ALLOW_IPS: 127.0.0.1 and ::1 unless the operator says more).
+QUEUE_SIZE = 400  # events waiting, for everybody (Gradio's max_size)
+STEP_ROOM = 120  # of those, places only steps may take (Start, Next token, ...): a flood of anything else leaves them
 WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
+WAITING_PER_ADDRESS = 240  # events of one address waiting at once: a class of 80, three each
+SLOW_PER_ADDRESS = 16  # slow events of one kind from one address, waiting or running (a fifth of a class at once)
+STEP_LANES = ("model", "play", "ahead")  # a step and what the page asks with it (ui/events.py LANES)
 SLOW_LANES = ("measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
+
+
+def address(request) -> str | None:
+    """The address a request came from (a Starlette request or Gradio's gr.Request): a school's NAT, the class."""
+    client = getattr(request, "client", None)
+    return getattr(client, "host", None)
 
 
 def event_lang(block_fn, inputs) -> str | None:
@@ -30,35 +51,49 @@ def said(key: str, lang: str | None, **fmt) -> str:
     return t(key, lang, **fmt) if lang in LANGS else " ".join(t(key, each, **fmt) for each in LANGS)
 
 
-def queued_events(queue):
-    """Every event waiting in `queue` or running now."""
-    for lane in list(queue.event_queue_per_concurrency_id.values()):
-        yield from list(lane.queue)
-    for job in list(queue.active_jobs):
-        yield from job or ()
-
-
 def fair_queue(demo: gr.Blocks) -> None:
-    """Refuse, before it is queued, an event that does not exist (422, no traceback), one more event from a
-    session that already has WAITING_PER_SESSION waiting, and a second slow one of the same kind (503)."""
+    """Refuse, before it is queued, an event that does not exist or runs only in the browser (422, one log line),
+    and (503, with the reason, one log line) an event beyond its session's, its address's or its kind's share:
+    WAITING_PER_SESSION per session, WAITING_PER_ADDRESS per address, one slow event of a kind per session and
+    SLOW_PER_ADDRESS per address, and anything but a step once only STEP_ROOM places are left."""
     queue = demo._queue
     push = queue.push
 
     async def fair_push(body, request, username):
         fn = demo.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
-        if fn is None:
+        if fn is None or fn.fn is None:  # a made-up number, or an event that is the page's script only
+            log.info("refused event %r from %s: no such event", body.fn_index, address(request))
             return False, said("no_such_event", None), "validator_error"
         lang = event_lang(fn, body.data)
-        mine = [e for e in queued_events(queue) if e.session_hash == body.session_hash]
-        waiting = sum(1 for lane in queue.event_queue_per_concurrency_id.values() for e in list(lane.queue)
-                      if e.session_hash == body.session_hash)
-        if waiting >= WAITING_PER_SESSION:
-            return False, said("queue_busy", lang, n=waiting), "queue_full"
-        if fn.concurrency_id in SLOW_LANES and any(e.fn.concurrency_id == fn.concurrency_id for e in mine):
-            return False, said("queue_slow_busy", lang), "queue_full"
+        refused = share_refused(queue, fn, body.session_hash, address(request), lang)
+        if refused is not None:
+            log.info("refused %s from %s: %s", fn.api_name, address(request), refused)
+            return False, refused, "queue_full"
         return await push(body, request, username)
 
     queue.push = fair_push
+
+
+def share_refused(queue, fn, session_hash, client, lang) -> str | None:
+    """Why an event of `fn` from session `session_hash` at address `client` may not join `queue` now, or None."""
+    waiting = [e for lane in list(queue.event_queue_per_concurrency_id.values()) for e in list(lane.queue)]
+    running = [e for job in list(queue.active_jobs) for e in job or ()]
+    mine = sum(1 for e in waiting if e.session_hash == session_hash)
+    if mine >= WAITING_PER_SESSION:
+        return said("queue_busy", lang, n=mine)
+    ours = sum(1 for e in waiting if address(e.request) == client)
+    if ours >= WAITING_PER_ADDRESS:
+        return said("queue_network_busy", lang, n=ours)
+    if fn.concurrency_id not in STEP_LANES and len(waiting) >= QUEUE_SIZE - STEP_ROOM:
+        return said("queue_steps_only", lang)
+    if fn.concurrency_id in SLOW_LANES:
+        kind = [e for e in waiting + running if e.fn.concurrency_id == fn.concurrency_id]
+        if any(e.session_hash == session_hash for e in kind):
+            return said("queue_slow_busy", lang)
+        ours_of_kind = sum(1 for e in kind if address(e.request) == client)
+        if ours_of_kind >= SLOW_PER_ADDRESS:
+            return said("queue_network_slow_busy", lang, n=ours_of_kind)
+    return None
 
 
 def plain_input_check(demo: gr.Blocks) -> None:
@@ -71,6 +106,7 @@ def plain_input_check(demo: gr.Blocks) -> None:
             check(block_fn, inputs)
         except ValueError:
             # inputs that do not line up with the event's say no language: both
+            log.info("refused %s: %s inputs sent, %s taken", block_fn.api_name, len(inputs), len(block_fn.inputs))
             raise gr.Error(said("input_count", None, expected=len(block_fn.inputs), sent=len(inputs)),
                            print_exception=False) from None
 
@@ -93,6 +129,7 @@ class Gate:
             path = scope.get("path", "")
             call = CALL.match(path)
             if call and call.group(1) not in self.names and scope.get("method") == "POST":
+                log.info("refused call to %r: no such event", call.group(1)[:80])
                 body = json.dumps({"detail": said("no_such_event", None)}).encode()
                 await send({"type": "http.response.start", "status": 404,
                             "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
@@ -104,12 +141,11 @@ class Gate:
         await self.inner(scope, receive, send)
 
 
-def gate(demo: gr.Blocks, on_heartbeat) -> None:
-    """Put a Gate in front of the running app's middleware stack (Starlette builds it on the first request and
-    takes no new middleware after that; the stack itself can still be wrapped)."""
-    app = demo.app
-    names = {fn.api_name for fn in demo.fns.values() if isinstance(fn.api_name, str)}
-    app.middleware_stack = Gate(app.middleware_stack or app.build_middleware_stack(), names, on_heartbeat)
+def gate(demo: gr.Blocks, on_heartbeat) -> Middleware:
+    """A Gate as the app's middleware (given to the app when launch makes it: in place from the first request)."""
+    names = {fn.api_name for fn in demo.fns.values()  # a hidden event's generated name (false_12, unload) is not
+             if isinstance(fn.api_name, str) and fn.api_visibility != "private" and fn.fn is not None}  # the API's
+    return Middleware(Gate, names=names, on_heartbeat=on_heartbeat)
 
 
 SERVER_PATH = re.compile(r"(?<![\w.])/(?:[\w.\-]+/)+[\w.\-]*")
@@ -127,8 +163,100 @@ def plain_preprocess(demo: gr.Blocks) -> None:
         except gr.Error:
             raise
         except InvalidPathError:
+            log.info("refused %s: a file not uploaded here", block_fn.api_name)
             raise gr.Error(said("not_uploaded", event_lang(block_fn, inputs)), print_exception=False) from None
         except ComponentProcessingError as err:
+            log.info("refused %s: %s", block_fn.api_name, SERVER_PATH.sub("…", str(err))[:200])
             raise gr.Error(SERVER_PATH.sub("…", str(err)), print_exception=False) from None
 
     demo.preprocess_data = preprocess_data
+
+
+def one_line_refusals(demo: gr.Blocks) -> None:
+    """Every refused input writes one line to the log, not Gradio's traceback: a refusal (gr.Error, Gradio's own
+    too, as a dropdown's value not among its choices) is logged as one line and sent as it is; anything else that
+    escapes a handler is a bug: its traceback is logged once, and the page is told only its kind, in its language
+    (Gradio would send the exception's own text, as "unhashable type: 'list'")."""
+    process = demo.process_api
+
+    async def process_api(block_fn, inputs, *args, **kwargs):
+        fn = demo.fns.get(block_fn) if isinstance(block_fn, int) else block_fn
+        name = getattr(fn, "api_name", block_fn)
+        try:
+            return await process(block_fn, inputs, *args, **kwargs)
+        except gr.Error as err:
+            if err.print_exception:
+                log.info("refused %s: %s", name, str(err.message)[:200])
+                err.print_exception = False
+            raise
+        except Exception as err:
+            log.exception("event %s failed", name)
+            lang = event_lang(fn, inputs)
+            raise gr.Error(said("bug", lang, kind=type(err).__name__), print_exception=False) from None
+
+    demo.process_api = process_api
+
+
+PAGE_GONE_S = 60  # a closed page's Gradio state is forgotten this long after its last event (its unload runs first)
+FORGET_EVERY_S = 30
+
+
+def forget_gone_sessions(demo: gr.Blocks, is_page, idle_s: float, closed_s: float = PAGE_GONE_S) -> int:
+    """Forget Gradio's state of sessions that are gone; how many were forgotten.
+
+    Gradio (6.31, state_holder.py) keeps a SessionState per session hash it has seen (a copy of every block's
+    config: the most memory a fresh hash costs) until 10,000 others have come after it, and marks a closed page's
+    "to be deleted in an hour" without deleting it; the queue keeps each hash's undelivered messages (up to 2,000
+    hashes). Forgotten here: a page's whose heartbeat has ended (closed_s after its last event), and a hash's that
+    never had a page (`is_page` false: a script) idle_s after its last event; never one with an event waiting or
+    running. The freed heap is handed back to the system.
+    """
+    app, queue = demo.server_app, demo._queue
+    holder = app.state_holder
+    busy = {e.session_hash for lane in list(queue.event_queue_per_concurrency_id.values()) for e in list(lane.queue)}
+    busy |= {e.session_hash for job in list(queue.active_jobs) for e in job or ()}
+    now, gone = datetime.datetime.now(), []
+    for key, used in list(holder.time_last_used.items()):
+        state = holder.session_data.get(key)
+        idle = (now - used).total_seconds()
+        if key in busy or (state is not None and not (state.is_closed and idle > closed_s)
+                           and (is_page(key) or idle <= idle_s)):
+            continue
+        gone.append(key)
+    for key in gone:
+        holder.delete_state(key)  # (a State's delete callback runs)
+        with holder.lock:
+            holder.session_data.pop(key, None)
+            holder.time_last_used.pop(key, None)
+        queue.pending_messages_per_session.pop(key, None)
+        if not queue.pending_event_ids_session.get(key):
+            queue.pending_event_ids_session.pop(key, None)
+    if gone:
+        return_freed_memory()
+    return len(gone)
+
+
+def return_freed_memory() -> None:
+    """glibc's free pages back to the system (as model/sessions.py does when a session closes; no torch here)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def keep_forgetting(demo: gr.Blocks, is_page, idle_s: float, every_s: float = FORGET_EVERY_S) -> threading.Thread:
+    """forget_gone_sessions every `every_s` seconds while the server runs (a daemon thread)."""
+    def run():
+        while demo.is_running:
+            time.sleep(every_s)
+            try:
+                if demo.is_running:
+                    n = forget_gone_sessions(demo, is_page, idle_s)
+                    if n:
+                        log.info("forgot the Gradio state of %d sessions that are gone", n)
+            except Exception:  # noqa: BLE001  (never stop forgetting for one bad pass)
+                log.exception("forgetting gone sessions failed")
+
+    thread = threading.Thread(target=run, name="tbt-forget-gone", daemon=True)
+    thread.start()
+    return thread

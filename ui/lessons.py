@@ -5,6 +5,7 @@ Pure: JSON in, a checked lesson (plain dicts) out, or a LessonError naming the f
 """
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -41,7 +42,10 @@ class LessonError(Refusal):
         def said(name, value):
             if isinstance(value, SessionError):
                 return value.text(lang)
-            return t(value, lang) if name.endswith("_key") else value
+            if name.endswith("_key"):
+                return t(value, lang)
+            # a name from the file is shown as text: the page renders a message as (sanitised) HTML
+            return html.escape(value, quote=False) if isinstance(value, str) else value
 
         params = {name.removesuffix("_key"): said(name, value) for name, value in self.params.items()}
         return t(self.key, lang, **params)

@@ -6,12 +6,13 @@ import time
 
 import gradio as gr
 import httpx
+from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from ui import play
 from model.trace import MAX_TRACE_BYTES
-from ui.guard import fair_queue, gate, plain_input_check, plain_preprocess
+from ui.guard import QUEUE_SIZE, fair_queue, gate, keep_forgetting, one_line_refusals, plain_input_check, plain_preprocess
 from ui.protocol import JS_DIR, SCRIPT_ROUTE, page_assets
 
 
@@ -22,9 +23,24 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     host / port None: Gradio's own choice, which honours GRADIO_SERVER_NAME and GRADIO_SERVER_PORT.
     `store`: the session store, told which sessions have a page connected (their heartbeat).
     """
-    demo.queue(max_size=128, api_open=False, default_concurrency_limit=1)
+    demo.queue(max_size=QUEUE_SIZE, api_open=False, default_concurrency_limit=1)
+    # the page's script and Play's word are routes of the app from its making, before the server takes a request
+    # (added after launch, a page asked for in the first instant could get 404 for its script)
+    own = APIRouter()
+    play.add_route(own)
+    add_script_route(own)
+    app_kwargs = dict(kwargs.pop("app_kwargs", None) or {})
+    app_kwargs["routes"] = [*own.routes, *app_kwargs.get("routes", ())]
+    # and the guard is in place from the first request too
+    fair_queue(demo)
+    plain_input_check(demo)
+    plain_preprocess(demo)
+    one_line_refusals(demo)
+    store = store or getattr(demo, "tbt_store", None)  # (app.build leaves it there)
+    app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()),
+                                gate(demo, store.connected if store is not None else (lambda key: None))]
     try:
-        served = demo.launch(server_name=host, server_port=port, **page_assets(), show_error=True,
+        served = demo.launch(app_kwargs=app_kwargs, server_name=host, server_port=port, **page_assets(), show_error=True,
                              theme=gr.themes.Default(), run_history=False,  # run history: rewritten every step
                              max_file_size=MAX_TRACE_BYTES,  # an upload larger than a trace is refused as it arrives
                              prevent_thread_lock=True, **kwargs)
@@ -33,13 +49,8 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
             raise
         _wait_for_page(demo)
         served = (demo.server_app, demo.local_url, None)
-    play.add_route(demo.app)
-    add_script_route(demo.app)
-    fair_queue(demo)
-    plain_input_check(demo)
-    plain_preprocess(demo)
-    store = store or getattr(demo, "tbt_store", None)  # (app.build leaves it there)
-    gate(demo, store.connected if store is not None else (lambda key: None))
+    if store is not None:  # Gradio's state of sessions that are gone: forgotten (what it holds is not given back)
+        keep_forgetting(demo, store.is_page, store.unconnected_seconds)
     if not prevent_thread_lock:
         demo.block_thread()
     return served

@@ -606,6 +606,13 @@ PAGE: dict[str, tuple[str, str]] = {
     "game_model_wins": ("The model is ahead: it was less surprised than the class.", "模型领先：它比全班更少感到意外。"),
     "game_wall_over": ("Game over. The model's cross-entropy on the whole text: {ce} bits per token.",
                        "游戏结束。模型在整段文本上的交叉熵：每个词元 {ce} 比特。"),
+    # ---- guard: the queue's share per address (ui/guard.py) ----
+    "queue_network_busy": ("Your network already has {n} requests waiting; try again in a moment.",
+                           "你的网络已有 {n} 个请求在等待；请稍后再试。"),
+    "queue_network_slow_busy": ("Your network already has {n} requests of this kind waiting; try again in a few seconds.",
+                                "你的网络已有 {n} 个同类请求在等待；请几秒后再试。"),
+    "queue_steps_only": ("The server is busy: only steps are taken just now; try again in a moment.",
+                         "服务器正忙：现在只接受生成步骤；请稍后再试。"),
 }
 
 

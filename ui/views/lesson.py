@@ -17,6 +17,7 @@ import plotly.graph_objects as go
 import viz
 from model.batcher import model_lock
 from model.kv import PRESETS, kv_calculation
+from model.parse import a_name
 from model.records import SETTING_NAMES
 from model.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
 from model.speculative import SpeculativeDecoder
@@ -146,7 +147,7 @@ class LessonView:
     def _saved(self, progress):
         if not isinstance(progress, dict):
             return None, 0
-        lesson = self.lessons.get(progress.get("id"))
+        lesson = self.lessons.get(a_name(progress.get("id")))  # {"id": [1]}: no lesson, not a TypeError
         if progress.get("file") is not None:
             try:
                 if len(json.dumps(progress["file"])) > MAX_LESSON_BYTES:

@@ -14,7 +14,7 @@ from model.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
 from viz.offline import session_page, session_record, shown_layers
 from ui.controls import client_of
 from ui.events import Event
-from ui.handlers import friendly
+from ui.handlers import friendly, whole
 from ui.protocol import PLOTLY_JS
 from ui.strings import Refusal, t
 
@@ -93,8 +93,8 @@ class SessionView:
             if not session.started:
                 raise SessionError("nothing_to_export")
             info = session.lm.info
-            record = session_record(session.prefill, list(session.steps), info,
-                                    shown_layers(layer if isinstance(layer, (int, float)) else 0, info), lang)
+            layer = 0 if layer in (None, "") else whole(layer, "layer")  # NaN, 1.5, "x": refused, named
+            record = session_record(session.prefill, list(session.steps), info, shown_layers(layer, info), lang)
         page = session_page(record, PLOTLY_JS.read_text(encoding="utf-8"))
         return self.exports.write_text(request.session_hash, PAGE_NAME, page)
 
