@@ -28,7 +28,7 @@ def draws_chart(rounds: list[dict], lang: str = "en") -> dict:
         data.append({"type": "bar", "orientation": "h", "y": y, "x": r["counts"], "name": t("cs_legend_class", lang),
                      "xaxis": xa, "yaxis": ya, "marker": {"color": CLASS}, "legendgroup": "class",
                      "showlegend": first, "text": [str(c) for c in r["counts"]], "textposition": "outside",
-                     "cliponaxis": False, "hovertemplate": t("cs_hover_class", lang) + "<extra></extra>"})
+                     "textfont": {"size": SMALL_SIZE}, "cliponaxis": False, "hovertemplate": t("cs_hover_class", lang) + "<extra></extra>"})
         data.append({"type": "bar", "orientation": "h", "y": y, "x": r["expected"],
                      "name": t("cs_legend_expected", lang), "xaxis": xa, "yaxis": ya,
                      "marker": {"color": "white", "line": {"color": INK, "width": 2}}, "legendgroup": "expected",
@@ -44,8 +44,8 @@ def draws_chart(rounds: list[dict], lang: str = "en") -> dict:
         notes.append({"text": t("cs_none", lang), "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
                       "y": 0.5, "font": {"size": SMALL_SIZE + 2}})
     layout = base_layout(t("cs_title", lang), lang, t("cs_sub", lang), height=460, barmode="group", bargap=0.2,
-                         annotations=notes, legend={"orientation": "h", "y": -0.18, "x": 0}, **layout_axes)
-    layout["margin"] = {**layout["margin"], "l": 130, "b": 100}
+                         annotations=notes, legend={"orientation": "h", "y": -0.3, "x": 0}, **layout_axes)
+    layout["margin"] = {**layout["margin"], "l": 130, "b": 130}
     return chart(data, layout)
 
 
