@@ -40,7 +40,7 @@ def final_probs(logits: torch.Tensor, ids: list[int], cfg: SamplingConfig) -> to
 
 
 def valid_u(u) -> float:
-    """A device's random number as a draw's u: a finite number in [0, 1), else SessionError('class_draw_bad_u')."""
+    """A device's random number as a draw's u: a finite number in [0, 1), else SessionError("class_draw_bad_u")."""
     if isinstance(u, bool) or not isinstance(u, (int, float)) or not math.isfinite(u) or not 0 <= u < 1:
         raise SessionError("class_draw_bad_u", value=str(u)[:20])
     return float(u)
