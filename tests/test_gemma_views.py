@@ -144,6 +144,12 @@ def heads_of(update) -> list[str]:
     return [value for _, value in update["choices"]]
 
 
+def gqa_heads(figure) -> tuple[int, int]:
+    """(query heads, KV heads) the grouped-query diagram draws: its two rows of marked circles and squares."""
+    rows = {trace["name"]: len(trace["x"]) for trace in figure.data if trace["name"] in ("query", "kv")}
+    return rows["query"], rows["kv"]
+
+
 def test_a_chinese_page_starts_on_gemma_with_its_prompt_and_an_english_one_on_smollm2(two_models):
     zh = call(two_models, "start_page", "zh-page", "The capital of France is", "raw", "smollm2", lang="zh")
     assert zh["tbt-prompt"] == "今天天气" and zh["tbt-model"] == "gemma3-270m"
@@ -151,6 +157,7 @@ def test_a_chinese_page_starts_on_gemma_with_its_prompt_and_an_english_one_on_sm
     assert session.lm.name == "gemma3-270m" and session.lm.tokenizer.decode(session.ids, skip_special_tokens=True) == "今天天气"
     assert "今天" in zh["tbt-text"]  # the chips: one token per character on Gemma
     assert zh["tbt-layer"]["maximum"] == 17 and heads_of(zh["tbt-head"]) == ["mean", "0", "1", "2", "3"]
+    assert gqa_heads(zh["tbt-plot-gqa"]) == (4, 1)  # the diagram is Gemma's too: 4 query heads read 1 KV head
     en = call(two_models, "start_page", "en-page", "The capital of France is", "raw", "smollm2", lang="en")
     assert en["tbt-model"] == "smollm2" and two_models.app.store.get("en-page").lm.name == "smollm2"
     assert en["tbt-prompt"] == "The capital of France is" and en["tbt-layer"]["maximum"] == 29
@@ -165,13 +172,16 @@ def test_the_attention_controls_follow_the_sessions_model(two_models):
     assert out["tbt-layer"]["maximum"] == 17 and out["tbt-layer"]["value"] == 17  # layer 25 is past Gemma's 18
     assert heads_of(out["tbt-head"]) == ["mean", "0", "1", "2", "3"] and out["tbt-head"]["value"] == "mean"
     assert out["tbt-head"]["choices"][4] == ("head 3 → KV head 0", "3")  # query head 3 reads the one KV head
+    assert gqa_heads(out["tbt-plot-gqa"]) == (4, 1)  # (it drew SmolLM2's 9 → 3 for every model before)
     for lang in ("zh", "en"):  # the language switch names Gemma's heads, not the default model's
         out = call(two_models, "set_language", user, lang=lang, layer=5, head="2")
         assert out["tbt-layer"]["maximum"] == 17 and out["tbt-layer"]["value"] == 5
         assert heads_of(out["tbt-head"]) == ["mean", "0", "1", "2", "3"] and out["tbt-head"]["value"] == "2"
+        assert gqa_heads(out["tbt-plot-gqa"]) == (4, 1)
     out = call(two_models, "start_pressed", user, "Hello", "raw", "smollm2", layer=5, head="2")
     assert out["tbt-layer"]["maximum"] == 29 and heads_of(out["tbt-head"]) == ["mean", *map(str, range(9))]
     assert out["tbt-head"]["value"] == "2" and out["tbt-layer"]["value"] == 5  # kept: SmolLM2 has them
+    assert gqa_heads(out["tbt-plot-gqa"]) == (9, 3)
 
 
 # ---- batching, paged blocks, attention past the sliding window --------------------------------------------------

@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import gradio as gr
 
+import viz
 from model.errors import SessionError
 from model.parse import parse_token_id
 from model.records import SETTING_NAMES
@@ -58,12 +59,14 @@ def hidden_button(trigger: str, label: str) -> gr.Button:
 def attention_controls(page, info, view) -> dict:
     """The attention layer slider and head list for `info`, the session's model (Gemma 3 270M: 18 layers, 4 query
     heads reading 1 KV head; SmolLM2: 30 layers, 9 heads reading 3), in the page's language: the one place that
-    makes them, for a page opened, Start pressed and the language switched. The layer and head the user had are
+    makes them (and the diagram of which KV head each query head reads), for a page opened, Start pressed and the
+    language switched. The layer and head the user had are
     kept where the model has them (else its last layer, the mean over heads)."""
     layer = min(max(int(view.layer), 0), info.layers - 1)
     head = str(view.head) if view.head is not None and 0 <= view.head < info.heads else "mean"
     return {page.layer: gr.update(maximum=info.layers - 1, value=layer, label=t("layer", view.lang)),
-            page.head: gr.update(choices=head_choices(info, view.lang), value=head, label=t("head", view.lang))}
+            page.head: gr.update(choices=head_choices(info, view.lang), value=head, label=t("head", view.lang)),
+            page.gqa: viz.gqa_figure(info, view.lang)}
 
 
 def head_choices(info, lang: str) -> list[tuple[str, str]]:
@@ -101,7 +104,11 @@ class Page:
                                            scale=3, render=False))
         self.head = gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head", scale=1,
                                 render=False)
-        self._shared_words = {self.force: dict(key="force_label"), self.force_btn: dict(key="btn_force", attr="value"),
+        # which KV head each query head reads (Attention shows it): the session's model's, drawn by attention_controls
+        self.gqa = gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id="tbt-plot-gqa", show_label=False,
+                           render=False)
+        self._shared_words = {self.gqa: dict(words=lambda lang: {"value": viz.gqa_figure(info, lang)}),
+                       self.force: dict(key="force_label"), self.force_btn: dict(key="btn_force", attr="value"),
                        self.layer: dict(key="layer"),
                        self.head: dict(words=lambda lang: {"label": t("head", lang), "choices": head_choices(info, lang)})}
 
@@ -206,7 +213,7 @@ class Page:
         """Start (or Enter in the prompt): a new session, and the attention controls of its model."""
         page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
         controls = attention_controls(self, self.app.session(request).lm.info, view)
-        return [*page, controls[self.layer], controls[self.head]]
+        return [*page, controls[self.layer], controls[self.head], controls[self.gqa]]
 
     def start_page(self, request, prompt_text, mode_value, model_name, cfg, view):
         """A page opened: its session, on the model its language starts on (ModelRegistry.for_language) with that
@@ -219,7 +226,7 @@ class Page:
         page = self.start_session(request, prompt_text, mode_value, model_name, cfg, view)
         # the attention controls fit that model (Gemma: 18 layers, 4 heads)
         controls = attention_controls(self, self.app.session(request).lm.info, view)
-        return [*chosen, controls[self.layer], controls[self.head], *page]
+        return [*chosen, controls[self.layer], controls[self.head], controls[self.gqa], *page]
 
     def next_token(self, request, cfg, view):
         session = self.app.session(request)
@@ -279,7 +286,7 @@ class Page:
         h, page_in, out = self.handler, self.page_in, self.step_out
         start_in = [self.prompt, self.mode, self.model, *page_in]
         start = h(self.start_pressed, "prompt", "mode", "model")
-        start_out = [*out, self.layer, self.head]  # the attention controls follow the new session's model
+        start_out = [*out, self.layer, self.head, self.gqa]  # the attention controls follow the new session's model
         relabelled = [c for c in self.labels.components if c not in out]
         return [
             Event(self.start.click, start, start_in, start_out, "model", "start"),
@@ -301,7 +308,7 @@ class Page:
         inputs = [self.prompt, self.mode, self.model, *self.page_in]
         # the first text is drawn in the browser's language too (the switch below may land before it exists)
         at = inputs.index(self.lang)
-        Event(demo.load, start, inputs, [self.prompt, self.model, self.layer, self.head, *self.step_out], "model",
+        Event(demo.load, start, inputs, [self.prompt, self.model, self.layer, self.head, self.gqa, *self.step_out], "model",
               options={"js": f"(...a) => {{ a[{at}] = {BROWSER_LANG}; return a; }}"}).bind()
         demo.load(None, None, self.lang, js=f"() => {BROWSER_LANG}")
         demo.unload(self.unload)

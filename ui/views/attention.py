@@ -22,14 +22,13 @@ class AttentionView:
         self.app = app
 
     def build(self, page):
-        add, info = page.labels.add, self.app.models.get().info
+        add = page.labels.add
         with gr.Row():  # the page's layer and head (Page.build_shared): every step's chart reads them
             page.place(page.layer, page.head)
         plot(self.tab)
         add(gr.Markdown(self._explain("en"), elem_classes="tbt-explain"), words=lambda lang: {"value": self._explain(lang)})
-        # Which KV head each query head reads: the same for every step, drawn once (and again in a new language)
-        add(gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id="tbt-plot-gqa", show_label=False),
-            words=lambda lang: {"value": viz.gqa_figure(info, lang)})
+        # Which KV head each query head reads: the session's model's (Page.build_shared), drawn again when it changes
+        page.place(page.gqa)
 
     @staticmethod
     def _explain(lang):
