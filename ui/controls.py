@@ -92,7 +92,7 @@ class Page:
 
     def build_tabs(self) -> gr.Tabs:
         """The views' tabs: all on view (a menu hid half); a lesson opens a step's tab."""
-        self.tabs_block = gr.Tabs(overflow_behavior="wrap")
+        self.tabs_block = gr.Tabs(overflow_behavior="wrap", elem_id="tbt-tabs")
         return self.tabs_block
 
     def build_header(self):
@@ -102,6 +102,9 @@ class Page:
                 words=lambda lang: {"value": f"## Token by Token\n{t('subtitle', lang)}"})
             self.lang = add(gr.Radio([("English", "en"), ("中文", "zh")], value="en", label=L("language"),
                                      elem_id=LANG_INPUT, scale=0, min_width=220, container=False), "language")
+            # presenter mode: the page's script alone reads it (assets/js/presenter.js) and this browser keeps it
+            add(gr.Checkbox(False, label=L("presenter_mode"), elem_id=IDS["presenter"], scale=0, min_width=180,
+                            container=False), "presenter_mode")
 
     def build_controls(self):
         L, add = (lambda key: t(key, "en")), self.labels.add
@@ -141,7 +144,7 @@ class Page:
                 self.seed = add(gr.Number(0, label=L("seed"), minimum=0, precision=0, elem_id="tbt-seed"), "seed")
                 self.play_steps = add(gr.Slider(1, MAX_PLAY_STEPS, 20, step=1, label=L("play_steps"),
                                                 elem_id="tbt-play-steps"), "play_steps")
-            add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small"), "shortcuts", "value")
+            add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small", elem_id=IDS["keys"]), "shortcuts", "value")
         self.settings = [self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty, self.order,
                          self.seed]
         assert len(self.settings) == len(SETTING_NAMES)

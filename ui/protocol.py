@@ -33,6 +33,8 @@ PROTOCOL = {
         "temperature": "tbt-temperature",  # the temperature slider
         "next": "tbt-next", "back": "tbt-back", "reset": "tbt-reset", "start": "tbt-start", "play": "tbt-play",
         "force": "tbt-force-btn",
+        "presenter": "tbt-presenter",  # the presenter-mode switch (assets/js/presenter.js)
+        "keys": "tbt-keys",  # the keys' help, shown by ? (assets/js/presenter.js)
         "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
     },
     # data attributes (dataset names) of the status line, and of a running Play's marker
@@ -79,6 +81,8 @@ PROTOCOL = {
     "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart
     "temperature_decimals": 2,  # how a temperature names a chart: as the slider's 0.05 steps
     "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
+    # presenter mode: the attribute on <html> that app.css styles, and how much larger a chart's text is drawn
+    "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
 

@@ -167,8 +167,10 @@ PAGE: dict[str, tuple[str, str]] = {
     "trace_file": ("Trace file (JSON)", "记录文件（JSON）"),
 
     "shortcuts": (
-        "Keys: → or N = next token, ← or B = back, P = play / pause.",
-        "快捷键：→ 或 N = 下一个词元，← 或 B = 后退，P = 播放 / 暂停。",
+        "Keys (a clicker's too): PageDown, → or N = next token; PageUp or ← = back; P = play / pause; "
+        ". or B = blank the chart area (again: show it); ? = these keys.",
+        "快捷键（翻页笔也可用）：PageDown、→ 或 N = 下一个词元；PageUp 或 ← = 后退；P = 播放 / 暂停；"
+        ". 或 B = 遮住图表区（再按一次：显示）；? = 显示这些快捷键。",
     ),
 
 
@@ -493,6 +495,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "sc_disagrees": (" (they differ)", "（两者不同）"),
     "sc_sweep_line": ("T = {temperature}: vote {majority} ({votes} of {n}), {share} of the samples give the greedy answer {greedy}",
                       "T = {temperature}：投票结果 {majority}（{n} 票中 {votes} 票），{share} 的样本给出贪心答案 {greedy}"),
+    # ---- projector: presenter mode, the engines' words (issue 22) ----
+    "presenter_mode": ("Presenter mode", "演示模式"),
 }
 
 

@@ -36,8 +36,26 @@ export const prepare = (fig, captioned) => {  // -> {data, layout, html}: html i
     layout.margin = {...layout.margin, t: Math.max(20, ((layout.margin && layout.margin.t) || 0) - room)};
   }
   layout.autosize = true;
+  if (presenting()) projectorSized(fig.data, layout);
   return {data: fig.data, layout, html};
 };
+// Presenter mode (presenter.js; the attribute on <html>): every font size of a chart this page draws, times the
+// protocol's scale, and its ink black, so a projector's last row reads it.
+export const presenting = () => document.documentElement.hasAttribute(T.presenter.attribute);
+function projectorSized(data, layout) {
+  const scale = (font) => { if (font && typeof font.size === "number") font.size = Math.round(font.size * T.presenter.chart_scale); };
+  const walk = (node, depth) => {  // every *font of the layout, its axes and their titles, legend, annotations
+    if (!node || typeof node !== "object" || depth > 4 || ArrayBuffer.isView(node)) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (/font$/.test(key)) scale(value);
+      else if (value && typeof value === "object") walk(value, depth + 1);
+    }
+  };
+  walk(layout, 0);
+  for (const trace of data || []) for (const [key, value] of Object.entries(trace)) if (/font$/.test(key)) scale(value);
+  if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
+  layout.font = {...layout.font, color: "#000000"};
+}
 export const setCaption = (target, html) => {
   const caption = captionOf(target);
   if (caption && html !== null && caption.dataset[parts.caption_html] !== html) {

@@ -1,0 +1,76 @@
+// Token by Token, the presenter's page: the keys a clicker or a keyboard sends, the chart area blanked, the keys
+// shown, the chips box following the newest token, and presenter mode (remembered in this browser). Imports
+// charts.js only; page.js calls followChips each time the text changes.
+//
+// Keys (none fires while typing in a field, nor with Ctrl, Alt or Meta):
+//   PageDown, →, N   next token          PageUp, ←   back one token
+//   P                play / pause        . or B      blank the chart area (again: show it)
+//   ?                show the keys (again, or Esc: hide them)
+import {T, click, el, presenting} from "./charts.js";
+
+const root = document.documentElement;
+const flag = (name, on) => { if (on) root.setAttribute(name, ""); else root.removeAttribute(name); };
+const BLANK = "data-tbt-blank", KEYS = "data-tbt-keys", PRESENTER = T.presenter.attribute;
+
+// ---- the chips box follows the newest token ------------------------------------------------------------------
+// Each step replaces the box (the text arrives as one HTML), which then shows its top: the newest chip is at its
+// end. The box scrolls to its end unless its reader scrolled it back; then it keeps their place.
+let following = true, kept = 0;
+const chipsBox = () => el(T.ids.chips);
+document.addEventListener("scroll", (e) => {
+  const box = e.target;
+  if (!box || box.id !== T.ids.chips) return;
+  following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+  kept = box.scrollTop;
+}, true);
+export function followChips() {
+  const box = chipsBox();
+  if (!box || box.scrollHeight <= box.clientHeight) { following = true; return; }
+  box.scrollTop = following ? box.scrollHeight : kept;
+}
+
+// ---- keys ----------------------------------------------------------------------------------------------------
+const NEXT = new Set(["PageDown", "ArrowRight", "n", "N"]), BACK = new Set(["PageUp", "ArrowLeft"]);
+const PLAY = new Set(["p", "P"]), BLANKING = new Set([".", "b", "B"]);
+const typing = (target) => {
+  const tag = (target && target.tagName) || "";
+  return ["INPUT", "TEXTAREA", "SELECT"].includes(tag) || (target && target.isContentEditable);
+};
+document.addEventListener("keydown", (e) => {
+  if (typing(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+  const blank = root.hasAttribute(BLANK);
+  if (e.key === "?") flag(KEYS, !root.hasAttribute(KEYS));
+  else if (e.key === "Escape" && (root.hasAttribute(KEYS) || blank)) { flag(KEYS, false); flag(BLANK, false); }
+  else if (BLANKING.has(e.key)) flag(BLANK, !blank);
+  else if (NEXT.has(e.key)) { flag(BLANK, false); click(T.ids.next); }
+  else if (BACK.has(e.key)) { flag(BLANK, false); click(T.ids.back); }
+  else if (PLAY.has(e.key)) { flag(BLANK, false); click(T.ids.play); }
+  else return;
+  e.preventDefault();
+});
+
+// ---- presenter mode --------------------------------------------------------------------------------------------
+// A switch in the header (ui/controls.py, T.ids.presenter): larger type for text, captions and charts, a high
+// contrast look, the settings folded away (app.css, [data-tbt-presenter]). Remembered in localStorage.
+const STORE = "tbt-presenter";
+const remembered = () => { try { return localStorage.getItem(STORE) === "1"; } catch (_) { return false; } };
+function setPresenter(on) {
+  if (on === presenting()) return;
+  flag(PRESENTER, on);
+  try { localStorage.setItem(STORE, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
+  dispatchEvent(new Event("resize"));  // plotly re-lays out each chart for its new box
+}
+flag(PRESENTER, remembered());
+const switchInput = () => { const box = el(T.ids.presenter); return box && box.querySelector("input[type=checkbox]"); };
+document.addEventListener("change", (e) => {
+  const input = switchInput();
+  if (input && e.target === input) setPresenter(input.checked);
+}, true);
+// The switch shows what this browser remembered, once Gradio has rendered it (a click: Gradio keeps its state).
+const syncSwitch = new MutationObserver(() => {
+  const input = switchInput();
+  if (!input) return;
+  syncSwitch.disconnect();
+  if (input.checked !== presenting()) { const want = presenting(); flag(PRESENTER, !want); input.click(); }
+});
+syncSwitch.observe(root, {childList: true, subtree: true});
