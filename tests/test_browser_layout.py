@@ -97,7 +97,7 @@ CHECK = r"""() => {
 
 # Where the newest chip and the open chart are, against the viewport
 IN_VIEW = r"""(plot) => {
-  const box = document.getElementById('tbt-chips'), chips = box.querySelectorAll('.tbt-chip');
+  const box = document.querySelector('#tbt-chips .tbt-chips'), chips = box.querySelectorAll('.tbt-chip');
   const last = chips[chips.length - 1], p = document.getElementById(plot);
   const inView = (r) => r.top >= 0 && r.bottom <= innerHeight && r.height > 0;
   const lr = last.getBoundingClientRect(), br = box.getBoundingClientRect(), pr = p.getBoundingClientRect();
@@ -152,15 +152,21 @@ def test_the_newest_chip_and_the_chart_are_on_one_screen(url, new_tab, width, he
     page.locator("#tbt-marker").wait_for(timeout=60_000)
     page.locator("#tbt-play-steps input[type=number]").fill("60")
     page.locator("#tbt-play-steps input[type=number]").press("Enter")
-    page.locator("#tbt-play").click()
+    page.evaluate("() => { document.activeElement.blur(); scrollTo(0, 0); }")  # as a presenter leaves the page
+    page.keyboard.press("p")  # Play, from the keyboard
     page.wait_for_function("() => Number(document.querySelector('#tbt-marker')?.dataset.step) >= 30", timeout=180_000)
     during = page.evaluate(IN_VIEW, "tbt-plot-candidates")
-    page.locator("#tbt-play").click()  # stop
+    shot(page, f"during_play_{width}")
+    page.keyboard.press("p")  # stop
+    page.wait_for_function("() => !document.querySelector('#tbt-play')?.textContent.startsWith('▮▮')", timeout=60_000)
     settle(page)
-    page.locator("#tbt-next").click()
+    step = int(page.locator("#tbt-marker").get_attribute("data-step"))
+    page.keyboard.press("PageDown")  # a clicker's next
+    wait_for_step(page, step + 1)
     settle(page)
     after = page.evaluate(IN_VIEW, "tbt-plot-candidates")
     shot(page, f"step_and_chart_{width}")
+    print(width, during, after)
     assert during["chip"] and during["plot"], during
     assert after["chip"] and after["plot"] and after["next"], after
     if width == 1920:

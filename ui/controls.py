@@ -121,13 +121,13 @@ class Page:
                 self.model = add(gr.Dropdown(self.app.models.names(), value=self.default_model, label=L("model"),
                                              scale=2, min_width=140, elem_id="tbt-model"), "model")
             self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
-            with gr.Row():
+            with gr.Row(elem_classes="tbt-steps"):
                 self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
                                           min_width=100), "btn_next", "value")
                 self.back = add(gr.Button(L("btn_back"), elem_id=IDS["back"], min_width=60), "btn_back", "value")
                 self.reset = add(gr.Button(L("btn_reset"), elem_id=IDS["reset"], min_width=60), "btn_reset", "value")
                 self.play = add(gr.Button(L("btn_play"), elem_id=IDS["play"], min_width=60), "btn_play", "value")
-            with gr.Accordion(L("sampling"), open=True) as box:
+            with gr.Accordion(L("sampling"), open=True, elem_classes="tbt-settings") as box:
                 add(box, "sampling")
                 self.temperature = add(gr.Slider(0, 2, 1.0, step=0.05, label=L("temperature"),
                                                  elem_id=IDS["temperature"]), "temperature")

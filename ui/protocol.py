@@ -41,7 +41,7 @@ PROTOCOL = {
     "marker": {"step": "step", "revision": "rev", "ended": "ended"},  # ended: "1" once the text has ended
     "playing": {"token": "token", "step": "step", "of": "of"},  # token: the Play's name in play_route
     # a generated chip: its class, and the data attribute with the step that wrote it (a click goes back there)
-    "chips": {"generated": "tbt-gen", "step": "step"},
+    "chips": {"generated": "tbt-gen", "step": "step", "box": "tbt-chips"},  # box: the class of the chips' scroller
     # hidden buttons the page clicks to ask the server for something
     "triggers": {
         "goto": "tbt-goto-btn",  # go to the step in window[globals.goto_step]
@@ -83,6 +83,9 @@ PROTOCOL = {
     "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
     # presenter mode: the attribute on <html> that app.css styles, and how much larger a chart's text is drawn
     "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3},
+    # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
+    # figure of plots side by side shows the first only
+    "fit": {"min_px": 330, "narrow_px": 700},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
 

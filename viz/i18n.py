@@ -523,6 +523,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "sc_legend_majority": ("majority answer {answer}", "多数答案 {answer}"),
     "sc_legend_greedy_share": ("greedy answer {answer}", "贪心答案 {answer}"),
     "sc_hover_sample": ("sample {k} (seed {seed}) · log P = {logprob}<br>{text}", "样本 {k}（种子 {seed}）· log P = {logprob}<br>{text}"),
+    # ---- projector: chart notes (issue 22) ----
+    "temp_no_star": ("A panel with no ★: the token drawn there lies outside the {n} bars shown.",
+                     "没有 ★ 的小图：那里抽中的词元不在所示的 {n} 个条形之中。"),
 }
 
 

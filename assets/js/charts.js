@@ -37,8 +37,45 @@ export const prepare = (fig, captioned) => {  // -> {data, layout, html}: html i
   }
   layout.autosize = true;
   if (presenting()) projectorSized(fig.data, layout);
+  fitScreen(layout);
+  if (innerWidth < T.fit.narrow_px) onePlot(fig.data, layout);
   return {data: fig.data, layout, html};
 };
+// The step and its chart on one screen: a chart taller than the room under the open tab's plot (to the window's
+// bottom, the page unscrolled) is drawn that tall, never below T.fit.min_px. What plotly places below the plot area
+// in fractions of it (a legend, a note) keeps its distance in pixels.
+function fitScreen(layout) {
+  const stack = [...document.querySelectorAll("." + parts.stack)].find((s) => s.offsetParent !== null);
+  if (!stack || typeof layout.height !== "number") return;
+  // on a wide screen the text panel stays at the top (app.css, sticky) and the page scrolls the chart up under
+  // it (presenter.js keepInView); on a phone the chart fits under the text, the page unscrolled
+  const text = el(T.carriers.text), caption = stack.previousElementSibling;
+  const above = innerWidth >= T.fit.narrow_px && text
+    ? text.getBoundingClientRect().height + (caption ? caption.getBoundingClientRect().height : 0) + 24
+    : stack.getBoundingClientRect().top + scrollY + 8;
+  const room = Math.floor(innerHeight - above);
+  const height = Math.max(T.fit.min_px, Math.min(layout.height, room));
+  if (height >= layout.height) return;
+  const m = layout.margin || {}, inner = (h) => h - (m.t || 0) - (m.b || 0);
+  const keepPx = (y) => (y < 0 ? y * inner(layout.height) / inner(height) : y > 1 ? 1 + (y - 1) * inner(layout.height) / inner(height) : y);
+  if (layout.legend && typeof layout.legend.y === "number") layout.legend = {...layout.legend, y: keepPx(layout.legend.y)};
+  for (const a of layout.annotations || []) if (a.yref === "paper" && typeof a.y === "number") a.y = keepPx(a.y);
+  layout.height = height;
+}
+// A narrow screen (a phone) shows one plot at a time: the first of plots laid side by side takes the width, the
+// others are put away (their traces hidden, their axes and notes too).
+function onePlot(data, layout) {
+  const beside = Object.keys(layout).filter((k) => /^xaxis\d+$/.test(k) && layout[k].domain && layout[k].domain[0] > 0.3);
+  if (!beside.length || !layout.xaxis || !layout.xaxis.domain) return;
+  const gone = new Set(beside.map((k) => "x" + k.slice(5)));
+  const ys = new Set(beside.map((k) => layout[k].anchor).filter(Boolean));
+  for (const trace of data) if (gone.has(trace.xaxis)) trace.visible = false;
+  for (const k of beside) layout[k] = {...layout[k], visible: false, domain: [0.99, 1]};
+  for (const y of ys) { const k = "yaxis" + y.slice(1); if (layout[k]) layout[k] = {...layout[k], visible: false}; }
+  layout.annotations = (layout.annotations || []).filter((a) => !gone.has(a.xref) && !gone.has((a.xref || "").replace(" domain", "")));
+  layout.shapes = (layout.shapes || []).filter((s) => !gone.has(s.xref) && !gone.has((s.xref || "").replace(" domain", "")));
+  layout.xaxis = {...layout.xaxis, domain: [layout.xaxis.domain[0], 1]};
+}
 // Presenter mode (presenter.js; the attribute on <html>): every font size of a chart this page draws, times the
 // protocol's scale, and its ink black, so a projector's last row reads it.
 export const presenting = () => document.documentElement.hasAttribute(T.presenter.attribute);

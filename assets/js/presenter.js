@@ -16,10 +16,11 @@ const BLANK = "data-tbt-blank", KEYS = "data-tbt-keys", PRESENTER = T.presenter.
 // Each step replaces the box (the text arrives as one HTML), which then shows its top: the newest chip is at its
 // end. The box scrolls to its end unless its reader scrolled it back; then it keeps their place.
 let following = true, kept = 0;
-const chipsBox = () => el(T.ids.chips);
+const CHIPS = "." + T.chips.box;
+const chipsBox = () => { const text = el(T.ids.chips); return text && text.querySelector(CHIPS); };
 document.addEventListener("scroll", (e) => {
   const box = e.target;
-  if (!box || box.id !== T.ids.chips) return;
+  if (!box || !box.matches || !box.matches(CHIPS) || !box.closest("#" + CSS.escape(T.ids.chips))) return;
   following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
   kept = box.scrollTop;
 }, true);
@@ -28,6 +29,21 @@ export function followChips() {
   if (!box || box.scrollHeight <= box.clientHeight) { following = true; return; }
   box.scrollTop = following ? box.scrollHeight : kept;
 }
+
+// The open tab's chart in view under the text panel (which app.css keeps at the top on a wide screen): after a step,
+// a chart whose bottom is below the window while it is partly in view is scrolled up, never under the panel.
+// A page scrolled elsewhere (the chart out of view) is left where its reader put it.
+document.addEventListener(T.shown_event, (e) => {
+  const plot = e.target.closest ? e.target.closest("." + T.parts.stack) : null;
+  const text = el(T.carriers.text);
+  if (!plot || !text || innerWidth < T.fit.narrow_px || plot.offsetParent === null) return;
+  const box = plot.getBoundingClientRect(), caption = plot.previousElementSibling;
+  const top = caption ? caption.getBoundingClientRect().top : box.top;
+  if (box.bottom <= innerHeight || top >= innerHeight) return;
+  const room = top - text.getBoundingClientRect().bottom - 8;  // how far it can go up and stay clear of the panel
+  const by = Math.min(box.bottom - innerHeight + 8, Math.max(0, room));
+  if (by > 0) scrollBy({top: by, behavior: "instant"});
+});
 
 // ---- keys ----------------------------------------------------------------------------------------------------
 const NEXT = new Set(["PageDown", "ArrowRight", "n", "N"]), BACK = new Set(["PageUp", "ArrowLeft"]);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
-from model.kv import DTYPE_BYTES, PRESETS, kv_calculation
+from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import t
@@ -59,7 +59,10 @@ class CalculatorView:
         info = self.app.models.get().info
         calc = kv_calculation(preset, info, dtype, tokens, batch, layers, heads, kv_heads,
                               head_dim)
-        text = "### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes))
+        per_token = kv_cache_bytes(calc.layers, calc.kv_heads, calc.head_dim, 1, DTYPE_BYTES[dtype], 1)
+        text = ("### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes)) + "\n\n" +
+                t("calc_per_token", lang, per_token=f"{per_token:,}", layers=calc.layers, kv_heads=calc.kv_heads,
+                  head_dim=calc.head_dim, value_bytes=DTYPE_BYTES[dtype]))
         rows = [(row_label(row, lang), row.bytes) for row in calc.rows]
         return {**dict(zip(self.shape, (calc.layers, calc.heads, calc.kv_heads, calc.head_dim))), self.result: text,
                 self.plot: viz.kv_calculator_figure(rows, lang)}
