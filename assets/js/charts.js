@@ -37,23 +37,28 @@ export const prepare = (fig, captioned) => {  // -> {data, layout, html}: html i
   }
   layout.autosize = true;
   if (presenting()) projectorSized(fig.data, layout);
-  fitScreen(layout);
+  fitScreen(layout);  // (the stepping tab's chart only: see fitScreen)
   if (innerWidth < T.fit.narrow_px) onePlot(fig.data, layout);
   return {data: fig.data, layout, html};
 };
-// The step and its chart on one screen: a chart taller than the room under the open tab's plot (to the window's
-// bottom, the page unscrolled) is drawn that tall, never below T.fit.min_px. What plotly places below the plot area
+// What app.css pins to the top of the window (sticky) while the chart scrolls up under it: the text panel, and on
+// a phone the step buttons above it. (Their heights, in px.)
+export const pinnedHeight = () => {
+  const text = el(T.carriers.text), steps = document.querySelector(".tbt-steps");
+  return (text ? text.getBoundingClientRect().height : 0) +
+         (innerWidth < T.fit.narrow_px && steps ? steps.getBoundingClientRect().height : 0);
+};
+// The step and its chart on one screen: a chart taller than the window's room under what is pinned (and its caption)
+// is drawn that tall, never below T.fit.min_px. What plotly places below the plot area
 // in fractions of it (a legend, a note) keeps its distance in pixels.
 function fitScreen(layout) {
-  const stack = [...document.querySelectorAll("." + parts.stack)].find((s) => s.offsetParent !== null);
-  if (!stack || typeof layout.height !== "number") return;
+  // only the stepping tab's (Candidates): shrinking the others' charts crowded their labels (tests/test_browser_layout)
+  const plot = steppingPlot(), stack = plot && plot.closest("." + parts.stack);
+  if (!stack || stack.offsetParent === null || typeof layout.height !== "number") return;
   // on a wide screen the text panel stays at the top (app.css, sticky) and the page scrolls the chart up under
   // it (presenter.js keepInView); on a phone the chart fits under the text, the page unscrolled
-  const text = el(T.carriers.text), caption = stack.previousElementSibling;
-  const above = innerWidth >= T.fit.narrow_px && text
-    ? text.getBoundingClientRect().height + (caption ? caption.getBoundingClientRect().height : 0) + 24
-    : stack.getBoundingClientRect().top + scrollY + 8;
-  const room = Math.floor(innerHeight - above);
+  const caption = stack.previousElementSibling;
+  const room = Math.floor(innerHeight - pinnedHeight() - (caption ? caption.getBoundingClientRect().height : 0) - 24);
   const height = Math.max(T.fit.min_px, Math.min(layout.height, room));
   if (height >= layout.height) return;
   const m = layout.margin || {}, inner = (h) => h - (m.t || 0) - (m.b || 0);

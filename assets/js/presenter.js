@@ -30,13 +30,14 @@ export function followChips() {
   box.scrollTop = following ? box.scrollHeight : kept;
 }
 
-// The open tab's chart in view under the text panel (which app.css keeps at the top on a wide screen): after a step,
+// The open tab's chart in view under the text panel (which app.css keeps at the top; on a phone under the step
+// buttons): after a step,
 // a chart whose bottom is below the window while it is partly in view is scrolled up, never under the panel.
 // A page scrolled elsewhere (the chart out of view) is left where its reader put it.
 document.addEventListener(T.shown_event, (e) => {
   const plot = e.target.closest ? e.target.closest("." + T.parts.stack) : null;
   const text = el(T.carriers.text);
-  if (!plot || !text || innerWidth < T.fit.narrow_px || plot.offsetParent === null) return;
+  if (!plot || !text || plot.offsetParent === null) return;
   const box = plot.getBoundingClientRect(), caption = plot.previousElementSibling;
   const top = caption ? caption.getBoundingClientRect().top : box.top;
   if (box.bottom <= innerHeight || top >= innerHeight) return;
