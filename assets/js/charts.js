@@ -75,11 +75,16 @@ function onePlot(data, layout) {
   const gone = new Set(beside.map((k) => "x" + k.slice(5)));
   const ys = new Set(beside.map((k) => layout[k].anchor).filter(Boolean));
   for (const trace of data) if (gone.has(trace.xaxis)) trace.visible = false;
+  // (a panel's title is a paper annotation over its plot: it goes with the plot)
+  const domains = beside.map((k) => layout[k].domain);
+  const overGone = (a) => (a.xref || "paper") === "paper" && typeof a.x === "number" && domains.some(([lo, hi]) => a.x >= lo && a.x <= hi);
+  layout.annotations = (layout.annotations || []).filter((a) => !overGone(a) && !gone.has(a.xref) && !gone.has((a.xref || "").replace(" domain", "")));
   for (const k of beside) layout[k] = {...layout[k], visible: false, domain: [0.99, 1]};
   for (const y of ys) { const k = "yaxis" + y.slice(1); if (layout[k]) layout[k] = {...layout[k], visible: false}; }
-  layout.annotations = (layout.annotations || []).filter((a) => !gone.has(a.xref) && !gone.has((a.xref || "").replace(" domain", "")));
   layout.shapes = (layout.shapes || []).filter((s) => !gone.has(s.xref) && !gone.has((s.xref || "").replace(" domain", "")));
-  layout.xaxis = {...layout.xaxis, domain: [layout.xaxis.domain[0], 1]};
+  const [lo, hi] = layout.xaxis.domain, mid = (lo + hi) / 2;  // the first panel's title stays over it
+  for (const a of layout.annotations) if ((a.xref || "paper") === "paper" && Math.abs(a.x - mid) < 1e-6) a.x = (lo + 1) / 2;
+  layout.xaxis = {...layout.xaxis, domain: [lo, 1]};
 }
 // Presenter mode (presenter.js; the attribute on <html>): every font size of a chart this page draws, times the
 // protocol's scale, and its ink black, so a projector's last row reads it.
