@@ -104,7 +104,7 @@ class Page:
                                      elem_id=LANG_INPUT, scale=0, min_width=220, container=False), "language")
             # presenter mode: the page's script alone reads it (assets/js/presenter.js) and this browser keeps it
             add(gr.Checkbox(False, label=L("presenter_mode"), elem_id=IDS["presenter"], scale=0, min_width=180,
-                            container=False), "presenter_mode")
+                            container=False, interactive=True), "presenter_mode")
 
     def build_controls(self):
         L, add = (lambda key: t(key, "en")), self.labels.add
