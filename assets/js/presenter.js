@@ -83,11 +83,13 @@ document.addEventListener("change", (e) => {
   const input = switchInput();
   if (input && e.target === input) setPresenter(input.checked);
 }, true);
-// The switch shows what this browser remembered, once Gradio has rendered it (a click: Gradio keeps its state).
+// The switch shows what this browser remembered, once Gradio has rendered it and enabled it (a click: Gradio keeps
+// its state; a click on a still disabled input does nothing). The attribute stays what was remembered meanwhile.
+let tries = 0;
 const syncSwitch = new MutationObserver(() => {
   const input = switchInput();
-  if (!input) return;
-  syncSwitch.disconnect();
-  if (input.checked !== presenting()) { const want = presenting(); flag(PRESENTER, !want); input.click(); }
+  if (!input || input.disabled) return;
+  if (input.checked === presenting() || ++tries > 20) { syncSwitch.disconnect(); return; }
+  input.click();  // its change event finds presenting() already so (setPresenter: no change)
 });
-syncSwitch.observe(root, {childList: true, subtree: true});
+syncSwitch.observe(root, {childList: true, subtree: true, attributes: true, attributeFilter: ["disabled"]});
