@@ -34,9 +34,9 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
     with gr.Blocks(title="Token by Token", delete_cache=(900, 1800)) as demo:
         page.build_shared()
         page.build_header()
-        with gr.Row(equal_height=False):
+        with gr.Row(equal_height=False, elem_classes="tbt-main"):
             page.build_controls()
-            with gr.Column(scale=3):
+            with gr.Column(scale=3, elem_classes="tbt-stage"):  # the text and the open tab (assets/app.css)
                 page.build_text()
                 with page.build_tabs():
                     for view in views:

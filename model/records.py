@@ -124,7 +124,7 @@ class StageSummary:
 
     name: str
     active: bool  # False when its setting is 'off' (it changed nothing)
-    kept: int  # tokens with non-zero probability after it
+    kept: int  # tokens still in the draw after it (not set to -inf; a probability may underflow to 0)
     removed: int  # tokens it removed (were kept before it)
     entropy_bits: float  # entropy of the distribution after it
 

@@ -201,8 +201,8 @@ def derive(
             )
         )
     summaries, kept_before, entropy_before = [], vocab, entropy_t1
-    for (name, active, _), p in zip(staged, probs_after):
-        kept = int((p > 0).sum()) if active else kept_before
+    for (name, active, scores), p in zip(staged, probs_after):
+        kept = still_drawable(scores) if active else kept_before
         entropy = entropy_bits(p) if active else entropy_before
         summaries.append(StageSummary(name, active, kept, kept_before - kept, entropy))
         kept_before, entropy_before = kept, entropy
@@ -225,6 +225,13 @@ def derive(
     )
 
 
+def still_drawable(scores: torch.Tensor) -> int:
+    """How many tokens a stage left in the draw: those whose score it did not set to -inf. Not `p > 0`: at a low
+    temperature most probabilities underflow to 0 in float32 (at T = 0.1 a token 10 logits below the top has
+    p ~ e^-100), which would read as if temperature had removed them; it removes none, top-k / top-p / min-p do."""
+    return int((scores > float("-inf")).sum())
+
+
 def temperature_sweep(
     logits: torch.Tensor, context_ids: torch.Tensor, cfg: SamplingConfig, temperatures: list[float]
 ) -> TemperatureSweep:
@@ -236,5 +243,5 @@ def temperature_sweep(
         scores = run_stages(logits, context_ids, replace(cfg, temperature=float(t)))[-1][2]
         p = torch.softmax(scores, -1).reshape(-1)
         entropy.append(entropy_bits(p))
-        size.append(int((p > 0).sum()))
+        size.append(still_drawable(scores))
     return TemperatureSweep([float(t) for t in temperatures], entropy, size, cfg.top_p)

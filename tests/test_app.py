@@ -195,8 +195,9 @@ def test_kv_calculator_reference_numbers(client):
     out = client.predict("Llama-2-7B", "float16", 2048, 1, 1, 1, 1, 1, "en", api_name="/calculate")
     assert out[:4] == (32, 32, 32, 128)
     assert "1,073,741,824 B" in out[4] and "1.00 GiB" in out[4]
+    assert "524,288 B per token" in out[4]  # 2 x 32 x 32 x 128 x 2 B (issue 22: an interview asks for it)
     out = client.predict("Llama-3-8B", "float16", 8192, 1, 1, 1, 1, 1, "en", api_name="/calculate")
-    assert "1,073,741,824 B" in out[4]
+    assert "1,073,741,824 B" in out[4] and "131,072 B per token" in out[4]  # 4x less per token: GQA
 
 
 @pytest.mark.server

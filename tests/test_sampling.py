@@ -188,3 +188,19 @@ def test_temperature_sweep_flattens():
     assert s.entropy_bits[0] < s.entropy_bits[1] < s.entropy_bits[2]
     assert s.nucleus_size[0] <= s.nucleus_size[1] <= s.nucleus_size[2]
     assert s.nucleus_size[0] == 1
+
+
+def test_a_low_temperature_removes_no_token_though_probabilities_underflow():
+    # 2,000 logits from 0 down to -40: at T = 0.1 most probabilities underflow to 0 in float32, yet temperature
+    # removes nothing (issue 22: the Temperature tab read ~1,000 "tokens that can still be drawn" at T = 0.1).
+    logits = torch.linspace(0.0, -40.0, 2000)
+    low = SamplingConfig(temperature=0.1)
+    p = torch.softmax(logits / 0.1, -1)
+    assert int((p > 0).sum()) < 2000  # the underflow the old count read as removal
+    d = derive(logits, CTX, low, 0, Ids())
+    assert [s.kept for s in d.stages if s.name == "temperature"] == [2000]
+    assert temperature_sweep(logits, CTX, low, [0.1, 1.0]).nucleus_size == [2000, 2000]
+    # the cuts still count as cuts: top-k 7 leaves 7, top-p at T = 0.1 leaves the few that carry 0.9
+    assert temperature_sweep(logits, CTX, SamplingConfig(top_k=7), [0.1]).nucleus_size == [7]
+    assert temperature_sweep(logits, CTX, SamplingConfig(top_p=0.9), [0.1]).nucleus_size[0] < 20
+    assert temperature_sweep(logits, CTX, SamplingConfig(temperature=0), [0.0]).nucleus_size == [1]

@@ -121,7 +121,7 @@ class Page:
 
     def build_tabs(self) -> gr.Tabs:
         """The views' tabs: all on view (a menu hid half); a lesson opens a step's tab."""
-        self.tabs_block = gr.Tabs(overflow_behavior="wrap")
+        self.tabs_block = gr.Tabs(overflow_behavior="wrap", elem_id="tbt-tabs")
         return self.tabs_block
 
     def build_header(self):
@@ -131,6 +131,9 @@ class Page:
                 words=lambda lang: {"value": f"## Token by Token\n{t('subtitle', lang)}"})
             self.lang = add(gr.Radio([("English", "en"), ("中文", "zh")], value="en", label=L("language"),
                                      elem_id=LANG_INPUT, scale=0, min_width=220, container=False), "language")
+            # presenter mode: the page's script alone reads it (assets/js/presenter.js) and this browser keeps it
+            add(gr.Checkbox(False, label=L("presenter_mode"), elem_id=IDS["presenter"], scale=0, min_width=180,
+                            container=False, interactive=True), "presenter_mode")
 
     def build_controls(self):
         L, add = (lambda key: t(key, "en")), self.labels.add
@@ -149,13 +152,13 @@ class Page:
                                              info=L("model_notes"), scale=2, min_width=140, elem_id="tbt-model"),
                                  words=lambda lang: {"label": t("model", lang), "info": t("model_notes", lang)})
             self.start = add(gr.Button(L("btn_start"), variant="secondary", elem_id=IDS["start"]), "btn_start", "value")
-            with gr.Row():
+            with gr.Row(elem_classes="tbt-steps"):
                 self.next = add(gr.Button(L("btn_next"), variant="primary", elem_id=IDS["next"], scale=2,
                                           min_width=100), "btn_next", "value")
                 self.back = add(gr.Button(L("btn_back"), elem_id=IDS["back"], min_width=60), "btn_back", "value")
                 self.reset = add(gr.Button(L("btn_reset"), elem_id=IDS["reset"], min_width=60), "btn_reset", "value")
                 self.play = add(gr.Button(L("btn_play"), elem_id=IDS["play"], min_width=60), "btn_play", "value")
-            with gr.Accordion(L("sampling"), open=True) as box:
+            with gr.Accordion(L("sampling"), open=True, elem_classes="tbt-settings") as box:
                 add(box, "sampling")
                 self.temperature = add(gr.Slider(0, 2, 1.0, step=0.05, label=L("temperature"),
                                                  elem_id=IDS["temperature"]), "temperature")
@@ -172,7 +175,7 @@ class Page:
                 self.seed = add(gr.Number(0, label=L("seed"), minimum=0, precision=0, elem_id="tbt-seed"), "seed")
                 self.play_steps = add(gr.Slider(1, MAX_PLAY_STEPS, 20, step=1, label=L("play_steps"),
                                                 elem_id="tbt-play-steps"), "play_steps")
-            add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small"), "shortcuts", "value")
+            add(gr.Markdown(L("shortcuts"), elem_classes="tbt-small", elem_id=IDS["keys"]), "shortcuts", "value")
         self.settings = [self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty, self.order,
                          self.seed]
         assert len(self.settings) == len(SETTING_NAMES)

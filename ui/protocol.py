@@ -33,13 +33,15 @@ PROTOCOL = {
         "temperature": "tbt-temperature",  # the temperature slider
         "next": "tbt-next", "back": "tbt-back", "reset": "tbt-reset", "start": "tbt-start", "play": "tbt-play",
         "force": "tbt-force-btn",
+        "presenter": "tbt-presenter",  # the presenter-mode switch (assets/js/presenter.js)
+        "keys": "tbt-keys",  # the keys' help, shown by ? (assets/js/presenter.js)
         "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
     },
     # data attributes (dataset names) of the status line, and of a running Play's marker
     "marker": {"step": "step", "revision": "rev", "ended": "ended"},  # ended: "1" once the text has ended
     "playing": {"token": "token", "step": "step", "of": "of"},  # token: the Play's name in play_route
     # a generated chip: its class, and the data attribute with the step that wrote it (a click goes back there)
-    "chips": {"generated": "tbt-gen", "step": "step"},
+    "chips": {"generated": "tbt-gen", "step": "step", "box": "tbt-chips"},  # box: the class of the chips' scroller
     # hidden buttons the page clicks to ask the server for something
     "triggers": {
         "goto": "tbt-goto-btn",  # go to the step in window[globals.goto_step]
@@ -79,6 +81,11 @@ PROTOCOL = {
     "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart
     "temperature_decimals": 2,  # how a temperature names a chart: as the slider's 0.05 steps
     "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
+    # presenter mode: the attribute on <html> that app.css styles, and how much larger a chart's text is drawn
+    "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3},
+    # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
+    # figure of plots side by side shows the first only
+    "fit": {"min_px": 330, "narrow_px": 700},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
 

@@ -155,9 +155,13 @@ PAGE: dict[str, tuple[str, str]] = {
     "calc_tokens": ("Tokens", "词元数"),
     "calc_batch": ("Batch", "批大小"),
     "calc_result": ("{bytes} B = {size}", "{bytes} B = {size}"),
-    "calc_mha": ("MHA ({heads} KV heads)", "MHA（{heads} 个 KV 头）"),
-    "calc_gqa": ("GQA ({kv_heads} KV heads)", "GQA（{kv_heads} 个 KV 头）"),
-    "calc_mqa": ("MQA (1 KV head)", "MQA（1 个 KV 头）"),
+    "calc_per_token": (
+        "**{per_token} B per token** (per sequence): 2 (K and V) × {layers} layers × {kv_heads} KV heads × {head_dim} × {value_bytes} B per value.",
+        "**每个词元 {per_token} B**（每个序列）：2（K 和 V）× {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × 每个值 {value_bytes} B。",
+    ),
+    "calc_mha": ("the same model if it used<br>MHA ({heads} KV heads)", "同一模型若用<br>MHA（{heads} 个 KV 头）"),
+    "calc_gqa": ("the same model if it used<br>GQA ({kv_heads} KV heads)", "同一模型若用<br>GQA（{kv_heads} 个 KV 头）"),
+    "calc_mqa": ("the same model if it used<br>MQA (1 KV head)", "同一模型若用<br>MQA（1 个 KV 头）"),
 
     "timing_empty": (
         "Press “Measure now” to time one step with and without the cache at several lengths of this text.",
@@ -167,8 +171,10 @@ PAGE: dict[str, tuple[str, str]] = {
     "trace_file": ("Trace file (JSON)", "记录文件（JSON）"),
 
     "shortcuts": (
-        "Keys: → or N = next token, ← or B = back, P = play / pause.",
-        "快捷键：→ 或 N = 下一个词元，← 或 B = 后退，P = 播放 / 暂停。",
+        "Keys (a clicker's too): PageDown, → or N = next token; PageUp or ← = back; P = play / pause; "
+        ". or B = blank the chart area (again: show it); ? = these keys.",
+        "快捷键（翻页笔也可用）：PageDown、→ 或 N = 下一个词元；PageUp 或 ← = 后退；P = 播放 / 暂停；"
+        ". 或 B = 遮住图表区（再按一次：显示）；? = 显示这些快捷键。",
     ),
 
 
@@ -613,6 +619,39 @@ PAGE: dict[str, tuple[str, str]] = {
                                 "你的网络已有 {n} 个同类请求在等待；请几秒后再试。"),
     "queue_steps_only": ("The server is busy: only steps are taken just now; try again in a moment.",
                          "服务器正忙：现在只接受生成步骤；请稍后再试。"),
+    # ---- projector: presenter mode, the engines' words (issue 22) ----
+    "presenter_mode": ("Presenter mode", "演示模式"),
+    "paged_summary_one": (
+        "1 live session in {blocks}: **{paged}** paged (of which {waste} empty slots in its last block, and {shared} saved by shared prefixes), against **{reserved}** if it reserved {max} tokens.",
+        "1 个活跃会话，共 {blocks}：分页占用 **{paged}**（其中最后一块的空位 {waste}，共享前缀省下 {shared}），而如果它预留 {max} 个词元，需要 **{reserved}**。",
+    ),
+    "paged_one_block": ("1 block", "1 个块"),
+    "paged_blocks": ("{n} blocks", "{n} 个块"),
+    "btn_spec_example": ("Try it on a text that repeats itself (code), where the draft pays",
+                         "换一段会重复自身的文本（代码）试试，草稿在这里划算"),
+    "names_batching": (
+        "In an interview's words: this is **continuous batching** (vLLM, TGI, SGLang): sequences join and leave the "
+        "running batch at every step, not once per batch, so a new user never waits for the others to finish. A decode "
+        "step is bound by memory bandwidth (every weight is read once per pass), so one pass for 16 sequences costs "
+        "little more than for one.",
+        "用面试里的说法：这就是**连续批处理**（continuous batching，vLLM、TGI、SGLang 都这样做）：序列在每一步都可以加入或离开正在运行的批，"
+        "而不是每批只换一次，所以新用户不必等别人写完。解码一步受内存带宽限制（每次前向计算把每个权重读一遍），所以 16 个序列一次计算的代价只比 1 个多一点。",
+    ),
+    "names_paged": (
+        "In an interview's words: this is **PagedAttention** (Kwon et al., 2023, the idea behind vLLM): the KV cache "
+        "kept in fixed-size blocks, like pages of virtual memory, with a block table per sequence; attention reads the "
+        "blocks where they lie. Waste is under one block per sequence, and a shared prompt's blocks are stored once "
+        "(prefix caching).",
+        "用面试里的说法：这就是 **PagedAttention**（分页注意力，Kwon 等，2023，vLLM 的核心思想）：KV 缓存像虚拟内存的页一样存放在固定大小的块里，"
+        "每个序列有一张块表；注意力直接从块所在的位置读取。每个序列浪费不到一个块，共享的提示词块只存一份（前缀缓存）。",
+    ),
+    "names_kv_cache": (
+        "In an interview's words: **prefill** is the first pass over the whole prompt, in parallel (compute-bound); "
+        "**decode** is each step after it, one token at a time over the cache (bound by memory bandwidth). The "
+        "prompt's keys and values written by prefill are the cache's first rows here; each decode step adds one.",
+        "用面试里的说法：**预填充**（prefill）是对整个提示词的第一次并行计算（受算力限制）；**解码**（decode）是之后的每一步，"
+        "借助缓存一次写一个词元（受内存带宽限制）。这里缓存的前几行就是预填充写下的提示词的键和值，每个解码步再加一行。",
+    ),
 }
 
 

@@ -589,6 +589,9 @@ WORDS: dict[str, tuple[str, str]] = {
                     "or a larger batch's pass came out faster than batch 1's, which only a busy machine does. Measure again.",
                     "**这一次机器太忙，无法下结论**：最大批次每个词元的时间并非每次都低于批大小 1，或者某个更大批次的一次计算反而比批大小 1 更快，"
                     "这只有机器忙时才会出现。请再测一次。"),
+    # ---- projector: chart notes (issue 22) ----
+    "temp_no_star": ("A panel with no ★: the token drawn there lies outside the {n} bars shown.",
+                     "没有 ★ 的小图：那里抽中的词元不在所示的 {n} 个条形之中。"),
 }
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from model.paged import PagedLayout
 from viz.i18n import t
-from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,
+from viz.style import (INK, wrap_text, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,
                        token_label)
 
 PRIVATE_COLOR = "#0072B2"  # blue
@@ -78,21 +78,21 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
         "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "totals"},
     })
 
-    table_px, totals_px, gap_px = 44 * n_rows, 4 * 44, 100
+    table_px, totals_px, gap_px = 44 * n_rows, 4 * 44, 170  # the gap: the table's axis title, then the totals' title
     plot_h = table_px + totals_px + gap_px
     height = plot_h + 170 + 60
     y_totals = (0.0, totals_px / plot_h)
     y_table = ((totals_px + gap_px) / plot_h, 1.0)
     annotations = [panel_title(t("paged_panel_table", lang, block=rec.block_size), (0, 1), y_table[1]),
-                   panel_title(t("paged_panel_totals", lang, max=rec.max_tokens), (0, 1), y_totals[1])]
+                   panel_title(wrap_text(t("paged_panel_totals", lang, max=rec.max_tokens), 70), (0, 1), y_totals[1])]
     if len(rec.sessions) > len(rows):
         annotations.append({"text": t("paged_more", lang, n=len(rec.sessions) - len(rows)), "x": 0, "xref": "paper",
                             "xanchor": "left", "y": y_table[0], "yref": "paper", "yanchor": "top", "showarrow": False,
                             "font": {"size": SMALL_SIZE, "color": MUTED}})
     figure_layout = base_layout(
         t("paged_title", lang, sessions=len(rec.sessions), physical=rec.physical_blocks, block=rec.block_size), lang,
-        subtitle=t("paged_subtitle", lang, per_token=format_bytes(rec.bytes_per_token),
-                   block_bytes=format_bytes(rec.block_bytes)).replace(". ", ".<br>", 1).replace("。", "。<br>", 1),
+        subtitle=wrap_text(t("paged_subtitle", lang, per_token=format_bytes(rec.bytes_per_token),
+                             block_bytes=format_bytes(rec.block_bytes)), 90),
         height=height,
         xaxis={"range": [0, widest + 3.2], "title": {"text": t("paged_axis_block", lang)},
                "tickvals": [i + 0.5 for i in range(0, widest, max(1, widest // 16))],

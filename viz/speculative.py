@@ -6,18 +6,18 @@ import html
 from model.speculative_records import SpecRound, SpeculativeRun
 from viz.i18n import t
 from viz.labels import candidate_name, names
-from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title,
+from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title, wrap_text,
                        token_label)
 
 # Okabe-Ito, as everywhere; each kind of cell also has its own mark (and the rejected one a dark outline), so
 # colour is not the only cue.
 CELL_STYLE = {  # kind: (fill, outline, text colour, mark)
     "accepted": ("#009E73", "#009E73", "white", "✓"),
-    "rejected": ("#D55E00", INK, "white", "✗"),
+    "rejected": ("#D55E00", INK, "#000000", "✗"),  # black on vermillion: 5.4:1 (white was 3.9:1)
     "unchecked": ("#FFFFFF", "#AAAAAA", MUTED, ""),
     "residual": ("#0072B2", "#0072B2", "white", "→"),
     "bonus": ("#56B4E9", "#56B4E9", INK, "+"),
-    "own": ("#999999", "#999999", "white", "·"),
+    "own": ("#6E6E6E", "#6E6E6E", "white", "·"),  # white on this grey: 5.1:1 (on #999999 it was 2.9:1)
 }
 CELL_WORDS = {"accepted": "spec_accepted", "rejected": "spec_rejected", "unchecked": "spec_unchecked",
               "residual": "spec_residual", "bonus": "spec_bonus", "own": "spec_own"}
@@ -74,7 +74,7 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
     shown = run.rounds[-max_rounds:]
     first = len(run.rounds) - len(shown)
     n_rows = max(len(shown), 1)
-    top, bottom, gap_px, table_px, panels_px = 235, 70, 120, 38 * n_rows, 300
+    top, bottom, gap_px, table_px, panels_px = 257, 70, 120, 38 * n_rows, 300  # top: a wrapped subtitle line
     height = top + bottom + table_px + gap_px + panels_px
     plot_h = table_px + gap_px + panels_px
     y_panels = (0.0, panels_px / plot_h)
@@ -144,13 +144,15 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
         {"text": f"— {t('spec_running', lang)}", "x": 0, "y": 1, "xref": "x3 domain", "yref": "y3 domain",
          "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": SMALL_SIZE, "color": "#0072B2"}},
         {"text": f"▮ {t('spec_this_round', lang)}", "x": 0, "y": 0.93, "xref": "x3 domain", "yref": "y3 domain",
-         "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": SMALL_SIZE, "color": "#999999"}},
+         "showarrow": False, "xanchor": "left", "yanchor": "top", "font": {"size": SMALL_SIZE, "color": MUTED}},
     ]
     shapes = [{"type": "line", "xref": "x3 domain", "x0": 0, "x1": 1, "yref": "y3", "y0": 1, "y1": 1,
                "line": {"color": MUTED, "width": 2, "dash": "dot"}}]
     greedy = run.config.temperature == 0
-    subtitle = t("spec_subtitle", lang, k=k, rate=format_prob(run.acceptance_rate), saved=run.passes_saved,
-                 model=model_name) + "<br>" + t("spec_subtitle_greedy" if greedy else "spec_subtitle_sampling", lang)
+    peak = max([1.0] + [len(r.new_tokens) for r in run.rounds] + [r.tokens_per_pass for r in run.rounds])
+    subtitle = wrap_text(t("spec_subtitle", lang, k=k, rate=format_prob(run.acceptance_rate), saved=run.passes_saved,
+                           model=model_name), 110) + "<br>" + wrap_text(
+        t("spec_subtitle_greedy" if greedy else "spec_subtitle_sampling", lang), 110)
     slots = [t("spec_slot", lang, n=i + 1) for i in range(k)] + [t("spec_slot_target", lang)]
     layout = base_layout(
         t("spec_title", lang, tokens=len(run.generated), passes=run.passes, tpp=f"{run.tokens_per_pass:.2f}"), lang,
@@ -166,7 +168,8 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
                 "title": {"text": t("spec_axis_u", lang), "font": {"size": SMALL_SIZE}}},
         xaxis3={"domain": list(x_right), "anchor": "y3", "title": {"text": t("spec_axis_round", lang)},
                 "dtick": max(1, len(run.rounds) // 8)},
-        yaxis3={"domain": list(y_panels), "anchor": "x3", "rangemode": "tozero", "dtick": 1,
+        # the top third left empty for the two notes, so no line runs through them
+        yaxis3={"domain": list(y_panels), "anchor": "x3", "range": [0, 1.6 * peak], "dtick": 1,
                 "title": {"text": t("spec_axis_tpp", lang)}},
         barmode="overlay", bargap=0.2, annotations=annotations, shapes=shapes,
         legend={"orientation": "h", "x": 0, "y": 1 - 100 / height, "yref": "container", "yanchor": "top",

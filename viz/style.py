@@ -34,6 +34,7 @@ FATE_MARKS = {"chosen": "★", "kept": "", "top_k": "✂k", "top_p": "✂p", "mi
 KEY_COLOR = "#009E73"  # bluish green
 VALUE_COLOR = "#F0E442"  # yellow
 INK = "#222222"
+CHOSEN_INK = "#A33F00"  # the chosen fate's vermillion, dark enough for small text on white (6.4:1)
 MUTED = "#666666"
 MASK_FUTURE = "#D9D9D9"
 MASK_WINDOW = "#A6A6A6"
@@ -227,6 +228,20 @@ def line_label(x: float, text: str, font: dict, side: str, axes: tuple[str, str]
     xref, yref = axes
     return {"text": text, "x": x, "xref": xref, "xanchor": "right" if side == "left" else "left", "y": 1,
             "yref": f"{yref} domain", "yanchor": "top", "showarrow": False, "font": font}
+
+
+def wrap_text(text: str, width: int) -> str:
+    """`text` broken into lines of about `width` columns with <br> (plotly does not wrap a title or annotation). A
+    CJK character counts two columns; a line breaks at a space, or anywhere in CJK text."""
+    lines, line, cols = [], "", 0
+    for word in re.findall(r"\S+\s*|\s+", text):
+        for piece in (list(word) if any(unicodedata.east_asian_width(c) in "WF" for c in word) else [word]):
+            w = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in piece)
+            if line and cols + w > width:
+                lines.append(line.rstrip())
+                line, cols = "", 0
+            line, cols = line + piece, cols + w
+    return "<br>".join(lines + [line.rstrip()]) if line.strip() else "<br>".join(lines)
 
 
 def token_label(display: str) -> str:

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 from model.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
 from viz.labels import candidate_name
-from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
+from viz.style import (CHOSEN_INK, as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
                        fate_legend, format_prob, format_temperature, line_label, panel_title, prob_ticks, token_label,
                        vertical_line)
 
@@ -89,8 +89,10 @@ def _sweep_panels(sweep: TemperatureSweep, current_temperature: float, first: in
             axes[axis_key(y)]["tickvals"] = [m * 10**e for e in range(6) for m in (1, 2, 5)]  # 1, 2, 5, 10, 20, ...
         shapes.append(vertical_line(current_temperature, "current_t",
                                     {"color": FATE_COLORS["chosen"], "width": 2, "dash": "dash"}, (x, y)))
-        labels.append(line_label(current_temperature, label, {"size": SMALL_SIZE, "color": FATE_COLORS["chosen"]},
-                                 "right", (x, y)))
+        # at the foot of the line, on a white ground, in the chosen colour's dark ink (4.5:1 and clear of the
+        # top tick label, which it covered)
+        labels.append({**line_label(current_temperature, label, {"size": SMALL_SIZE, "color": CHOSEN_INK}, "right",
+                                    (x, y)), "y": 0, "yanchor": "bottom", "bgcolor": "rgba(255,255,255,0.9)"})
     return traces, axes, shapes, titles, labels
 
 
@@ -105,7 +107,7 @@ def temperature_chart(dists: list[Distribution], sweep: TemperatureSweep, curren
     """
     n = max(len(dists), 2)  # at least two columns: the bottom row's two panels split them in halves
     columns = domains([1] * n, gap=0.05)
-    halves = [(columns[0][0], columns[n // 2 - 1][1]), (columns[n // 2][0], columns[-1][1])]
+    halves = domains([1, 1], gap=0.16)  # room between them for the right panel's y title and ticks
     bottom_row, top_row = domains([0.42, 0.58], gap=0.2)
     reference = sorted(dists[0].candidates, key=lambda c: c.rank)[:SHOWN] if dists else []
     bars, bar_axes, frames, bar_titles = _bar_panels(dists, reference, current_temperature, n, columns, top_row, lang,
@@ -114,10 +116,11 @@ def temperature_chart(dists: list[Distribution], sweep: TemperatureSweep, curren
                                                                  bottom_row, lang)
     ids = {c.token.id for c in reference}
     present = {c.fate for d in dists for c in d.candidates if c.token.id in ids}
-    layout = base_layout(t("temp_title", lang), lang, subtitle=t("temp_subtitle", lang, p=f"{sweep.top_p:g}"),
-                         height=680, automargin=True, **bar_axes, **line_axes, shapes=frames + marks,
+    subtitle = t("temp_subtitle", lang, p=f"{sweep.top_p:g}") + "<br>" + t("temp_no_star", lang, n=len(reference))
+    layout = base_layout(t("temp_title", lang), lang, subtitle=subtitle,
+                         height=700, automargin=True, **bar_axes, **line_axes, shapes=frames + marks,
                          annotations=bar_titles + line_titles + labels,
-                         legend={"orientation": "h", "y": -0.1, "yanchor": "top", "x": 0}, margin={"b": 90})
+                         legend={"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}, margin={"b": 120})
     return chart(bars + lines + fate_legend([f for f in FATES if f in present], lang), layout)
 
 

@@ -36,8 +36,73 @@ export const prepare = (fig, captioned) => {  // -> {data, layout, html}: html i
     layout.margin = {...layout.margin, t: Math.max(20, ((layout.margin && layout.margin.t) || 0) - room)};
   }
   layout.autosize = true;
+  if (presenting()) projectorSized(fig.data, layout);
+  fitScreen(layout);  // (the stepping tab's chart only: see fitScreen)
+  if (innerWidth < T.fit.narrow_px) onePlot(fig.data, layout);
   return {data: fig.data, layout, html};
 };
+// What app.css pins to the top of the window (sticky) while the chart scrolls up under it: the text panel, and on
+// a phone the step buttons above it. (Their heights, in px.)
+export const pinnedHeight = () => {
+  const text = el(T.carriers.text), steps = document.querySelector(".tbt-steps");
+  return (text ? text.getBoundingClientRect().height : 0) +
+         (innerWidth < T.fit.narrow_px && steps ? steps.getBoundingClientRect().height : 0);
+};
+// The step and its chart on one screen: a chart taller than the window's room under what is pinned (and its caption)
+// is drawn that tall, never below T.fit.min_px. What plotly places below the plot area
+// in fractions of it (a legend, a note) keeps its distance in pixels.
+function fitScreen(layout) {
+  // only the stepping tab's (Candidates): shrinking the others' charts crowded their labels (tests/test_browser_layout)
+  const plot = steppingPlot(), stack = plot && plot.closest("." + parts.stack);
+  if (!stack || stack.offsetParent === null || typeof layout.height !== "number") return;
+  // on a wide screen the text panel stays at the top (app.css, sticky) and the page scrolls the chart up under
+  // it (presenter.js keepInView); on a phone the chart fits under the text, the page unscrolled
+  const caption = stack.previousElementSibling;
+  const room = Math.floor(innerHeight - pinnedHeight() - (caption ? caption.getBoundingClientRect().height : 0) - 24);
+  const height = Math.max(T.fit.min_px, Math.min(layout.height, room));
+  if (height >= layout.height) return;
+  const m = layout.margin || {}, inner = (h) => h - (m.t || 0) - (m.b || 0);
+  const keepPx = (y) => (y < 0 ? y * inner(layout.height) / inner(height) : y > 1 ? 1 + (y - 1) * inner(layout.height) / inner(height) : y);
+  if (layout.legend && typeof layout.legend.y === "number") layout.legend = {...layout.legend, y: keepPx(layout.legend.y)};
+  for (const a of layout.annotations || []) if (a.yref === "paper" && typeof a.y === "number") a.y = keepPx(a.y);
+  layout.height = height;
+}
+// A narrow screen (a phone) shows one plot at a time: the first of plots laid side by side takes the width, the
+// others are put away (their traces hidden, their axes and notes too).
+function onePlot(data, layout) {
+  const beside = Object.keys(layout).filter((k) => /^xaxis\d+$/.test(k) && layout[k].domain && layout[k].domain[0] > 0.3);
+  if (!beside.length || !layout.xaxis || !layout.xaxis.domain) return;
+  const gone = new Set(beside.map((k) => "x" + k.slice(5)));
+  const ys = new Set(beside.map((k) => layout[k].anchor).filter(Boolean));
+  for (const trace of data) if (gone.has(trace.xaxis)) trace.visible = false;
+  // (a panel's title is a paper annotation over its plot: it goes with the plot)
+  const domains = beside.map((k) => layout[k].domain);
+  const overGone = (a) => (a.xref || "paper") === "paper" && typeof a.x === "number" && domains.some(([lo, hi]) => a.x >= lo && a.x <= hi);
+  layout.annotations = (layout.annotations || []).filter((a) => !overGone(a) && !gone.has(a.xref) && !gone.has((a.xref || "").replace(" domain", "")));
+  for (const k of beside) layout[k] = {...layout[k], visible: false, domain: [0.99, 1]};
+  for (const y of ys) { const k = "yaxis" + y.slice(1); if (layout[k]) layout[k] = {...layout[k], visible: false}; }
+  layout.shapes = (layout.shapes || []).filter((s) => !gone.has(s.xref) && !gone.has((s.xref || "").replace(" domain", "")));
+  const [lo, hi] = layout.xaxis.domain, mid = (lo + hi) / 2;  // the first panel's title stays over it
+  for (const a of layout.annotations) if ((a.xref || "paper") === "paper" && Math.abs(a.x - mid) < 1e-6) a.x = (lo + 1) / 2;
+  layout.xaxis = {...layout.xaxis, domain: [lo, 1]};
+}
+// Presenter mode (presenter.js; the attribute on <html>): every font size of a chart this page draws, times the
+// protocol's scale, and its ink black, so a projector's last row reads it.
+export const presenting = () => document.documentElement.hasAttribute(T.presenter.attribute);
+function projectorSized(data, layout) {
+  const scale = (font) => { if (font && typeof font.size === "number") font.size = Math.round(font.size * T.presenter.chart_scale); };
+  const walk = (node, depth) => {  // every *font of the layout, its axes and their titles, legend, annotations
+    if (!node || typeof node !== "object" || depth > 4 || ArrayBuffer.isView(node)) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (/font$/.test(key)) scale(value);
+      else if (value && typeof value === "object") walk(value, depth + 1);
+    }
+  };
+  walk(layout, 0);
+  for (const trace of data || []) for (const [key, value] of Object.entries(trace)) if (/font$/.test(key)) scale(value);
+  if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
+  layout.font = {...layout.font, color: "#000000"};
+}
 export const setCaption = (target, html) => {
   const caption = captionOf(target);
   if (caption && html !== null && caption.dataset[parts.caption_html] !== html) {

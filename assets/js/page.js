@@ -1,6 +1,7 @@
 // Token by Token, the page's one entry module (ui/protocol.py page_assets loads it; it imports the rest). The
 // modules import in one direction, each only from those below it:
-//   charts.js <- play.js <- ahead.js <- flipbook.js <- page.js, and charts.js <- clicks.js <- page.js.
+//   charts.js <- play.js <- ahead.js <- flipbook.js <- page.js, charts.js <- clicks.js <- page.js, and
+//   charts.js <- presenter.js <- page.js (the keys, presenter mode, the chips box following the newest token).
 // This module says what happens when a carrier changes: each chart that arrives drawn (or the one drawn ahead
 // shown), the flipbook and the chart ahead told. The page's window surface, all of it:
 //   read:    window.TBT (the protocol, ui/protocol.py), window.Plotly (plotly.js), window.gradio_config (Gradio);
@@ -11,6 +12,7 @@ import {T, announce, carried, el, watchCarriers, whenPresent} from "./charts.js"
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, promote, takeAhead} from "./ahead.js";
 import {drawPlot, flipClose, openBundle, sliderT} from "./flipbook.js";
+import {followChips} from "./presenter.js";
 import "./clicks.js";
 
 const env = T.envelope, parts = T.parts;
@@ -46,7 +48,7 @@ function drawCharts() {
 }
 // A chart is drawn as soon as its answer is in the page, a frame sooner than at the next frame. A Play step
 // is said taken first (its carrier is read in this same task, so the next step cannot overwrite it).
-const react = () => { taken(); drawCharts(); };
+const react = () => { taken(); followChips(); drawCharts(); };
 const plotly = el(T.ids.plotly_js);
 if (plotly && !window.Plotly) plotly.addEventListener("load", react, {once: true});
 

@@ -1,5 +1,5 @@
-// Token by Token, the presenter's controls: Play (paced by the page), the presenter keys (→/N next, ←/B back,
-// P play), and a click on a generated chip to go back to that step. Imports charts.js only; page.js puts Play on
+// Token by Token, the presenter's controls: Play (paced by the page) and a click on a generated chip to go back
+// to that step (the keys are presenter.js's). Imports charts.js only; page.js puts Play on
 // window for the Play button's listeners (T.globals) and draws the chart ahead once a Play has ended.
 import {T, CHANGES, click, el, ended, gotoStep, markerRev} from "./charts.js";
 
@@ -61,14 +61,6 @@ const PLAY = "#" + CSS.escape(T.ids.play);
 document.addEventListener("click", (e) => {
   if (playing && e.target.closest && e.target.closest(CHANGES) && !e.target.closest(PLAY)) togglePlay();
 }, true);
-
-document.addEventListener("keydown", (e) => {
-  const tag = (e.target && e.target.tagName) || "";
-  if (["INPUT", "TEXTAREA", "SELECT"].includes(tag) || e.target.isContentEditable || e.ctrlKey || e.metaKey || e.altKey) return;
-  if (e.key === "ArrowRight" || e.key === "n" || e.key === "N") { click(T.ids.next); e.preventDefault(); }
-  else if (e.key === "ArrowLeft" || e.key === "b" || e.key === "B") { click(T.ids.back); e.preventDefault(); }
-  else if (e.key === "p" || e.key === "P") { click(T.ids.play); e.preventDefault(); }
-});
 
 // A click on a generated chip goes back to that step: the text up to just before it, its candidates shown.
 const CHIP = `#${CSS.escape(T.ids.chips)} .${CSS.escape(T.chips.generated)}`;

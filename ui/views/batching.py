@@ -27,6 +27,7 @@ class BatchingView:
     def build(self, page):
         add = page.labels.add
         add(gr.Markdown(t("explain_batching"), elem_classes="tbt-explain"), "explain_batching", "value")
+        add(gr.Markdown(t("names_batching"), elem_classes="tbt-explain tbt-names"), "names_batching", "value")  # the words an interview uses
         self.refresh = add(gr.Button(t("btn_batch_refresh"), elem_id="tbt-batch-refresh"), "btn_batch_refresh",
                            "value")
         self.live_plot = gr.Plot(label=t("tab_batching"), elem_id="tbt-plot-batching", show_label=False)

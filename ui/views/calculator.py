@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
-from model.kv import DTYPE_BYTES, PRESETS, kv_calculation
+from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly
@@ -73,7 +73,10 @@ class CalculatorView:
     def _answer(self, info, preset, dtype, tokens, batch, layers, heads, kv_heads, head_dim, lang, loaded=False):
         calc = kv_calculation(preset, info, dtype, tokens, batch, layers, heads, kv_heads,
                               head_dim)
-        text = "### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes))
+        per_token = kv_cache_bytes(calc.layers, calc.kv_heads, calc.head_dim, 1, DTYPE_BYTES[dtype], 1)
+        text = ("### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes)) + "\n\n" +
+                t("calc_per_token", lang, per_token=f"{per_token:,}", layers=calc.layers, kv_heads=calc.kv_heads,
+                  head_dim=calc.head_dim, value_bytes=DTYPE_BYTES[dtype]))
         rows = [(row_label(row, lang), row.bytes) for row in calc.rows]
         # the preset list names the session's model first (its value too, when that was the one picked)
         picked = gr.update(choices=[info.name, *PRESETS], value=info.name) if loaded else \

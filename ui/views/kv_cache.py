@@ -28,6 +28,7 @@ class KVCacheView:
         add = page.labels.add
         plot(self.tab)
         add(gr.Markdown(t("explain_kv_cache"), elem_classes="tbt-explain"), "explain_kv_cache", "value")
+        add(gr.Markdown(t("names_kv_cache"), elem_classes="tbt-explain tbt-names"), "names_kv_cache", "value")  # the words an interview uses
         self.measure = add(gr.Button(t("btn_measure"), elem_id="tbt-measure"), "btn_measure", "value")
         self.timing_plot = gr.Plot(label=t("btn_measure"), elem_id="tbt-plot-timing", show_label=False)
         add(gr.Markdown(self._explain("en"), elem_classes="tbt-explain"), words=lambda lang: {"value": self._explain(lang)})

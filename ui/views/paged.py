@@ -34,6 +34,7 @@ class PagedView:
     def build(self, page):
         add = page.labels.add
         add(gr.Markdown(t("explain_paged"), elem_classes="tbt-explain"), "explain_paged", "value")
+        add(gr.Markdown(t("names_paged"), elem_classes="tbt-explain tbt-names"), "names_paged", "value")  # the words an interview uses
         self.refresh = add(gr.Button(t("btn_paged_refresh"), elem_id="tbt-paged-refresh"), "btn_paged_refresh",
                            "value")
         self.summary = gr.Markdown(elem_id="tbt-paged-summary")
@@ -63,8 +64,10 @@ class PagedView:
         if you is not None:
             rows[0] = (viz_t("paged_you", lang), *rows[0][1:])
         layout = paged_layout(rows, lm.info, MAX_TOKENS, BLOCK_SIZE)
-        summary = t("paged_summary", lang, sessions=len(rows), physical=layout.physical_blocks,
-                    paged=format_bytes(layout.allocated_bytes), reserved=format_bytes(layout.reserved_bytes),
+        blocks = (t("paged_one_block", lang) if layout.physical_blocks == 1
+                  else t("paged_blocks", lang, n=layout.physical_blocks))
+        summary = t("paged_summary" if len(rows) > 1 else "paged_summary_one", lang, sessions=len(rows),
+                    physical=layout.physical_blocks, blocks=blocks, paged=format_bytes(layout.allocated_bytes), reserved=format_bytes(layout.reserved_bytes),
                     waste=format_bytes(layout.waste_bytes), shared=format_bytes(layout.shared_saving_bytes),
                     max=MAX_TOKENS)
         return summary, paged_figure(layout, lang), layout_numbers(layout, you)

@@ -7,7 +7,7 @@ import threading
 import gradio as gr
 
 from model.batcher import model_lock
-from model.speculative import SpeculativeDecoder, kept_choices, speed_report
+from model.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices, speed_report
 from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly, whole
@@ -71,6 +71,10 @@ class SpeculativeView:
             self.keep_btn = add(gr.Button(t("btn_spec_keep"), elem_id="tbt-spec-keep"), "btn_spec_keep", "value")
             self.discard_btn = add(gr.Button(t("btn_spec_discard"), elem_id="tbt-spec-discard"), "btn_spec_discard",
                                    "value")
+        # prompt lookup keeps nothing on fresh prose (right, and it reads as a failure): one click to a text that
+        # repeats itself, where the draft pays
+        self.example_btn = add(gr.Button(t("btn_spec_example"), elem_id="tbt-spec-example", size="sm"),
+                               "btn_spec_example", "value")
         self.summary = gr.Markdown(elem_id="tbt-spec-summary")
         self.plot = gr.Plot(label=t("tab_speculative"), elem_id="tbt-plot-spec", show_label=False)
         self.numbers = gr.JSON(label="speculative run", elem_id="tbt-spec-numbers", elem_classes="tbt-hidden")
@@ -139,7 +143,16 @@ class SpeculativeView:
     def events(self, page):
         h, page_in = page.handler, page.page_in
         out = [self.summary, self.plot, self.numbers]
+
+        def example(request, draft_len, new_tokens, model_name, cfg, view):
+            """A new text from the repeating example (code), continued at once by speculative decoding."""
+            answer = page.start_session(request, SPEED_TEXTS["repeating"], "raw", model_name, cfg, view)
+            return [SPEED_TEXTS["repeating"], *answer, *self.run(request, draft_len, new_tokens, cfg, view)]
+
         return [
+            Event(self.example_btn.click, h(example, "draft_len", "new_tokens", "model"),
+                  [self.draft_len, self.new_tokens, page.model, *page_in], [page.prompt, *page.step_out, *out],
+                  "model", "speculative_example", {"show_progress": "full"}),
             Event(self.run_btn.click, h(self.run, "draft_len", "new_tokens"), [self.draft_len, self.new_tokens, *page_in],
                   out, "model", "speculative", {"show_progress": "full"}),
             Event(self.keep_btn.click, h(self.keep), page_in, [*page.step_out, *out], "model", "speculative_keep",

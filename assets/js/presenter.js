@@ -1,0 +1,95 @@
+// Token by Token, the presenter's page: the keys a clicker or a keyboard sends, the chart area blanked, the keys
+// shown, the chips box following the newest token, and presenter mode (remembered in this browser). Imports
+// charts.js only; page.js calls followChips each time the text changes.
+//
+// Keys (none fires while typing in a field, nor with Ctrl, Alt or Meta):
+//   PageDown, →, N   next token          PageUp, ←   back one token
+//   P                play / pause        . or B      blank the chart area (again: show it)
+//   ?                show the keys (again, or Esc: hide them)
+import {T, click, el, presenting} from "./charts.js";
+
+const root = document.documentElement;
+const flag = (name, on) => { if (on) root.setAttribute(name, ""); else root.removeAttribute(name); };
+const BLANK = "data-tbt-blank", KEYS = "data-tbt-keys", PRESENTER = T.presenter.attribute;
+
+// ---- the chips box follows the newest token ------------------------------------------------------------------
+// Each step replaces the box (the text arrives as one HTML), which then shows its top: the newest chip is at its
+// end. The box scrolls to its end unless its reader scrolled it back; then it keeps their place.
+let following = true, kept = 0;
+const CHIPS = "." + T.chips.box;
+const chipsBox = () => { const text = el(T.ids.chips); return text && text.querySelector(CHIPS); };
+document.addEventListener("scroll", (e) => {
+  const box = e.target;
+  if (!box || !box.matches || !box.matches(CHIPS) || !box.closest("#" + CSS.escape(T.ids.chips))) return;
+  following = box.scrollTop + box.clientHeight >= box.scrollHeight - 4;
+  kept = box.scrollTop;
+}, true);
+export function followChips() {
+  const box = chipsBox();
+  if (!box || box.scrollHeight <= box.clientHeight) { following = true; return; }
+  box.scrollTop = following ? box.scrollHeight : kept;
+}
+
+// The open tab's chart in view under the text panel (which app.css keeps at the top; on a phone under the step
+// buttons): after a step,
+// a chart whose bottom is below the window while it is partly in view is scrolled up, never under the panel.
+// A page scrolled elsewhere (the chart out of view) is left where its reader put it.
+document.addEventListener(T.shown_event, (e) => {
+  const plot = e.target.closest ? e.target.closest("." + T.parts.stack) : null;
+  const text = el(T.carriers.text);
+  if (!plot || !text || plot.offsetParent === null) return;
+  const box = plot.getBoundingClientRect(), caption = plot.previousElementSibling;
+  const top = caption ? caption.getBoundingClientRect().top : box.top;
+  if (box.bottom <= innerHeight || top >= innerHeight) return;
+  const room = top - text.getBoundingClientRect().bottom - 8;  // how far it can go up and stay clear of the panel
+  const by = Math.min(box.bottom - innerHeight + 8, Math.max(0, room));
+  if (by > 0) scrollBy({top: by, behavior: "instant"});
+});
+
+// ---- keys ----------------------------------------------------------------------------------------------------
+const NEXT = new Set(["PageDown", "ArrowRight", "n", "N"]), BACK = new Set(["PageUp", "ArrowLeft"]);
+const PLAY = new Set(["p", "P"]), BLANKING = new Set([".", "b", "B"]);
+const typing = (target) => {
+  const tag = (target && target.tagName) || "";
+  return ["INPUT", "TEXTAREA", "SELECT"].includes(tag) || (target && target.isContentEditable);
+};
+document.addEventListener("keydown", (e) => {
+  if (typing(e.target) || e.ctrlKey || e.metaKey || e.altKey) return;
+  const blank = root.hasAttribute(BLANK);
+  if (e.key === "?") flag(KEYS, !root.hasAttribute(KEYS));
+  else if (e.key === "Escape" && (root.hasAttribute(KEYS) || blank)) { flag(KEYS, false); flag(BLANK, false); }
+  else if (BLANKING.has(e.key)) flag(BLANK, !blank);
+  else if (NEXT.has(e.key)) { flag(BLANK, false); click(T.ids.next); }
+  else if (BACK.has(e.key)) { flag(BLANK, false); click(T.ids.back); }
+  else if (PLAY.has(e.key)) { flag(BLANK, false); click(T.ids.play); }
+  else return;
+  e.preventDefault();
+});
+
+// ---- presenter mode --------------------------------------------------------------------------------------------
+// A switch in the header (ui/controls.py, T.ids.presenter): larger type for text, captions and charts, a high
+// contrast look, the settings folded away (app.css, [data-tbt-presenter]). Remembered in localStorage.
+const STORE = "tbt-presenter";
+const remembered = () => { try { return localStorage.getItem(STORE) === "1"; } catch (_) { return false; } };
+function setPresenter(on) {
+  if (on === presenting()) return;
+  flag(PRESENTER, on);
+  try { localStorage.setItem(STORE, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
+  dispatchEvent(new Event("resize"));  // plotly re-lays out each chart for its new box
+}
+flag(PRESENTER, remembered());
+const switchInput = () => { const box = el(T.ids.presenter); return box && box.querySelector("input[type=checkbox]"); };
+document.addEventListener("change", (e) => {
+  const input = switchInput();
+  if (input && e.target === input) setPresenter(input.checked);
+}, true);
+// The switch shows what this browser remembered, once Gradio has rendered it and enabled it (a click: Gradio keeps
+// its state; a click on a still disabled input does nothing). The attribute stays what was remembered meanwhile.
+let tries = 0;
+const syncSwitch = new MutationObserver(() => {
+  const input = switchInput();
+  if (!input || input.disabled) return;
+  if (input.checked === presenting() || ++tries > 20) { syncSwitch.disconnect(); return; }
+  input.click();  // its change event finds presenting() already so (setPresenter: no change)
+});
+syncSwitch.observe(root, {childList: true, subtree: true, attributes: true, attributeFilter: ["disabled"]});

@@ -1,0 +1,177 @@
+"""The page's layout audit, read from the DOM (bounding boxes and computed styles, never pixels): every tab in both
+languages at 390x844, 1280x800 and 1920x1080; for each, the chart texts over one another, the titles or labels cut
+by their chart, the text below 4.5:1 against what it is drawn on, and HTML wider than the window (issue 22).
+
+    .venv/bin/python -m bench.layout_audit [--tabs temperature,paged] [--sizes 1280x800] [--langs en] [--shots DIR]
+
+The app runs as its own server process; one browser tab per language: each tab of the page is opened and run once,
+then the window is resized under it. It prints the findings per tab, language and size, and their count; it fails
+nothing (not part of make test: tests/test_browser_layout.py checks the tabs that are clean). Screenshots go to
+--shots (default /tmp/tbt-layout-audit): look at them.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+from collections import Counter
+from pathlib import Path
+
+from bench.appserver import AppServer
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync"]
+SIZES = [(390, 844), (1280, 800), (1920, 1080)]
+# Each tab, and what a student or teacher clicks to see its chart (the tabs that draw every step need nothing).
+TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
+        ("kv", None), ("chain", None), ("training", "#tbt-score"), ("branches", None),
+        ("beams", "#tbt-beams-search"), ("race", "#tbt-race-run"), ("consistency", "#tbt-sc-run"),
+        ("constraints", "#tbt-constrain-run"), ("calculator", None), ("speculative", "#tbt-spec-run"),
+        ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("lesson", None), ("room", None),
+        ("session", None)]
+
+# The check, run in the page: every visible text of every visible plotly chart, and the chart captions.
+# -> a list of problems, each a short sentence naming the texts.
+CHECK = r"""() => {
+  const W = innerWidth, problems = [];
+  const rgb = (s) => { const m = (s || '').match(/[\d.]+/g); return m ? m.slice(0, 4).map(Number) : null; };
+  const lum = (c) => { const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+                       return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const contrast = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
+  const over = (fg, alpha, bg) => fg.slice(0, 3).map((v, i) => v * alpha + bg[i] * (1 - alpha));
+  const fillOf = (node) => { const s = getComputedStyle(node); const c = rgb(s.fill);
+    if (!c || s.fill === 'none') return null; const a = (c.length > 3 ? c[3] : 1) * Number(s.fillOpacity || 1);
+    return {c, a}; };
+  const seen = (node) => node.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) &&
+    !node.closest('[data-tbt-off], [data-tbt-ahead], .tbt-hidden, .hoverlayer, .modebar');
+  const name = (node) => JSON.stringify((node.textContent || '').trim().slice(0, 40));
+  const plots = [...document.querySelectorAll('.js-plotly-plot')].filter((p) => {
+    const r = p.getBoundingClientRect(); return r.width > 0 && r.height > 0 && seen(p); });
+  for (const plot of plots) {
+    const where = plot.id || plot.closest('[id]')?.id || 'plot';
+    const svg = plot.querySelector('.main-svg'); if (!svg) continue;
+    const box = svg.getBoundingClientRect();
+    const paperRect = svg.querySelector('rect.bg');
+    const paper = (paperRect && fillOf(paperRect)) || {c: [255, 255, 255], a: 1};
+    const plotbgs = [...plot.querySelectorAll('.bglayer rect.bg, .plotbg rect')].map((r) => ({r: r.getBoundingClientRect(), f: fillOf(r)}));
+    const texts = [...plot.querySelectorAll('svg text')].filter((n) => (n.textContent || '').trim() && seen(n))
+      .map((n) => ({n, r: n.getBoundingClientRect()})).filter((x) => x.r.width > 0 && x.r.height > 0);
+    for (const {n, r} of texts) {
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
+        problems.push(`${where}: ${name(n)} is cut by its chart (${Math.round(r.left - box.left)},${Math.round(r.top - box.top)} ${Math.round(r.width)}x${Math.round(r.height)} in ${Math.round(box.width)}x${Math.round(box.height)})`);
+      }
+      // what it is drawn on: its own bar (a bar's label), its annotation's box, the plot area, or the paper
+      let bg = paper.c;
+      const cx = (r.left + r.right) / 2, cy = (r.top + r.bottom) / 2;
+      for (const p of plotbgs) if (p.f && cx >= p.r.left && cx <= p.r.right && cy >= p.r.top && cy <= p.r.bottom) bg = over(p.f.c, p.f.a, bg);
+      const ann = n.closest('.annotation');
+      const annBg = ann && ann.querySelector('rect.bg');
+      const annFill = annBg && fillOf(annBg);
+      if (annFill) bg = over(annFill.c, annFill.a, bg);
+      if (n.classList.contains('bartext')) {
+        const bar = n.closest('.point') && n.closest('.point').querySelector('path');
+        const bf = bar && fillOf(bar);
+        if (bf) { const br = bar.getBoundingClientRect();
+          if (cx >= br.left && cx <= br.right && cy >= br.top && cy <= br.bottom) bg = over(bf.c, bf.a, bg); }
+      }
+      if (n.closest('.textpoint')) {  // a scatter point's label: on its marker, if it is drawn on one
+        const trace = n.closest('.trace');
+        for (const m of trace ? trace.querySelectorAll('.points path') : []) {
+          const mr = m.getBoundingClientRect(), mf = fillOf(m);
+          if (mf && cx >= mr.left && cx <= mr.right && cy >= mr.top && cy <= mr.bottom) bg = over(mf.c, mf.a, bg);
+        }
+      }
+      const f = n.closest('.heatmaplayer') ? null : fillOf(n);  // (a heatmap's cell is an image: plotly picks its ink)
+      if (f) { const ratio = contrast(over(f.c, f.a, bg), bg);
+        if (ratio < 4.5) problems.push(`${where}: ${name(n)} has contrast ${ratio.toFixed(2)}:1`); }
+    }
+    for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+      const a = texts[i].r, b = texts[j].r;
+      const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+      if (w > 2 && h > 2) problems.push(`${where}: ${name(texts[i].n)} overlaps ${name(texts[j].n)} (${Math.round(w)}x${Math.round(h)} px)`);
+    }
+  }
+  // HTML: a caption, a table or a row of the open tab wider than the window is cut on the right
+  const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.checkVisibility());
+  for (const node of [...document.querySelectorAll('.tbt-caption, table, #tbt-chips')].filter((n) => n.checkVisibility())) {
+    const r = node.getBoundingClientRect();
+    if (r.width > 0 && r.right > W + 1) problems.push(`${node.id || node.className || node.tagName}: ends at ${Math.round(r.right)} px, past the window's ${W}`);
+    const scroller = node.closest('[id]');
+    if (node.tagName === 'TABLE' && node.parentElement.scrollWidth > node.parentElement.clientWidth + 1 &&
+        getComputedStyle(node.parentElement).overflowX !== 'auto') problems.push(`table in ${scroller && scroller.id}: cut on the right`);
+  }
+  if (document.documentElement.scrollWidth > W + 1) problems.push(`the page is ${document.documentElement.scrollWidth} px wide in a ${W} px window`);
+  return problems;
+}"""
+
+
+
+def settle(page):
+    """Wait until no request of the page is under way and plotly has laid out what it was given."""
+    page.wait_for_function("() => !document.querySelector('.pending, .generating, .eta-bar')", timeout=180_000)
+    page.wait_for_timeout(250)  # plotly's responsive re-layout after a resize
+
+
+def open_view(page, name: str):
+    page.get_by_role("tab", name=name, exact=True).click()
+    page.get_by_role("tab", name=name, exact=True, selected=True).wait_for(timeout=30_000)
+
+
+def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3) -> dict:
+    """{(tab, lang, width): [finding, ...]} for a tab already on the page (English or Chinese)."""
+    from ui.strings import t
+
+    page.locator("#tbt-marker").wait_for(timeout=120_000)
+    for step in range(1, steps + 1):
+        page.locator("#tbt-next").click()
+        page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'",
+                               timeout=120_000)
+    found = {}
+    for tab, action in tabs:
+        page.set_viewport_size({"width": 1280, "height": 800})
+        open_view(page, t(f"tab_{tab}", lang))
+        if action:
+            page.locator(action).click()
+        settle(page)
+        for width, height in sizes:
+            page.set_viewport_size({"width": width, "height": height})
+            settle(page)
+            if shots:
+                shots.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(shots / f"{tab}_{lang}_{width}.png"))
+            found[(tab, lang, width)] = page.evaluate(CHECK)
+    return found
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tabs", default="", help="comma-separated tab keys (default: every tab)")
+    ap.add_argument("--sizes", default="", help="comma-separated WxH (default: 390x844,1280x800,1920x1080)")
+    ap.add_argument("--langs", default="en,zh")
+    ap.add_argument("--shots", default="/tmp/tbt-layout-audit")
+    args = ap.parse_args(argv)
+    tabs = [(k, a) for k, a in TABS if not args.tabs or k in args.tabs.split(",")]
+    sizes = [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")] if args.sizes else SIZES
+    from playwright.sync_api import sync_playwright
+
+    found = {}
+    with AppServer() as server, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        for lang in args.langs.split(","):
+            page = browser.new_page(viewport={"width": 1280, "height": 800},
+                                    locale={"en": "en-US", "zh": "zh-CN"}[lang])
+            page.goto(server.url)
+            found.update(audit(page, lang, tabs, sizes, Path(args.shots) if args.shots else None))
+            page.close()
+        browser.close()
+    for (tab, lang, width), problems in found.items():
+        print(f"{tab} {lang} {width}: {len(problems)}")
+        for problem in problems:
+            print(f"    {problem}")
+    kinds = Counter("overlap" if " overlaps " in x else "cut" if " cut " in x else "contrast" if "contrast" in x
+                    else "wide" for problems in found.values() for x in problems)
+    print(f"{sum(kinds.values())} findings: {dict(kinds)}")
+
+
+if __name__ == "__main__":
+    main()
