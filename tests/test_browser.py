@@ -132,7 +132,8 @@ def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
             gd.on('plotly_afterplot', () => window.draws++);
         window.drawnAhead = document.querySelector('#tbt-plot-candidates [data-tbt-ahead]');
         window.plotBefore = document.getElementById('tbt-fig-candidates');
-        window.topBefore = window.plotBefore.getBoundingClientRect().top;
+        window.topBefore = window.plotBefore.getBoundingClientRect().top + window.scrollY;  // on the page: a step may
+        // scroll the window so the chart is in view (assets/js/presenter.js keepInView)
         document.addEventListener('tbt-shown', () => { window.drawsWhenShown = window.draws; }, {once: true});
     }""")
     page.locator("#tbt-next").click()
@@ -146,7 +147,7 @@ def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
                 same_caption: document.getElementById('tbt-cap-candidates').dataset.html.includes(fig.layout.title.text),
                 on_page: gd.getBoundingClientRect().right > 0,  // the old plot is moved off the page (app.css)
                 old_on_page: window.plotBefore.getBoundingClientRect().right > 0,
-                at_the_old_place: Math.abs(gd.getBoundingClientRect().top - window.topBefore) < 1,
+                at_the_old_place: Math.abs(gd.getBoundingClientRect().top + window.scrollY - window.topBefore) < 1,
                 hidden_for_readers: window.plotBefore.getAttribute('aria-hidden') === 'true' && !gd.hasAttribute('aria-hidden')};
     }""")
     assert shown == {"same_plot": True, "draws": 0, "same_bars": True, "same_caption": True, "on_page": True,

@@ -88,4 +88,6 @@ def test_presenter_mode_is_remembered_by_the_browser(url, new_tab):
     page.screenshot(path=str(ARTIFACTS / "layout" / "presenter_1280.png"))
     page.locator("#tbt-presenter input").uncheck()
     assert page.evaluate("() => localStorage.getItem('tbt-presenter')") == "0"
-    assert page.problems == []
+    # The reload above aborts the old page's requests in flight, and Gradio's client logs an AbortError for each:
+    # those belong to the page that was left, not to presenter mode. Anything else is a problem.
+    assert [p for p in page.problems if not p.startswith("AbortError: signal is aborted")] == []
