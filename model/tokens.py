@@ -216,8 +216,11 @@ def candidate_label(context: list[TokenInfo], token: TokenInfo) -> TokenLabel:
 
 
 def decoded_text(tokens: list[TokenInfo]) -> str:
-    """The text the tokens make, as the page shows text (spaces and newlines as they are), special tokens (<bos>)
-    left out; the bytes of a character not finished yet are held back."""
+    """The text the tokens make, as the page shows text (spaces, tabs and newlines as they are, any other control
+    character as its byte, <07> for BEL, as the chips show it), special tokens (<bos>) left out; the bytes of a
+    character not finished yet are held back."""
     data = b"".join(token_bytes(tok) for tok in tokens if (tok.id, tok.piece) not in SPECIAL_TOKENS)
     held = _open_tail(data)
-    return (data[: len(data) - held[0]] if held else data).decode("utf-8", errors="replace")
+    text = (data[: len(data) - held[0]] if held else data).decode("utf-8", errors="replace")
+    return "".join(f"<{ord(ch):02X}>" if ch not in "\t\n\r" and unicodedata.category(ch) == "Cc" else ch
+                   for ch in text)

@@ -269,6 +269,22 @@ def test_bad_layer_or_head(server, alice, bob, settings, message):
     refused(server, alice, bob, lambda: call(alice, "/next_token", **settings), message)
 
 
+@pytest.mark.server
+def test_a_relabelled_setting_still_names_itself(server):
+    """The language switch relabels every slider, and Gradio then keeps a new copy of each for that session: the
+    range check of the copy names the setting too, in the page's new language (it said only 'Value 2.5 is ...')."""
+    client = new_client(server[1])
+    try:
+        start(client, "Hello")
+        call(client, "/set_language", lang="zh")
+        for settings, label in ((dict(temperature=2.5), "温度（0 = 贪心）"), (dict(layer=30), "层")):
+            with pytest.raises(AppError) as err:
+                call(client, "/next_token", lang="zh", **settings)
+            assert re.search(bounds(label), str(err.value), re.S), str(err.value)
+    finally:
+        server[0].store.drop(client.session_hash)
+
+
 # ---- 4. forcing a token -----------------------------------------------------------------------------------
 @pytest.mark.server
 @pytest.mark.parametrize("token, message", [
