@@ -58,8 +58,9 @@ def marker(page):
 
 def wait_for_step(page, step: int):
     """Wait until the page shows `step` (the status marker is re-rendered with it)."""
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'", timeout=60_000)
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'",
+                           timeout=180_000)  # a step waits behind the model lock: long on a loaded machine
 
 
 def plot_drawn(page, elem_id: str):
-    page.locator(f"#{elem_id} .js-plotly-plot .main-svg").first.wait_for(timeout=30_000)
+    page.locator(f"#{elem_id} .js-plotly-plot .main-svg").first.wait_for(timeout=90_000)

@@ -91,9 +91,10 @@ def test_training_tab_compares_and_scores_in_both_languages(page):
     start_and_step(page, "The best way to learn a language is", 5)
     open_view(page, "Training vs generation")
     page.get_by_role("button", name="Run the whole text in one pass and compare").click()
-    plot_drawn(page, "tbt-plot-training")
+    # a warm-up and three timed runs of the one pass (issue 20 item 11), behind the model lock: minutes when loaded
     page.wait_for_function("() => document.querySelector('#tbt-compare-result')?.innerText.includes('float rounding')",
-                           timeout=60_000)
+                           timeout=240_000)
+    plot_drawn(page, "tbt-plot-training")
     assert "teacher forcing" in page.locator("#tbt-cap-training").inner_text()
     page.locator("#tbt-score-text textarea").fill(PASTED)
     page.get_by_role("button", name="Score this text").click()

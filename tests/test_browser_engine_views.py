@@ -75,7 +75,8 @@ def paged(page, lang):
         open_view(page, tab)
     page.get_by_role("button", name=refresh).click()
     title_has(page, "tbt-plot-paged", title)
-    text_has(page, "tbt-paged-summary", "live sessions" if lang == "en" else "活跃会话")
+    # "1 live session in 1 block" (singular since issue 22), "N live sessions" otherwise
+    text_has(page, "tbt-paged-summary", "live session" if lang == "en" else "活跃会话")
     shoot(page, f"paged_view_{lang}", "#tbt-plot-paged")
 
 

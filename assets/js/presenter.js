@@ -85,11 +85,12 @@ document.addEventListener("change", (e) => {
 }, true);
 // The switch shows what this browser remembered, once Gradio has rendered it and enabled it (a click: Gradio keeps
 // its state; a click on a still disabled input does nothing). The attribute stays what was remembered meanwhile.
-let tries = 0;
-const syncSwitch = new MutationObserver(() => {
+// Checked every 300 ms for the page's first minute: on a loaded machine Gradio enables the input late, and may draw
+// it again from its config after a click (a count of tries ran out before it held).
+const syncStarted = Date.now();
+const syncSwitch = setInterval(() => {
+  if (Date.now() - syncStarted > 60_000) { clearInterval(syncSwitch); return; }
   const input = switchInput();
-  if (!input || input.disabled) return;
-  if (input.checked === presenting() || ++tries > 20) { syncSwitch.disconnect(); return; }
+  if (!input || input.disabled || input.checked === presenting()) return;
   input.click();  // its change event finds presenting() already so (setPresenter: no change)
-});
-syncSwitch.observe(root, {childList: true, subtree: true, attributes: true, attributeFilter: ["disabled"]});
+}, 300);
