@@ -484,3 +484,24 @@ def test_element_ids_are_unique(server):
     app = server[0]
     ids = [b.elem_id for b in app.demo.blocks.values() if getattr(b, "elem_id", None)]
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
+
+
+@pytest.mark.unit
+def test_a_closed_room_is_told_to_its_follower_whoever_looked_first():
+    """The class play's poll looks up the student's room too (code_of): it must not take the notice that the room
+    closed, or the student's Back to the teacher says 'you have not joined' instead of 'this room closed'."""
+    from ui.rooms import Rooms
+    from ui.strings import SessionError
+
+    rooms = Rooms()
+    code = rooms.open("teacher", "10.0.0.1")
+    rooms.join("student", code, "10.0.0.2")
+    assert rooms.code_of("student") == code
+    rooms.close("teacher")
+    for _ in range(2):  # looking again changes nothing
+        with pytest.raises(SessionError) as err:
+            rooms.code_of("student")
+        assert err.value.key == "room_closed"
+    with pytest.raises(SessionError) as err:  # the room's own tick still tells it
+        rooms.state("student", "10.0.0.2")
+    assert err.value.key == "room_closed"

@@ -72,7 +72,7 @@ class ClassPlay:
         return code, play
 
     def _following(self, student: str) -> Play | None:
-        code = self.rooms.state(student)[0]  # Refusal when closed or not following
+        code = self.rooms.code_of(student)  # Refusal when closed or not following (the room's tick says which)
         return self._plays.get(code)
 
     # ---- the teacher -------------------------------------------------------------------------------------

@@ -300,6 +300,17 @@ class Rooms:
                 self._take_seat(room, follower, address)
             return code, room.snapshot, room.question, room.guesses.get(follower)
 
+    def code_of(self, follower: str) -> str:
+        """The code of the open room `follower` follows, without a tick: no heartbeat, and the notice that the room
+        closed is left for the room's own view (state) to give. Refusal('room_closed') / ('room_not_following')."""
+        with self._lock:
+            code = self._following.get(follower)
+            if code is None:
+                raise Refusal("room_not_following")
+            if code not in self._rooms:
+                raise Refusal(closed_key(self._closed.get(code, "closed")))
+            return code
+
     def split(self, follower: str) -> Split:
         """How the class of `follower`'s room answered, and this follower's own pick (see Split)."""
         with self._lock:
