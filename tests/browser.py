@@ -46,6 +46,18 @@ def open_tab(browser, url, locale="en-US"):
     return tab
 
 
+# What the page's own requests say when a reload cuts them off: the reload's doing, not the page's fault
+CUT_BY_RELOAD = ("AbortError", "Connection errored out")
+
+
+def reload(tab):
+    """Reload the tab; drop the errors of requests the reload itself cut off (an event in flight, the queue's
+    stream), and keep every other problem, including any after the new page has loaded."""
+    before = len(tab.problems)
+    tab.reload()
+    tab.problems[before:] = [p for p in tab.problems[before:] if not any(cut in p for cut in CUT_BY_RELOAD)]
+
+
 def open_view(page, name: str):
     """Click the tab `name` (every tab is on view: the row wraps) and wait until it is the selected one."""
     page.get_by_role("tab", name=name, exact=True).click()

@@ -10,7 +10,7 @@ Screenshots go to tests/artifacts/layout/ (ignored): look at them.
 import pytest
 
 from bench.layout_audit import audit
-from browser import ARTIFACTS, wait_for_step
+from browser import ARTIFACTS, reload, wait_for_step
 
 pytestmark = pytest.mark.browser
 
@@ -75,7 +75,7 @@ def test_presenter_mode_is_remembered_by_the_browser(url, new_tab):
     page.locator("#tbt-marker").wait_for(timeout=60_000)
     page.locator("#tbt-presenter input").check()
     assert page.evaluate("() => localStorage.getItem('tbt-presenter')") == "1"
-    page.reload()
+    reload(page)
     page.locator("#tbt-marker").wait_for(timeout=60_000)
     page.wait_for_function("() => document.querySelector('#tbt-presenter input')?.checked === true", timeout=30_000)
     assert page.evaluate("() => document.documentElement.hasAttribute('data-tbt-presenter')")

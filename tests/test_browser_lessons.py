@@ -4,7 +4,7 @@ screen, a question's chart only after the reveal (a guess or the teacher's Revea
 that survives a reload (screenshots: browser.screenshot)."""
 import pytest
 
-from browser import open_view, screenshot, wait_for_step
+from browser import open_view, reload, screenshot, wait_for_step
 
 pytestmark = pytest.mark.browser
 WORDS = {
@@ -80,7 +80,7 @@ def walk(tab, words, lang, size="wide"):
 def test_a_lesson_in_english_and_its_progress_after_a_reload(page):
     words = WORDS["en"]
     walk(page, words, "en")
-    page.reload()
+    reload(page)
     open_lesson_tab(page, words)
     saved = page.locator("#tbt-lesson-saved")
     saved.get_by_text("step 2 of 3").wait_for(timeout=30_000)
