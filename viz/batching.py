@@ -42,9 +42,12 @@ def batching_chart(passes, live_sessions: int, now: float, lang: str = "en") -> 
     layout = base_layout(
         title, lang, subtitle=t("batch_live_subtitle", lang), height=460,
         xaxis={"domain": list(x_left), "title": {"text": t("batch_axis_ago", lang)}, "zeroline": False},
-        yaxis={"title": {"text": t("batch_axis_sessions", lang)}, "rangemode": "tozero", "dtick": 1 if mean < 6 else None},
+        # its labels set off from the axis: the time axis's first label ("−119") reached under this one's 0
+        yaxis={"title": {"text": t("batch_axis_sessions", lang)}, "rangemode": "tozero", "dtick": 1 if mean < 6 else None,
+               "ticklabelstandoff": 12},
+        # from half a session: every pass carries one or more, and a 0 here sat on the time axis's 0 in the corner
         xaxis2={"domain": list(x_right), "anchor": "y2", "title": {"text": t("batch_axis_sessions", lang)},
-                "rangemode": "tozero", "dtick": 1 if max(carried, default=0) < 8 else None},
+                "range": [0.5, max(carried, default=1) + 0.5], "dtick": 1 if max(carried, default=0) < 8 else None},
         yaxis2={"anchor": "x2", "title": {"text": t("batch_axis_ms", lang)}, "rangemode": "tozero"},
         annotations=annotations, margin={"t": 130},
     )
