@@ -117,6 +117,13 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
     )
     # the two panels share the left edge, but the table's x axis sits on the table
     figure_layout["xaxis"]["anchor"] = "y"
+    # On a phone (assets/js/charts.js): the totals' names on two lines, so the bars get the width, and room at the
+    # right for the numbers written beside the bars and rows
+    figure_layout["meta"] = {**figure_layout["meta"], "narrow": {
+        "margin": {"l": 130, "r": 16},
+        "yaxis2": {"ticktext": [wrap_text(n, 16) for n in names]},
+        "xaxis": {"range": [0, widest + 5]},
+        "xaxis2": {"range": [0, max(v for _, v in totals) / scale * 1.8 or 1]}}}
     return chart(traces, figure_layout)
 
 
