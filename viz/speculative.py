@@ -181,6 +181,23 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
                 "font": {"size": SMALL_SIZE}},
         margin={"t": top, "b": bottom},
     )
+    # On a phone (assets/js/charts.js): the bottom panels one under the other, the slots numbered, room for a legend
+    # row per entry and for the panel titles on two lines, a cell's text only where it fits in its box
+    gap2_px, legend_px = 130, 5 * LEGEND_ROW_PX
+    plot_n = table_px + gap_px + 2 * panels_px + gap2_px
+    y_rate = (0.0, panels_px / plot_n)
+    y_checks = ((panels_px + gap2_px) / plot_n, (2 * panels_px + gap2_px) / plot_n)
+    y_rounds = ((2 * panels_px + gap2_px + gap_px) / plot_n, 1.0)
+    titles = [{**a, "text": wrap_text(a["text"], 34), "x": 0.5 if i else a["x"], "y": y}
+              for i, (a, y) in enumerate(zip(annotations[:3], (y_rounds[1], y_checks[1], y_rate[1])))]
+    height_n = height + legend_px + panels_px + gap2_px
+    layout["meta"] = {**layout["meta"], "narrow": {
+        "height": height_n, "margin": {"t": top + legend_px}, "legend": {"y": 1 - head / height_n},
+        "xaxis": {"ticktext": [str(i + 1) for i in range(k)] + [t("spec_slot_target", lang)]},
+        "yaxis": {"domain": list(y_rounds)},
+        "xaxis2": {"domain": [0, 1], "range": [-0.1, 1.03]}, "yaxis2": {"domain": list(y_checks)},
+        "xaxis3": {"domain": [0, 1]}, "yaxis3": {"domain": list(y_rate)},
+        "annotations": titles + annotations[3:], "uniformtext": {"mode": "hide", "minsize": 10}}}
     return chart(traces, layout)
 
 
