@@ -121,6 +121,9 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
     # right for the numbers written beside the bars and rows
     figure_layout["meta"] = {**figure_layout["meta"], "narrow": {
         "margin": {"l": 130, "r": 16},
+        # (the panel titles over the middle of the chart, not of the plot, which the names push to the right)
+        "annotations": [{**a, "text": wrap_text(a["text"].replace("<br>", " "), 30),
+                         **({"x": 0.3} if a.get("xanchor") == "center" else {})} for a in annotations],
         "yaxis2": {"ticktext": [wrap_text(n, 16) for n in names]},
         "xaxis": {"range": [0, widest + 5]},
         "xaxis2": {"range": [0, max(v for _, v in totals) / scale * 1.8 or 1]}}}
