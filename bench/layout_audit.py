@@ -143,12 +143,19 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
     return found
 
 
+def presenter_on(page):
+    """Check the presenter-mode switch (assets/js/presenter.js) and wait until the page is in presenter mode."""
+    page.locator("#tbt-presenter input[type=checkbox]:enabled").check(timeout=120_000)
+    page.wait_for_function("() => document.documentElement.hasAttribute('data-tbt-presenter')", timeout=30_000)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tabs", default="", help="comma-separated tab keys (default: every tab)")
     ap.add_argument("--sizes", default="", help="comma-separated WxH (default: 390x844,1280x800,1920x1080)")
     ap.add_argument("--langs", default="en,zh")
     ap.add_argument("--shots", default="/tmp/tbt-layout-audit")
+    ap.add_argument("--presenter", action="store_true", help="switch presenter mode on before auditing")
     args = ap.parse_args(argv)
     tabs = [(k, a) for k, a in TABS if not args.tabs or k in args.tabs.split(",")]
     sizes = [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")] if args.sizes else SIZES
@@ -161,6 +168,8 @@ def main(argv=None) -> None:
             page = browser.new_page(viewport={"width": 1280, "height": 800},
                                     locale={"en": "en-US", "zh": "zh-CN"}[lang])
             page.goto(server.url)
+            if args.presenter:
+                presenter_on(page)
             found.update(audit(page, lang, tabs, sizes, Path(args.shots) if args.shots else None))
             page.close()
         browser.close()

@@ -32,6 +32,7 @@ def batching_chart(passes, live_sessions: int, now: float, lang: str = "en") -> 
     ]
     carried = [p.sessions for p in passes]
     mean = sum(carried) / len(carried) if carried else 0.0
+    top = max(carried, default=1)
     title = t("batch_live_title", lang, live=live_sessions, passes=len(passes), mean=f"{mean:.1f}",
               most=max(carried, default=0))
     annotations = [panel_title(t("batch_panel_timeline", lang), x_left, 1.0),
@@ -42,9 +43,12 @@ def batching_chart(passes, live_sessions: int, now: float, lang: str = "en") -> 
     layout = base_layout(
         title, lang, subtitle=t("batch_live_subtitle", lang), height=460,
         xaxis={"domain": list(x_left), "title": {"text": t("batch_axis_ago", lang)}, "zeroline": False},
-        yaxis={"title": {"text": t("batch_axis_sessions", lang)}, "rangemode": "tozero", "dtick": 1 if mean < 6 else None},
+        # counted from 1 (its 0 is the axis line): the time axis's first label ("−119") reached under a 0 there
+        yaxis={"title": {"text": t("batch_axis_sessions", lang)}, "rangemode": "tozero",
+               **({"tickvals": list(range(1, top + 1))} if top <= 12 else {})},
+        # from half a session: every pass carries one or more, and a 0 here sat on the time axis's 0 in the corner
         xaxis2={"domain": list(x_right), "anchor": "y2", "title": {"text": t("batch_axis_sessions", lang)},
-                "rangemode": "tozero", "dtick": 1 if max(carried, default=0) < 8 else None},
+                "range": [0.5, max(carried, default=1) + 0.5], "dtick": 1 if max(carried, default=0) < 8 else None},
         yaxis2={"anchor": "x2", "title": {"text": t("batch_axis_ms", lang)}, "rangemode": "tozero"},
         annotations=annotations, margin={"t": 130},
     )

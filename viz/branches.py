@@ -14,6 +14,7 @@ CURRENT_COLOR = FATE_COLORS["chosen"]
 OTHER_COLOR = "#56B4E9"  # sky blue (Okabe-Ito), the kept branches
 SIDE_COLORS = ("#0072B2", "#D55E00")  # branch A, branch B: blue and vermilion, told apart in grey too by dash
 CONTEXT_BEFORE = 3  # tokens shown before the split, so the split is read in its sentence
+COLUMNS = 8  # steps in one table of the comparison: with the sides' names, about 750 px
 MAX_SHOWN = 40  # tokens after the split in the side-by-side table: one projector screen
 
 
@@ -102,8 +103,7 @@ def branch_compare_html(a_id: int, a_steps, a_repeated, b_id: int, b_steps, b_re
     split = split_at(a_steps, b_steps)
     start = max(0, split - CONTEXT_BEFORE)
     end = min(max(len(a_steps), len(b_steps)), split + MAX_SHOWN)
-    head = "".join(f'<th class="{"tbt-split" if i == split else ""}">{i + 1}</th>' for i in range(start, end))
-    rows = []
+    sides = []
     for name, bid, steps, rep in (("A", a_id, a_steps, a_repeated), ("B", b_id, b_steps, b_repeated)):
         cells, shown = [], names([s.token for s in steps])
         for i in range(start, end):
@@ -112,20 +112,29 @@ def branch_compare_html(a_id: int, a_steps, a_repeated, b_id: int, b_steps, b_re
         after = sum(s.distribution.chosen_logprob_t1 for s in steps[split:])
         label = t("compare_side", lang, side=name, id=bid, n=len(steps) - split, logp=f"{after:.2f}")
         first, _, rest = label.partition(" · ")
-        rows.append(f'<tr><th class="tbt-branch-name">{html.escape(first)}<br><small>{html.escape(rest)}</small></th>'
-                    f'{"".join(cells)}</tr>')
+        sides.append((f'<th class="tbt-branch-name">{html.escape(first)}<br><small>{html.escape(rest)}</small></th>', cells))
+    # COLUMNS steps a table, the tables side by side as far as the width goes, then under one another: no sideways
+    # scroll at a 1280 projector (the 43 steps of one table were twice its width)
+    tables = []
+    for lo in range(start, end, COLUMNS):
+        hi = min(end, lo + COLUMNS)
+        head = "".join(f'<th class="{"tbt-split" if i == split else ""}">{i + 1}</th>' for i in range(lo, hi))
+        rows = "".join(f'<tr>{th}{"".join(cells[lo - start:hi - start])}</tr>' for th, cells in sides)
+        tables.append(f'<div class="tbt-branch-part"><table class="tbt-branch-table">'
+                      f'<tr><th>{html.escape(t("compare_step", lang))}</th>{head}</tr>{rows}</table></div>')
     note = t("compare_same", lang) if split >= min(len(a_steps), len(b_steps)) and len(a_steps) == len(b_steps) \
         else t("compare_split", lang, step=split + 1)
     legend = t("compare_legend", lang)
     return (f'<div class="tbt-branch-compare" lang="{lang}" data-split="{split}">'
             f'<p class="tbt-branch-note"><b>{html.escape(note)}</b> {html.escape(legend)}</p>'
-            f'<div style="overflow-x:auto"><table class="tbt-branch-table">'
-            f'<tr><th>{html.escape(t("compare_step", lang))}</th>{head}</tr>{"".join(rows)}</table></div></div>'
+            f'<div class="tbt-branch-parts">{"".join(tables)}</div></div>'
             f'<style>{COMPARE_CSS}</style>')
 
 
 # Only this on-demand table uses these rules; sent with it (once per Compare), not per step.
 COMPARE_CSS = """
+.tbt-branch-parts{display:flex;flex-wrap:wrap;gap:10px 24px}
+.tbt-branch-part{max-width:100%;overflow-x:auto}
 .tbt-branch-table{border-collapse:collapse;font-size:16px;color:#222}
 .tbt-branch-table th{font-weight:normal;color:#666;padding:2px 6px;text-align:center;white-space:nowrap}
 .tbt-branch-table th.tbt-branch-name{text-align:left;color:#222;font-weight:bold;white-space:normal;min-width:9em;max-width:13em}

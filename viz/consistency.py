@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from viz.i18n import t
-from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title
+from viz.plot_head import head_px
+from viz.style import FATE_COLORS, wrap_text, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title
 
 if TYPE_CHECKING:  # the records only; viz never imports torch
     from model.consistency import ConsistencyRun
@@ -14,6 +15,7 @@ VOTE_COLOR = FATE_COLORS["kept"]
 GREEDY_COLOR = FATE_COLORS["chosen"]
 MAX_ANSWERS = 10  # rows drawn; the rest fold into 'other answers'
 LABEL_CHARS = 18
+ROW_PX = 26  # an answer's row in the top panels
 
 
 def _label(answer: str) -> str:
@@ -78,11 +80,17 @@ def consistency_chart(run: ConsistencyRun, lang: str = "en") -> dict:
          "line": {"color": GREEDY_COLOR, "width": 2, "dash": "dot"}, "marker": {"symbol": "star"}},
     ]
     top_votes = run.votes()[0][1]
-    title = t("sc_title", lang, n=n, majority=_label(run.majority), votes=top_votes, greedy=_label(run.greedy.answer))
-    subtitle = t("sc_subtitle", lang, temperature=f"{run.config.temperature:g}", agree=format_prob(counts.get(run.greedy.answer, 0) / n))
+    # the greedy answer in the subtitle: with two long Chinese answers the title ran off a 1280 projector's chart
+    title = t("sc_title", lang, n=n, majority=_label(run.majority), votes=top_votes)
+    subtitle = wrap_text(t("sc_subtitle", lang, greedy=_label(run.greedy.answer), temperature=f"{run.config.temperature:g}",
+                           agree=format_prob(counts.get(run.greedy.answer, 0) / n)), 110)
     y = {"tickvals": list(range(len(rows))), "ticktext": ticks, "autorange": "reversed"}
+    # each answer's row at least ROW_PX tall (its label on one line, clear of the next), the top panels 44% of the
+    # plot; the legend at the very bottom, under the bottom panel's axis title
+    top, bottom = head_px(title, subtitle) + 34, 160
+    height = max(720, top + bottom + round(ROW_PX * len(rows) / 0.44))
     layout = base_layout(
-        title, lang, subtitle=subtitle, height=720,
+        title, lang, subtitle=subtitle, height=height,
         xaxis={"domain": left, "anchor": "y", "title": {"text": t("sc_axis_votes", lang)}, "range": [0, top_votes * 1.25 + 0.5],
                "dtick": max(1, round(top_votes / 5))},
         yaxis={"domain": (0.56, 1.0), "anchor": "x", **y},
@@ -93,8 +101,9 @@ def consistency_chart(run: ConsistencyRun, lang: str = "en") -> dict:
                 "title": {"text": t("sc_axis_share", lang)}},
         annotations=[panel_title(t("sc_panel_votes", lang), left, 1.0), panel_title(t("sc_panel_logprob", lang), right, 1.0),
                      panel_title(t("sc_panel_running", lang), (0.0, 1.0), 0.31)],
-        legend={"orientation": "h", "y": -0.16, "x": 0, "yanchor": "top", "font": {"size": SMALL_SIZE, "color": MUTED}},
-        margin={"b": 130},
+        legend={"orientation": "h", "y": 0, "yref": "container", "x": 0, "yanchor": "bottom",
+                "font": {"size": SMALL_SIZE, "color": MUTED}},
+        margin={"t": top, "b": bottom},
     )
     return chart([bars, dots, greedy, *lines], layout)
 

@@ -507,10 +507,9 @@ WORDS: dict[str, tuple[str, str]] = {
     "cand_grammar_note": ("✂ grammar: the constraint removed {removed} tokens holding {mass} of the probability; the rest share it",
                           "✂ 语法：约束去掉了 {removed} 个词元，它们共占 {mass} 的概率；剩下的词元分掉这部分概率"),
     # ---- consistency view ---- (viz/consistency.py)
-    "sc_title": ("{n} samples vote {majority} ({votes} of {n}); greedy answers {greedy}",
-                 "{n} 个样本投票选出 {majority}（{n} 票中 {votes} 票）；贪心解码的答案是 {greedy}"),
-    "sc_subtitle": ("T = {temperature} · {agree} of the samples agree with the greedy answer (★)",
-                    "T = {temperature} · {agree} 的样本与贪心答案（★）一致"),
+    "sc_title": ("{n} samples vote {majority} ({votes} of {n})", "{n} 个样本投票选出 {majority}（{n} 票中 {votes} 票）"),
+    "sc_subtitle": ("Greedy decoding answers {greedy} · T = {temperature} · {agree} of the samples agree with the greedy answer (★)",
+                    "贪心解码的答案是 {greedy} · T = {temperature} · {agree} 的样本与贪心答案（★）一致"),
     "sc_panel_votes": ("Votes per answer", "每个答案的票数"),
     "sc_panel_logprob": ("Each sample's log P(text) at T = 1", "每个样本在 T = 1 时的 log P(文本)"),
     "sc_panel_running": ("Share of the first N samples that give the answer", "前 N 个样本中给出该答案的比例"),

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from model.paged import PagedLayout
 from viz.i18n import t
+from viz.plot_head import LEGEND_ROW_PX, head_px
 from viz.style import (INK, wrap_text, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,
                        token_label)
 
@@ -78,9 +79,16 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
         "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "totals"},
     })
 
+    subtitle = wrap_text(t("paged_subtitle", lang, per_token=format_bytes(rec.bytes_per_token),
+                           block_bytes=format_bytes(rec.block_bytes)), 90)
+    # The title and its subtitle's lines, then the legend (room for two rows), then the table's panel title: the
+    # legend is placed from the top in pixels, under the subtitle, so it never runs into it however tall the table.
+    title = t("paged_title", lang, sessions=len(rec.sessions), physical=rec.physical_blocks, block=rec.block_size)
+    head = head_px(title, subtitle)
+    top = head + 2 * LEGEND_ROW_PX + 32
     table_px, totals_px, gap_px = 44 * n_rows, 4 * 44, 170  # the gap: the table's axis title, then the totals' title
     plot_h = table_px + totals_px + gap_px
-    height = plot_h + 170 + 60
+    height = plot_h + top + 60
     y_totals = (0.0, totals_px / plot_h)
     y_table = ((totals_px + gap_px) / plot_h, 1.0)
     annotations = [panel_title(t("paged_panel_table", lang, block=rec.block_size), (0, 1), y_table[1]),
@@ -90,10 +98,8 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
                             "xanchor": "left", "y": y_table[0], "yref": "paper", "yanchor": "top", "showarrow": False,
                             "font": {"size": SMALL_SIZE, "color": MUTED}})
     figure_layout = base_layout(
-        t("paged_title", lang, sessions=len(rec.sessions), physical=rec.physical_blocks, block=rec.block_size), lang,
-        subtitle=wrap_text(t("paged_subtitle", lang, per_token=format_bytes(rec.bytes_per_token),
-                             block_bytes=format_bytes(rec.block_bytes)), 90),
-        height=height,
+        title, lang,
+        subtitle=subtitle, height=height,
         xaxis={"range": [0, widest + 3.2], "title": {"text": t("paged_axis_block", lang)},
                "tickvals": [i + 0.5 for i in range(0, widest, max(1, widest // 16))],
                "ticktext": [str(i + 1) for i in range(0, widest, max(1, widest // 16))], "showgrid": False,
@@ -105,12 +111,22 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
                 "range": [0, max(v for _, v in totals) / scale * 1.18 or 1]},
         yaxis2={"domain": list(y_totals), "anchor": "x2", "autorange": "reversed", "fixedrange": True,
                 "tickvals": list(range(len(totals))), "ticktext": names},
-        barmode="overlay", annotations=annotations, margin={"t": 150, "b": 60},
-        legend={"orientation": "h", "x": 0, "y": y_table[1] + 40 / plot_h, "yanchor": "bottom",
+        barmode="overlay", annotations=annotations, margin={"t": top, "b": 60},
+        legend={"orientation": "h", "x": 0, "y": 1 - head / height, "yref": "container", "yanchor": "top",
                 "font": {"size": SMALL_SIZE}},
     )
     # the two panels share the left edge, but the table's x axis sits on the table
     figure_layout["xaxis"]["anchor"] = "y"
+    # On a phone (assets/js/charts.js): the totals' names on two lines, so the bars get the width, and room at the
+    # right for the numbers written beside the bars and rows
+    figure_layout["meta"] = {**figure_layout["meta"], "narrow": {
+        "margin": {"l": 130, "r": 16},
+        # (the panel titles over the middle of the chart, not of the plot, which the names push to the right)
+        "annotations": [{**a, "text": wrap_text(a["text"].replace("<br>", " "), 30),
+                         **({"x": 0.3} if a.get("xanchor") == "center" else {})} for a in annotations],
+        "yaxis2": {"ticktext": [wrap_text(n, 16) for n in names]},
+        "xaxis": {"range": [0, widest + 5]},
+        "xaxis2": {"range": [0, max(v for _, v in totals) / scale * 1.8 or 1]}}}
     return chart(traces, figure_layout)
 
 

@@ -6,6 +6,7 @@ import html
 from model.speculative_records import SpecRound, SpeculativeRun
 from viz.i18n import t
 from viz.labels import candidate_name, names
+from viz.plot_head import LEGEND_ROW_PX, head_px
 from viz.style import (INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title, wrap_text,
                        token_label)
 
@@ -74,7 +75,15 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
     shown = run.rounds[-max_rounds:]
     first = len(run.rounds) - len(shown)
     n_rows = max(len(shown), 1)
-    top, bottom, gap_px, table_px, panels_px = 257, 70, 120, 38 * n_rows, 300  # top: a wrapped subtitle line
+    subtitle = wrap_text(t("spec_subtitle", lang, k=k, rate=format_prob(run.acceptance_rate), saved=run.passes_saved,
+                           model=model_name), 110) + "<br>" + wrap_text(
+        t("spec_subtitle_greedy" if run.config.temperature == 0 else "spec_subtitle_sampling", lang), 110)
+    title = t("spec_title", lang, tokens=len(run.generated), passes=run.passes, tpp=f"{run.tokens_per_pass:.2f}")
+    # from the top: the title and subtitle, the legend (room for two rows) placed under them in pixels, the rounds'
+    # panel title, then the slots' names over the table
+    head = head_px(title, subtitle)
+    top = head + 2 * LEGEND_ROW_PX + 10 + 30 + 34
+    bottom, gap_px, table_px, panels_px = 70, 120, 38 * n_rows, 300
     height = top + bottom + table_px + gap_px + panels_px
     plot_h = table_px + gap_px + panels_px
     y_panels = (0.0, panels_px / plot_h)
@@ -134,8 +143,8 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
         {**panel_title(t("spec_panel_rounds", lang) + ("" if first == 0 else
                        f" ({t('spec_more_rounds', lang, shown=len(shown), total=len(run.rounds))})"), (0, 1), y_table[1]),
          "yshift": 30},
-        panel_title(t("spec_panel_checks", lang), x_left, y_panels[1]),
-        panel_title(t("spec_panel_rate", lang), x_right, y_panels[1]),
+        {**panel_title(t("spec_panel_checks", lang), x_left, y_panels[1]), "yshift": 10},
+        {**panel_title(t("spec_panel_rate", lang), x_right, y_panels[1]), "yshift": 10},
         {"text": t("spec_line_u_p", lang), "x": 0.58, "y": 0.3, "xref": "x2", "yref": "y2", "showarrow": False,
          "xanchor": "left", "font": {"size": SMALL_SIZE, "color": MUTED}},
         {"text": t("spec_plain_line", lang), "x": 1, "y": 1, "xref": "x3 domain", "yref": "y3", "showarrow": False,
@@ -148,14 +157,10 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
     ]
     shapes = [{"type": "line", "xref": "x3 domain", "x0": 0, "x1": 1, "yref": "y3", "y0": 1, "y1": 1,
                "line": {"color": MUTED, "width": 2, "dash": "dot"}}]
-    greedy = run.config.temperature == 0
     peak = max([1.0] + [len(r.new_tokens) for r in run.rounds] + [r.tokens_per_pass for r in run.rounds])
-    subtitle = wrap_text(t("spec_subtitle", lang, k=k, rate=format_prob(run.acceptance_rate), saved=run.passes_saved,
-                           model=model_name), 110) + "<br>" + wrap_text(
-        t("spec_subtitle_greedy" if greedy else "spec_subtitle_sampling", lang), 110)
     slots = [t("spec_slot", lang, n=i + 1) for i in range(k)] + [t("spec_slot_target", lang)]
     layout = base_layout(
-        t("spec_title", lang, tokens=len(run.generated), passes=run.passes, tpp=f"{run.tokens_per_pass:.2f}"), lang,
+        title, lang,
         subtitle=subtitle, height=height,
         xaxis={"domain": [0, 1], "range": [0, k + 1.3], "tickvals": [i + 0.5 for i in range(k)] + [k + 0.75],
                "ticktext": slots, "side": "top", "showgrid": False, "zeroline": False, "fixedrange": True},
@@ -172,10 +177,27 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
         yaxis3={"domain": list(y_panels), "anchor": "x3", "range": [0, 1.6 * peak], "dtick": 1,
                 "title": {"text": t("spec_axis_tpp", lang)}},
         barmode="overlay", bargap=0.2, annotations=annotations, shapes=shapes,
-        legend={"orientation": "h", "x": 0, "y": 1 - 100 / height, "yref": "container", "yanchor": "top",
+        legend={"orientation": "h", "x": 0, "y": 1 - head / height, "yref": "container", "yanchor": "top",
                 "font": {"size": SMALL_SIZE}},
         margin={"t": top, "b": bottom},
     )
+    # On a phone (assets/js/charts.js): the bottom panels one under the other, the slots numbered, room for a legend
+    # row per entry and for the panel titles on two lines, a cell's text only where it fits in its box
+    gap2_px, legend_px = 130, 5 * LEGEND_ROW_PX
+    plot_n = table_px + gap_px + 2 * panels_px + gap2_px
+    y_rate = (0.0, panels_px / plot_n)
+    y_checks = ((panels_px + gap2_px) / plot_n, (2 * panels_px + gap2_px) / plot_n)
+    y_rounds = ((2 * panels_px + gap2_px + gap_px) / plot_n, 1.0)
+    titles = [{**a, "text": wrap_text(a["text"], 34), "x": 0.5 if i else a["x"], "y": y}
+              for i, (a, y) in enumerate(zip(annotations[:3], (y_rounds[1], y_checks[1], y_rate[1])))]
+    height_n = height + legend_px + panels_px + gap2_px
+    layout["meta"] = {**layout["meta"], "narrow": {
+        "height": height_n, "margin": {"t": top + legend_px}, "legend": {"y": 1 - head / height_n},
+        "xaxis": {"ticktext": [str(i + 1) for i in range(k)] + [t("spec_slot_target", lang)]},
+        "yaxis": {"domain": list(y_rounds)},
+        "xaxis2": {"domain": [0, 1], "range": [-0.1, 1.03]}, "yaxis2": {"domain": list(y_checks)},
+        "xaxis3": {"domain": [0, 1]}, "yaxis3": {"domain": list(y_rate)},
+        "annotations": titles + annotations[3:], "uniformtext": {"mode": "hide", "minsize": 10}}}
     return chart(traces, layout)
 
 

@@ -174,3 +174,80 @@ export function watchCarriers(onChange) {
   }
   watch();
 }
+
+/* ---- wide: the charts Gradio draws itself (gr.Plot: Branches' comparison, Beams, Sampler race, Self-consistency,
+   Constraints, KV calculator, Speculative decoding, batching, Paged KV blocks, Lesson) get the page's own layout for
+   a phone: each figure Gradio draws there is drawn again through prepare (above), as the page's charts are. ---- */
+const GRADIO_PLOTS = ["tbt-plot-branch-logp", "tbt-plot-beams", "tbt-plot-race", "tbt-plot-sc", "tbt-plot-constrain",
+  "tbt-plot-calc", "tbt-plot-spec", "tbt-plot-batching", "tbt-plot-throughput", "tbt-plot-paged", "tbt-lesson-plot",
+  "tbt-lesson-class-plot"].map((id) => `#${id} .js-plotly-plot`).join(", ");
+const narrowNow = () => innerWidth < T.fit.narrow_px;
+function refit(gd) {
+  if (gd.layout !== gd._tbtLayout) {  // Gradio drew a new figure (its layout is a new object each time): kept as drawn
+    // (plotly's responsive resize deletes a layout's height to fit the chart to its box: the height drawn is kept)
+    const layout = {...gd.layout, height: gd.layout.height || (gd._fullLayout && gd._fullLayout.height)};
+    gd._tbtFigure = JSON.stringify({data: gd.data, layout});
+    gd._tbtLayout = gd.layout;
+    gd._tbtNarrow = false;
+  }
+  const wanted = narrowNow();
+  if (wanted === gd._tbtNarrow || !window.Plotly) return;
+  const fig = JSON.parse(gd._tbtFigure);
+  const phone = wanted && fig.layout.meta && fig.layout.meta.narrow;  // how the chart says it looks on a phone
+  for (const [key, value] of Object.entries(phone || {})) {  // (a dict merges into the wide one; as viz.style says)
+    const wide = fig.layout[key];
+    fig.layout[key] = value && typeof value === "object" && !Array.isArray(value) && wide && typeof wide === "object"
+      ? {...wide, ...value} : value;
+  }
+  const {data, layout} = wanted ? prepare(fig, false, gd.clientWidth) : fig;
+  if (wanted) wrapTitle(layout, gd.clientWidth);
+  gd._tbtLayout = layout;
+  gd._tbtNarrow = wanted;
+  window.Plotly.react(gd, data, layout, {...CONFIG, displayModeBar: !wanted});
+}
+// The title and subtitle broken into lines that fit `width` (plotly does not wrap them; viz.style.wrap_text broke
+// them for a projector's width), the chart taller by the lines added, so what sits under them moves down with them.
+const CJK = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/;
+const widthPx = (text, size) => [...text.replace(/<[^>]+>/g, "").replace(/&[a-z]+;|&#\d+;/g, "x")]
+  .reduce((w, ch) => w + (CJK.test(ch) ? 1 : 0.62), 0) * size;
+function wrapLines(text, size, px) {  // -> the text re-broken with <br>: at a space, or anywhere in CJK text
+  const words = text.replace(/<br>/g, " ").match(/[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+/g) || [];
+  const lines = [];
+  let line = "";
+  for (const word of words) {
+    if (line.trim() && widthPx(line + word.trimEnd(), size) > px) { lines.push(line.trimEnd()); line = ""; }
+    line += line || word.trim() ? word : "";
+  }
+  if (line.trim()) lines.push(line.trimEnd());
+  return lines.join("<br>");
+}
+function wrapTitle(layout, width) {
+  const title = layout.title;
+  if (!title || typeof title.text !== "string") return;
+  const count = (text) => (text ? text.split("<br>").length : 0);
+  const px = width - 16, size = (title.font && title.font.size) || 20;
+  const sub = title.subtitle, subSize = (sub && sub.font && sub.font.size) || 14;
+  const before = count(title.text) * 26 + count(sub && sub.text) * 20;
+  title.text = wrapLines(title.text, size, px);
+  if (sub && typeof sub.text === "string") sub.text = wrapLines(sub.text, subSize, px);
+  // plotly draws a title of several lines anchored at its top about 14 px higher than one of one line: cut off
+  const lift = count(title.text) > 1 ? 14 : 0;
+  if (lift) title.pad = {...(title.pad || {}), t: ((title.pad && title.pad.t) || 0) + lift};
+  const extra = count(title.text) * 26 + count(sub && sub.text) * 20 + lift - before;
+  if (extra <= 0 || typeof layout.height !== "number") return;
+  const old = layout.height;
+  layout.height = old + extra;
+  layout.margin = {...layout.margin, t: ((layout.margin && layout.margin.t) || 0) + extra};
+  const lg = layout.legend;  // a legend placed from the top of the chart in px (viz.plot_head) moves down too
+  if (lg && lg.yref === "container" && typeof lg.y === "number" && lg.y > 0.5) lg.y = 1 - ((1 - lg.y) * old + extra) / layout.height;
+  else if (lg && lg.yref === "container" && typeof lg.y === "number") lg.y = lg.y * old / layout.height;
+}
+setInterval(() => {  // a gr.Plot's plot appears when its tab is first opened: hooked once, re-fitted after each draw
+  for (const gd of document.querySelectorAll(GRADIO_PLOTS)) {
+    if (!gd.on || gd._tbtHooked) continue;
+    gd._tbtHooked = true;
+    gd.on("plotly_afterplot", () => refit(gd));
+    refit(gd);
+  }
+}, 1000);
+addEventListener("resize", () => { for (const gd of document.querySelectorAll(GRADIO_PLOTS)) if (gd._tbtHooked) refit(gd); });

@@ -17,6 +17,8 @@ from ui.strings import Refusal, t
 from viz.candidates import candidate_figure
 from viz.style import format_prob
 
+LEGEND_PX = 40  # room for a second legend row under the chart
+
 KINDS = [("constrain_kind_words", "words"), ("constrain_kind_regex", "regex"), ("constrain_kind_json", "json")]
 EXAMPLES = {
     "words": "yes\nno",
@@ -99,7 +101,13 @@ class ConstraintsView:
     @staticmethod
     def _figure(run, step: int, lang: str):
         chosen = run.steps[min(max(step, 1), len(run.steps)) - 1]
-        return candidate_figure(chosen.distribution, lang, grammar_mass=chosen.removed_mass)
+        fig = candidate_figure(chosen.distribution, lang, grammar_mass=chosen.removed_mass)
+        # Gradio draws this chart with margins that grow for a legend that does not fit them (autoexpand): the
+        # legend's second row (the grammar's cut adds an entry) then shrank the plot and sat on the axis titles.
+        # LEGEND_PX more below the plot, the plot as tall as before: the legend keeps its distance in px.
+        fig.layout.height += LEGEND_PX
+        fig.layout.margin.b += LEGEND_PX
+        return fig
 
     def example(self, kind):
         """The example constraint of a kind, when the kind is switched."""
