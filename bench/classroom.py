@@ -295,6 +295,42 @@ def profile_parts(path: str) -> dict:
             "top_leaves": {k: [(f, n / total) for f, n in c.most_common(12)] for k, c in leaves.items()}}
 
 
+PROFILE_DETAIL = [  # (part, substrings of a stack): a sample counts for the first part whose marks its stack contains
+    ("model pass", ("forward_batch", "StepBatcher._run")),
+    ("sampling (derive)", ("derive (model/sampling.py",)),
+    ("figures", ("App._chart",)),
+    ("render (text, force list)", ("App.render",)),
+    ("handler, other (step, prefetch)", ("page_handler.<locals>.handler",)),
+    ("Gradio: monitoring summary (pandas)", ("compute_analytics_summary",)),
+    ("Gradio: matplotlib import", ("MatplotlibBackendMananger",)),
+    ("Gradio: queue-place messages", ("broadcast_estimations",)),
+    ("Gradio: inputs (preprocess)", ("preprocess_data",)),
+    ("Gradio: outputs (postprocess)", ("postprocess_data",)),
+    ("Gradio: queue, join, process_api", ("Blocks.process_api", "Queue.process_events", "queue_join", "fair_push")),
+    ("web: server-sent events", ("sse_stream", "StreamingResponse")),
+    ("web: HTTP routing, middleware", ("RequestResponseCycle.run_asgi",)),
+    ("web: HTTP parsing, sockets", ("_read_ready", "H11Protocol", "data_received", "connection_made",
+                                    "_call_connection_lost")),
+    ("event loop, worker threads", ("select (selectors.py", "_run_once", "WorkerThread.run")),
+]
+
+
+def profile_detail(path: str, cpu_ms_per_step: float | None = None) -> dict:
+    """A py-spy raw profile split into PROFILE_DETAIL's parts: each part's share of the samples, and (given the
+    server's CPU per step) its ms per step, the share times that CPU."""
+    counts, total = Counter(), 0
+    for line in open(path, encoding="utf-8", errors="replace"):
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        counts[next((name for name, marks in PROFILE_DETAIL if any(m in stack for m in marks)), "other")] += n
+    share = {name: counts[name] / (total or 1) for name in [p for p, _ in PROFILE_DETAIL] + ["other"]}
+    return {"samples": total, "share": share,
+            "ms_per_step": {k: v * cpu_ms_per_step for k, v in share.items()} if cpu_ms_per_step else None}
+
+
 def start_profile(pid: int, seconds: float, path: str):
     """py-spy sampling the server for `seconds` (its CPU samples only, not idle threads), written to `path`."""
     import shutil
@@ -384,7 +420,8 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
             "root": str(root) if root else "this checkout", "steady_cpu": cpu,
             "steady_steps_per_s": steady, "steady_window_s": deadline - warm, "batch_sizes": histogram(sizes),
             "cpu_per_step_ms": cpu_per_step(delta), "server_stats_delta": delta,
-            "profile": profile_parts(profile) if profile else None}
+            "profile": profile_parts(profile) if profile else None,
+            "profile_detail": profile_detail(profile, cpu["server_ms_per_step"]) if profile else None}
 
 
 def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
@@ -483,6 +520,9 @@ def report(results: list[dict], generate: dict | None = None) -> str:
         if r.get("profile"):
             out += ("\n  py-spy, share of the server's samples: "
                     + ", ".join(f"{k} {v:.0%}" for k, v in r["profile"]["share"].items()))
+        detail = (r.get("profile_detail") or {}).get("ms_per_step")
+        if detail:
+            out += "\n  py-spy x server CPU, ms per step: " + ", ".join(f"{k} {v:.1f}" for k, v in detail.items())
     errors = [(r["students"], r.get("scenario"), msg, n) for r in results for msg, n in r["errors"].items()]
     if errors:
         out += "\n\nErrors:\n" + "\n".join(f"  {s} students ({p}): {n} x {msg}" for s, p, msg, n in errors)
@@ -504,6 +544,8 @@ def main(argv=None) -> None:
     ap.add_argument("--profile", action="store_true",
                     help="sample the server with py-spy in each scenario's steady window (/tmp/tbt-profile-*.txt)")
     ap.add_argument("--no-generate", action="store_true", help="skip measuring single-stream generate")
+    ap.add_argument("--generate-runs", type=int, default=3,
+                    help="runs of each thread setting in each generate measurement (default 3)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="classroom", help="results file name (default classroom)")
     ap.add_argument("--server-roots", nargs="+", default=[None], metavar="DIR",
@@ -528,7 +570,7 @@ def main(argv=None) -> None:
         gens = []
         if not args.no_generate:
             print("single-stream generate ...", flush=True)
-            gens.append(generate_tok_s())
+            gens.append(generate_tok_s(args.generate_runs))
         results = []
         plan = [(n, "saturate") for n in args.saturate_students] + [(n, name) for n in args.students
                                                                        for name in args.scenarios]
@@ -546,7 +588,7 @@ def main(argv=None) -> None:
             save(args.name, {**about, "generate": gens, "scenarios": results, "complete": False})  # kept if stopped
         if gens:
             print("single-stream generate again ...", flush=True)
-            gens.append(generate_tok_s())
+            gens.append(generate_tok_s(args.generate_runs))
     finally:
         if engine:
             engine.stop()
