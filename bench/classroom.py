@@ -53,6 +53,7 @@ PROMPTS = ["Once upon a time, in a small village,", "The capital of France is", 
 TARGET_P95_S = 1.0
 REQUEST_TIMEOUT_S = 120.0  # a step that takes longer than this is counted as an error (and cancelled)
 PLAY_BURST = 30
+CONNECT_SPREAD_S = 10.0  # students open the page within this many seconds of the scenario's start
 AHEAD_AFTER_S = 0.2  # ui/protocol.py ahead_after_ms: a page asks for the next step's chart this long after a step
 SATURATION_TARGET = 4.0  # saturation steps/s over single-stream generate tokens/s
 WARM_S = 20.0  # the steady window (steps/s, batch sizes, CPU split) starts this long after the students set off,
@@ -78,6 +79,7 @@ class Student:
     start_latency_s: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     connect_s: float | None = None
+    connect_retries: int = 0  # page loads that timed out and were tried again
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -117,12 +119,19 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
     from gradio_client import Client
 
     rng = random.Random(seed * 1000 + student.index)
+    time.sleep(rng.uniform(0, CONNECT_SPREAD_S))  # a class's pages open over some seconds, not in one instant
     t0 = time.perf_counter()
-    try:
-        client = Client(url, verbose=False, download_files=False, analytics_enabled=False, ssl_verify=SSL_CONTEXT)
-    except Exception as err:  # noqa: BLE001 (every failure is a finding, grouped by message)
-        student.errors.append("connect: " + error_text(err))
-        return
+    while True:  # a page that did not load is loaded again (gradio_client's first request has a fixed time-out)
+        try:
+            client = Client(url, verbose=False, download_files=False, analytics_enabled=False,
+                            ssl_verify=SSL_CONTEXT)
+            break
+        except Exception as err:  # noqa: BLE001 (every failure is a finding, grouped by message)
+            if time.monotonic() + 5 >= deadline or stop.is_set():
+                student.errors.append("connect: " + error_text(err))
+                return
+            student.connect_retries += 1
+            stop.wait(rng.uniform(1, 3))
     student.connect_s = time.perf_counter() - t0
     try:
         time.sleep(rng.uniform(0, 3))  # students do not all press Start in the same instant
@@ -471,6 +480,7 @@ def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, tr
         "start_latency_s": stats([x for s in students for x in s.start_latency_s]),
         "next_chart_latency_s": stats([x for s in students for x in s.ahead_latency_s]),
         "connect_s": stats([s.connect_s for s in students if s.connect_s is not None]),
+        "connect_retries": sum(s.connect_retries for s in students),
         "steps_served": len(steps), "steps_per_s": len(steps) / (minutes * 60),
         "errors_total": sum(errors.values()), "errors": dict(errors.most_common()),
         "starts_refused": sum(n for e, n in errors.items() if e.startswith("start:")),
