@@ -53,6 +53,8 @@ PROMPTS = ["Once upon a time, in a small village,", "The capital of France is", 
 TARGET_P95_S = 1.0
 REQUEST_TIMEOUT_S = 120.0  # a step that takes longer than this is counted as an error (and cancelled)
 PLAY_BURST = 30
+CONNECT_SPREAD_S = 10.0  # students open the page within this many seconds of the scenario's start
+AHEAD_AFTER_S = 0.2  # ui/protocol.py ahead_after_ms: a page asks for the next step's chart this long after a step
 SATURATION_TARGET = 4.0  # saturation steps/s over single-stream generate tokens/s
 WARM_S = 20.0  # the steady window (steps/s, batch sizes, CPU split) starts this long after the students set off,
 # or once every student has started, if later
@@ -70,11 +72,14 @@ class Student:
     index: int
     plays: bool  # True: presses Play (bursts of back-to-back steps); False: clicks every 1-3 s
     eager: bool = False  # True: clicks again as soon as the last step arrived (the saturation scenario)
+    ahead: bool = False  # True: asks for the next step's chart AHEAD_AFTER_S after each step, as the page does
+    ahead_latency_s: list[float] = field(default_factory=list)
     step_latency_s: list[float] = field(default_factory=list)
     step_done_at: list[float] = field(default_factory=list)  # time.monotonic() when each step arrived
     start_latency_s: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     connect_s: float | None = None
+    connect_retries: int = 0  # page loads that timed out and were tried again
 
 
 def percentile(values: list[float], q: float) -> float | None:
@@ -114,17 +119,24 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
     from gradio_client import Client
 
     rng = random.Random(seed * 1000 + student.index)
+    time.sleep(rng.uniform(0, CONNECT_SPREAD_S))  # a class's pages open over some seconds, not in one instant
     t0 = time.perf_counter()
-    try:
-        client = Client(url, verbose=False, download_files=False, analytics_enabled=False, ssl_verify=SSL_CONTEXT)
-    except Exception as err:  # noqa: BLE001 (every failure is a finding, grouped by message)
-        student.errors.append("connect: " + error_text(err))
-        return
+    while True:  # a page that did not load is loaded again (gradio_client's first request has a fixed time-out)
+        try:
+            client = Client(url, verbose=False, download_files=False, analytics_enabled=False,
+                            ssl_verify=SSL_CONTEXT)
+            break
+        except Exception as err:  # noqa: BLE001 (every failure is a finding, grouped by message)
+            if time.monotonic() + 5 >= deadline or stop.is_set():
+                student.errors.append("connect: " + error_text(err))
+                return
+            student.connect_retries += 1
+            stop.wait(rng.uniform(1, 3))
     student.connect_s = time.perf_counter() - t0
     try:
         time.sleep(rng.uniform(0, 3))  # students do not all press Start in the same instant
         prompt = PROMPTS[student.index % len(PROMPTS)]
-        started = False
+        started, result = False, None
         while not stop.is_set() and time.monotonic() < deadline:
             try:
                 if not started:
@@ -150,7 +162,20 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
                 if "No text yet" in str(err) or "idle" in str(err):
                     started = False
             pause = rng.uniform(3, 6) if student.plays else 0.0 if student.eager else rng.uniform(1, 3)
-            stop.wait(min(pause, max(0.0, deadline - time.monotonic())))
+            if (student.ahead and not student.plays and pause > AHEAD_AFTER_S and started and result is not None
+                    and 'data-ahead="0"' not in str(result[0]) and not ended(result)):
+                # as the page does (assets/js/ahead.js): the next step's chart, asked for once the step has rested,
+                # unless the step's status line said the server is busy (ui/state.py AheadPolicy)
+                stop.wait(AHEAD_AFTER_S)
+                pause -= AHEAD_AFTER_S
+                if time.monotonic() < deadline and not stop.is_set():
+                    try:
+                        _, seconds = call(client, "/next_chart", **DEFAULTS)
+                        student.ahead_latency_s.append(seconds)
+                        pause -= seconds
+                    except Exception as err:  # noqa: BLE001
+                        student.errors.append("next_chart: " + error_text(err))
+            stop.wait(min(max(0.0, pause), max(0.0, deadline - time.monotonic())))
     finally:
         client.close()
 
@@ -279,6 +304,42 @@ def profile_parts(path: str) -> dict:
             "top_leaves": {k: [(f, n / total) for f, n in c.most_common(12)] for k, c in leaves.items()}}
 
 
+PROFILE_DETAIL = [  # (part, substrings of a stack): a sample counts for the first part whose marks its stack contains
+    ("model pass", ("forward_batch", "StepBatcher._run")),
+    ("sampling (derive)", ("derive (model/sampling.py",)),
+    ("figures", ("App._chart",)),
+    ("render (text, force list)", ("App.render",)),
+    ("handler, other (step, prefetch)", ("page_handler.<locals>.handler",)),
+    ("Gradio: monitoring summary (pandas)", ("compute_analytics_summary",)),
+    ("Gradio: matplotlib import", ("MatplotlibBackendMananger",)),
+    ("Gradio: queue-place messages", ("broadcast_estimations",)),
+    ("Gradio: inputs (preprocess)", ("preprocess_data",)),
+    ("Gradio: outputs (postprocess)", ("postprocess_data",)),
+    ("Gradio: queue, join, process_api", ("Blocks.process_api", "Queue.process_events", "queue_join", "fair_push")),
+    ("web: server-sent events", ("sse_stream", "StreamingResponse")),
+    ("web: HTTP routing, middleware", ("RequestResponseCycle.run_asgi",)),
+    ("web: HTTP parsing, sockets", ("_read_ready", "H11Protocol", "data_received", "connection_made",
+                                    "_call_connection_lost")),
+    ("event loop, worker threads", ("select (selectors.py", "_run_once", "WorkerThread.run")),
+]
+
+
+def profile_detail(path: str, cpu_ms_per_step: float | None = None) -> dict:
+    """A py-spy raw profile split into PROFILE_DETAIL's parts: each part's share of the samples, and (given the
+    server's CPU per step) its ms per step, the share times that CPU."""
+    counts, total = Counter(), 0
+    for line in open(path, encoding="utf-8", errors="replace"):
+        stack, _, count = line.rstrip().rpartition(" ")
+        if not count.isdigit():
+            continue
+        n = int(count)
+        total += n
+        counts[next((name for name, marks in PROFILE_DETAIL if any(m in stack for m in marks)), "other")] += n
+    share = {name: counts[name] / (total or 1) for name in [p for p, _ in PROFILE_DETAIL] + ["other"]}
+    return {"samples": total, "share": share,
+            "ms_per_step": {k: v * cpu_ms_per_step for k, v in share.items()} if cpu_ms_per_step else None}
+
+
 def start_profile(pid: int, seconds: float, path: str):
     """py-spy sampling the server for `seconds` (its CPU samples only, not idle threads), written to `path`."""
     import shutil
@@ -292,15 +353,35 @@ def start_profile(pid: int, seconds: float, path: str):
                             stderr=subprocess.DEVNULL)
 
 
+def own_cpu_s() -> float:
+    """CPU seconds of this process (every student's thread: the load generator), user and system."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def server_cpu_s(pid: int) -> float:
+    """CPU seconds of the server process so far (user and system, every thread)."""
+    import psutil
+
+    t = psutil.Process(pid).cpu_times()
+    return t.user + t.system
+
+
 def scenario(n_students: int, play_share: float, minutes: float, seed: int, model: str = LOCAL_MODEL,
-             env: dict[str, str] | None = None, eager: bool = False, profile: str | None = None) -> dict:
-    """One scenario on a fresh server (its environment `env` added): N students on `model` for `minutes`, a share
-    of them pressing Play (or, `eager`, every one clicking again as soon as a step arrives)."""
-    with AppServer(env={"GRADIO_PROFILING": "1", "TBT_BENCH_STATS": "1", **(env or {})}) as server:
+             env: dict[str, str] | None = None, eager: bool = False, profile: str | None = None,
+             root: str | None = None, port: int | None = None, ahead: bool = False) -> dict:
+    """One scenario on a fresh server (its environment `env` added; `root`: the checkout whose app.py runs, this
+    one if None): N students on `model` for `minutes`, a share of them pressing Play (or, `eager`, every one
+    clicking again as soon as a step arrives). The load generator's own CPU (this process) and the server's are
+    read over the steady window, per step served in it."""
+    with AppServer(env={"GRADIO_PROFILING": "1", "TBT_BENCH_STATS": "1", **(env or {})}, root=root,
+                   port=port) as server:
         time.sleep(2)
         rss_start = server.rss_bytes()
         players = set(random.Random(seed).sample(range(n_students), round(n_students * play_share)))
-        students = [Student(i, i in players, eager) for i in range(n_students)]
+        students = [Student(i, i in players, eager, ahead) for i in range(n_students)]
         stop = threading.Event()
         monitor = RssMonitor(server)
         monitor.start()
@@ -317,9 +398,11 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
                 time.sleep(0.5)  # the steady window starts once every student has a text (at most half the run)
             warm = time.monotonic()
             stats_warm = read_stats(server.url)
+            cpu_warm = (own_cpu_s(), server_cpu_s(server.pid), time.monotonic())
             spy = start_profile(server.pid, deadline - time.monotonic(), profile) if profile else None
             time.sleep(max(0.0, deadline - time.monotonic()))
             stats_end = read_stats(server.url)
+            cpu_end = (own_cpu_s(), server_cpu_s(server.pid), time.monotonic())
             for t in threads:  # the last request may still be running at the deadline: allow it to finish
                 t.join(timeout=max(0.0, deadline + REQUEST_TIMEOUT_S + 30 - time.monotonic()))
             stop.set()
@@ -335,10 +418,19 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
     delta = stats_delta(stats_warm, stats_end)
     steady = sum(warm <= at <= deadline for s in students for at in s.step_done_at) / (deadline - warm)
     sizes = next(iter(delta["batch_sizes"].values()), {}) if delta else {}
+    steady_steps = steady * (deadline - warm)
+    window = cpu_end[2] - cpu_warm[2]
+    cpu = {"load_generator_ms_per_step": (cpu_end[0] - cpu_warm[0]) / max(1, steady_steps) * 1000,
+           "load_generator_cores": (cpu_end[0] - cpu_warm[0]) / window,
+           "server_ms_per_step": (cpu_end[1] - cpu_warm[1]) / max(1, steady_steps) * 1000,
+           "server_cores": (cpu_end[1] - cpu_warm[1]) / window}
     return {"model": model, "scenario": "saturate" if eager else "play" if play_share else "click", **result,
+            "students_ask_ahead": ahead,
+            "root": str(root) if root else "this checkout", "steady_cpu": cpu,
             "steady_steps_per_s": steady, "steady_window_s": deadline - warm, "batch_sizes": histogram(sizes),
             "cpu_per_step_ms": cpu_per_step(delta), "server_stats_delta": delta,
-            "profile": profile_parts(profile) if profile else None}
+            "profile": profile_parts(profile) if profile else None,
+            "profile_detail": profile_detail(profile, cpu["server_ms_per_step"]) if profile else None}
 
 
 def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
@@ -376,7 +468,7 @@ def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, tr
     steps = [x for s in students for x in s.step_latency_s]
     errors = Counter(e for s in students for e in s.errors)
     phases = {}
-    for fn in ("next_token", "start"):
+    for fn in ("next_token", "start", "next_chart"):
         ts = [t for t in traces if t["fn_name"] == fn]
         phases[fn] = {p: stats([t[f"{p}_ms"] for t in ts]) for p in ("queue_wait", "fn_call", "postprocess", "total")}
     return {
@@ -386,7 +478,9 @@ def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, tr
         "step_latency_clickers_s": stats([x for s in students if not s.plays for x in s.step_latency_s]),
         "step_latency_players_s": stats([x for s in students if s.plays for x in s.step_latency_s]),
         "start_latency_s": stats([x for s in students for x in s.start_latency_s]),
+        "next_chart_latency_s": stats([x for s in students for x in s.ahead_latency_s]),
         "connect_s": stats([s.connect_s for s in students if s.connect_s is not None]),
+        "connect_retries": sum(s.connect_retries for s in students),
         "steps_served": len(steps), "steps_per_s": len(steps) / (minutes * 60),
         "errors_total": sum(errors.values()), "errors": dict(errors.most_common()),
         "starts_refused": sum(n for e, n in errors.items() if e.startswith("start:")),
@@ -411,21 +505,24 @@ def report(results: list[dict], generate: dict | None = None) -> str:
             target = "met" if lat["p95"] is not None and lat["p95"] <= TARGET_P95_S and not r["step_errors"] else "MISSED"
         hist = r.get("batch_sizes") or {}
         steady = r.get("steady_steps_per_s")
-        rows.append([r["students"], name, lat["n"], lat["median"], lat["p95"], r["step_errors"], r["starts_refused"],
+        cpu = r.get("steady_cpu") or {}
+        rows.append([r.get("label", ""), r["students"], name, lat["n"], lat["median"], lat["p95"], r["step_errors"], r["starts_refused"],
                      r["steps_per_s"], steady, f"{steady / gen:.2f}" if gen and steady else "-",
                      f"{hist['mean_batch_per_step']:.1f}" if hist.get("mean_batch_per_step") else "-",
                      ph["queue_wait"]["median"], ph["fn_call"]["median"], ph["postprocess"]["median"],
+                     cpu.get("server_ms_per_step"), cpu.get("load_generator_ms_per_step"),
                      f"{r['others_cpu_share']:.0%}", target])
     out = ""
     if gen:
         runs = "; ".join(", ".join(f"{k} {v:.1f}" for k, v in m.items()) for m in generate["runs"])
         out = f"single-stream generate: {gen:.1f} tokens/s (before; after: {runs})\n\n"
-    out += table(["students", "scenario", "steps", "median s", "p95 s", "step err", "Starts refused", "steps/s",
-                  "steady/s", "x generate", "batch", "queue ms", "handler ms", "post ms", "others CPU", "target"], rows)
+    out += table(["server", "students", "scenario", "steps", "median s", "p95 s", "step err", "Starts refused", "steps/s",
+                  "steady/s", "x generate", "batch", "queue ms", "handler ms", "post ms", "server CPU ms/step", "load gen CPU ms/step", "others CPU",
+                  "target"], rows)
     for r in results:
         hist, cpu = r.get("batch_sizes") or {}, r.get("cpu_per_step_ms")
         if hist.get("passes"):
-            out += (f"\n\n{r['students']} {r.get('scenario')}: passes by batch size (steady window) "
+            out += (f"\n\n{r.get('label', '')} {r['students']} {r.get('scenario')}: passes by batch size (steady window) "
                     + ", ".join(f"{k}: {v}" for k, v in hist["passes"].items())
                     + f"; a step ran in a batch of {hist['mean_batch_per_step']:.1f} on average")
         if cpu:
@@ -433,12 +530,16 @@ def report(results: list[dict], generate: dict | None = None) -> str:
         if r.get("profile"):
             out += ("\n  py-spy, share of the server's samples: "
                     + ", ".join(f"{k} {v:.0%}" for k, v in r["profile"]["share"].items()))
+        detail = (r.get("profile_detail") or {}).get("ms_per_step")
+        if detail:
+            out += "\n  py-spy x server CPU, ms per step: " + ", ".join(f"{k} {v:.1f}" for k, v in detail.items())
     errors = [(r["students"], r.get("scenario"), msg, n) for r in results for msg, n in r["errors"].items()]
     if errors:
         out += "\n\nErrors:\n" + "\n".join(f"  {s} students ({p}): {n} x {msg}" for s, p, msg, n in errors)
     return out + ("\n(steps/s: over the whole run; steady/s: after the first seconds, the x generate ratio's;"
                   " batch: the mean batch a step ran in; queue / handler / post: medians of the server's phases for"
-                  " /next_token, GRADIO_PROFILING)")
+                  " /next_token, GRADIO_PROFILING; server / load gen CPU: per step served in the steady window,"
+                  " the server process and this one, whose threads are the students)")
 
 
 def main(argv=None) -> None:
@@ -453,8 +554,17 @@ def main(argv=None) -> None:
     ap.add_argument("--profile", action="store_true",
                     help="sample the server with py-spy in each scenario's steady window (/tmp/tbt-profile-*.txt)")
     ap.add_argument("--no-generate", action="store_true", help="skip measuring single-stream generate")
+    ap.add_argument("--generate-runs", type=int, default=3,
+                    help="runs of each thread setting in each generate measurement (default 3)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default="classroom", help="results file name (default classroom)")
+    ap.add_argument("--server-roots", nargs="+", default=[None], metavar="DIR",
+                    help="A/B: run each scenario on the app of each of these checkouts in turn (default: this one)")
+    ap.add_argument("--ahead", action="store_true",
+                    help="students clicking every 1-3 s also ask for the next step's chart 0.2 s after each step,"
+                         " as a page does (/next_chart): two events per step, not one")
+    ap.add_argument("--rounds", type=int, default=1, help="repeat the whole plan (A B A B with two roots and 2)")
+    ap.add_argument("--port", type=int, default=None, help="the server's port (default: a free one in 7850-7899)")
     ap.add_argument("--engine", action="store_true",
                     help="start vLLM here and have the students use its model, not the app's own")
     args = ap.parse_args(argv)
@@ -470,20 +580,25 @@ def main(argv=None) -> None:
         gens = []
         if not args.no_generate:
             print("single-stream generate ...", flush=True)
-            gens.append(generate_tok_s())
+            gens.append(generate_tok_s(args.generate_runs))
         results = []
         plan = [(n, "saturate") for n in args.saturate_students] + [(n, name) for n in args.students
                                                                        for name in args.scenarios]
-        for n, name in plan:
+        labels = {root: chr(ord("A") + i) for i, root in enumerate(args.server_roots)}
+        runs = [(k, n, name, root) for k in range(args.rounds) for n, name in plan for root in args.server_roots]
+        for k, n, name, root in runs:
             share = args.play_share if name == "play" else 0.0
-            print(f"{n} students, {name} on {model}: {args.minutes:g} min ...", flush=True)
-            prof = f"/tmp/tbt-profile-{args.name}-{n}-{name}.txt" if args.profile else None
-            results.append(scenario(n, share, args.minutes, args.seed, model, env, eager=name == "saturate",
-                                    profile=prof))
+            label = labels[root] if len(labels) > 1 else ""
+            print(f"{label} {n} students, {name} on {model} ({root or 'this checkout'}): {args.minutes:g} min ...",
+                  flush=True)
+            prof = (f"/tmp/tbt-profile-{args.name}-{label}{k}-{n}-{name}.txt" if args.profile else None)
+            results.append({**scenario(n, share, args.minutes, args.seed, model, env, eager=name == "saturate",
+                                       profile=prof, root=root, port=args.port,
+                                       ahead=args.ahead), "label": label, "round": k})
             save(args.name, {**about, "generate": gens, "scenarios": results, "complete": False})  # kept if stopped
         if gens:
             print("single-stream generate again ...", flush=True)
-            gens.append(generate_tok_s())
+            gens.append(generate_tok_s(args.generate_runs))
     finally:
         if engine:
             engine.stop()

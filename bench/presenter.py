@@ -374,16 +374,18 @@ def open_page(browser, url: str):
     return page
 
 
-def run(steps: int, moves: int, play_n: int, pause_s: float, server_env: dict[str, str]) -> dict:
+def run(steps: int, moves: int, play_n: int, pause_s: float, server_env: dict[str, str], root: str | None = None,
+        quiet_wait_s: float = 120, port: int | None = None) -> dict:
     """Each text on a fresh page: the page keeps state between steps, so texts must not share one. Next token
     is timed twice per text: clicked back to back, and with `pause_s` between a step shown and the next click
     (a presenter reading the step; the page draws the next step's chart meanwhile)."""
     from playwright.sync_api import sync_playwright
 
-    quiet = wait_for_quiet(max_share=0.15, timeout_s=120)
-    results = {"steps": steps, "temperature_moves": moves, "play_tokens": play_n, "pause_s": pause_s, "server_env": server_env,
+    quiet = wait_for_quiet(max_share=0.15, timeout_s=quiet_wait_s)
+    results = {"server_root": root or "this checkout", "steps": steps, "temperature_moves": moves, "play_tokens": play_n, "pause_s": pause_s, "server_env": server_env,
                "other_cpu_share_before": quiet, "page_errors": []}
-    with AppServer(env={"GRADIO_PROFILING": "1", **server_env}) as server, sync_playwright() as p:
+    with AppServer(env={"GRADIO_PROFILING": "1", **server_env}, root=root, port=port) as server, \
+            sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         try:
             for name, prompt in (("short", SHORT_PROMPT), ("long", LONG_PROMPT)):
@@ -465,9 +467,15 @@ def main(argv=None) -> None:
     ap.add_argument("--server-env", nargs="*", default=[], metavar="NAME=VALUE",
                     help="environment for the app server, to compare a setting (e.g. GRADIO_RUN_HISTORY=False)")
     ap.add_argument("--name", default="presenter", help="results file name (default presenter)")
+    ap.add_argument("--server-root", default=None, metavar="DIR",
+                    help="serve the app of another checkout (an A/B against the same benchmark; default: this one)")
+    ap.add_argument("--quiet-wait", type=float, default=120,
+                    help="seconds to wait at most for the machine to be quiet before starting (default 120)")
+    ap.add_argument("--port", type=int, default=None, help="the server's port (default: a free one in 7850-7899)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    results = run(args.steps, args.moves, args.play, args.pause, dict(kv.split("=", 1) for kv in args.server_env))
+    results = run(args.steps, args.moves, args.play, args.pause, dict(kv.split("=", 1) for kv in args.server_env),
+                  args.server_root, args.quiet_wait, args.port)
     results["wall_s"] = time.perf_counter() - t0
     print(report(results))
     print(f"wrote {save(args.name, results)}")

@@ -38,7 +38,9 @@ PROTOCOL = {
         "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
     },
     # data attributes (dataset names) of the status line, and of a running Play's marker
-    "marker": {"step": "step", "revision": "rev", "ended": "ended"},  # ended: "1" once the text has ended
+    # ended: "1" once the text has ended; ahead: "0" when the server is busy with a class (ui.state.AheadPolicy):
+    # the page then does not ask for the next step's chart (one event per step instead of two)
+    "marker": {"step": "step", "revision": "rev", "ended": "ended", "ahead": "ahead"},
     "playing": {"token": "token", "step": "step", "of": "of"},  # token: the Play's name in play_route
     # a generated chip: its class, and the data attribute with the step that wrote it (a click goes back there)
     "chips": {"generated": "tbt-gen", "step": "step", "box": "tbt-chips"},  # box: the class of the chips' scroller

@@ -11,11 +11,12 @@ from viz.style import format_bytes, format_prob
 
 
 def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: float, ended: bool,
-                revision: int, lang: str = "en", replay_left: int = 0) -> str:
+                revision: int, lang: str = "en", replay_left: int = 0, ahead: bool = True) -> str:
     """One line under the text: step, tokens, cache bytes measured vs formula, log-probability.
 
     The outer div carries data-step / data-rev / data-ended so a presenter's Play loop and the browser
-    tests can wait for the page to show a new step.
+    tests can wait for the page to show a new step; data-ahead="0" (`ahead` False) tells the page not to ask for
+    the next step's chart (the server is busy with a class).
     """
     if kv.measured == 0 and kv.formula > 0:  # an engine's model: no cache tensors here, only the formula
         line = t("status_line_formula", lang, step=step, tokens=tokens, max_tokens=max_tokens,
@@ -29,8 +30,10 @@ def status_html(step: int, tokens: int, max_tokens: int, kv: KVBytes, logprob: f
     if replay_left:
         line += " · " + t("msg_replaying", lang, n=replay_left)
     names = PROTOCOL["marker"]
+    no_ahead = "" if ahead else f' data-{names["ahead"]}="0"'
     return (f'<div id="{IDS["marker"]}" class="tbt-status" data-{names["step"]}="{step}" '
-            f'data-{names["revision"]}="{revision}" data-{names["ended"]}="{int(ended)}">{html.escape(line)}</div>')
+            f'data-{names["revision"]}="{revision}" data-{names["ended"]}="{int(ended)}"{no_ahead}>'
+            f'{html.escape(line)}</div>')
 
 
 def text_panel(chips: str, status: str) -> str:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import hashlib
+import threading
+import time
 from dataclasses import replace
 
 import gradio as gr
@@ -16,6 +18,35 @@ from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
 from ui.rooms import Rooms
+
+
+AHEAD_BUSY_SESSIONS = 4  # this many sessions shown a step within AHEAD_WINDOW_S: a class, the server is busy
+AHEAD_WINDOW_S = 2.0
+
+
+class AheadPolicy:
+    """Whether a page should ask for the next step's chart ahead (next_chart, assets/js/ahead.js) after this step.
+
+    Drawing ahead makes a presenter's next step show without a draw, but it is a second event per step: the
+    queue, the inputs, the stream of messages, on the server's one core of Python. With a class stepping at once
+    (AHEAD_BUSY_SESSIONS sessions shown a step within the last AHEAD_WINDOW_S) the pages are told not to ask, so
+    a step is one event; a presenter alone, or with a few others, keeps it.
+    """
+
+    def __init__(self, busy_sessions: int = AHEAD_BUSY_SESSIONS, window_s: float = AHEAD_WINDOW_S):
+        self.busy_sessions, self.window_s = busy_sessions, window_s
+        self._last: dict[str, float] = {}  # session id -> when it was last shown a step
+        self._lock = threading.Lock()
+
+    def wanted(self, user: str | None, now: float | None = None) -> bool:
+        """Note that `user` (a session id; None: not a page's) is shown a step now; True if the server is not busy."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            if user is not None:
+                self._last[user] = now
+            cutoff = now - self.window_s
+            self._last = {k: at for k, at in self._last.items() if at >= cutoff}
+            return len(self._last) < self.busy_sessions
 
 
 class App:
@@ -34,6 +65,7 @@ class App:
         # Inside the session's read lock: keep it quick.
         self.on_render: list = []
         self.rooms = Rooms()  # the Room view opens and follows them; a lesson asks its questions in them
+        self.ahead = AheadPolicy()  # whether a page should ask for the next step's chart now
 
     def session(self, request: gr.Request) -> DecodeSession:
         """The user's session, or a refusal saying to start (or that it expired)."""
@@ -68,7 +100,7 @@ class App:
                     text_panel(viz.token_chips_html(session.prefill.tokens, session.steps, view.lang),
                                status_html(len(session.steps), len(session.ids), session.max_tokens, last_kv,
                                            session.logprob_t1(), session.finished, self.revision, view.lang,
-                                           replay_left=session.replay_left)),
+                                           replay_left=session.replay_left, ahead=self.ahead.wanted(USER.get()))),
                     self._chart(session, cfg, view, dist),
                     gr.update(choices=force_choices(dist, view.lang, session.lm.tokens.tail(session.ids)), value=None),
                 ]

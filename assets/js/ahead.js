@@ -10,11 +10,14 @@ const env = T.envelope, parts = T.parts;
 // The page asks once the step (or a temperature move) has been on screen for T.ahead_after_ms, not at once:
 // a presenter clicking Next again at once would find the page and the server busy with it (back to back, it
 // made a step 30 ms slower).
+// Nor when the step's status line says data-ahead="0": the server is busy with a class (ui/state.py AheadPolicy),
+// and asking would make each step two events.
 let ahead = {key: null, t: null, div: null, html: null}, aheadRev = null, aheadTimer = null;
 export const cancelAhead = () => clearTimeout(aheadTimer);
+const serverBusy = () => document.getElementById(T.ids.marker)?.dataset[T.marker.ahead] === "0";
 export const askAhead = () => {
   clearTimeout(aheadTimer);
-  if (isPlaying() || ended()) return;
+  if (isPlaying() || ended() || serverBusy()) return;
   aheadTimer = setTimeout(() => requestIdleCallback(() => { if (!isPlaying()) click(T.triggers.ahead); }),
                           T.ahead_after_ms);
 };
