@@ -18,6 +18,7 @@ and after, so every figure can be read as a ratio to it:
   precision   bf16 against fp32 on the teaching prompts: the largest difference of any probability over the prompt's
               last position and 32 greedy steps (the fp32 path, fed to both), whether the greedy choice differs
               anywhere, and whether bf16's greedy `generate` equals fp32's.
+  heap        (--heap, alone) glibc malloc's default against model.batcher.keep_freed_memory(), forked arms.
   compile     (--compile) torch.compile of the model: the time of the first batched passes (compiling) and of
               the passes after, against eager, in a subprocess with a time limit.
 """
@@ -296,6 +297,51 @@ def measure_precision(lm, lm16, paths) -> dict:
             "greedy_equal": sum(r["greedy_generate_equal"] for r in rows)}
 
 
+def measure_heap(lm, rounds: int = 2) -> dict:
+    """glibc malloc's default against model.batcher.keep_freed_memory(), A B A B: each arm a forked child of this
+    process (mallopt cannot be undone; the parent has run passes first, as a server has), batch 16 and batch 1
+    at 64 and 256 cached tokens, CPU ms of a pass (median of 3 after a warm one)."""
+    import json
+    import os
+
+    from model.batcher import keep_freed_memory
+
+    caches = {n: [prefill(lm.model, prompt_ids(lm, n)[: n - i]) for i in range(BATCH)] for n in (64, 256)}
+
+    def go(n, b):
+        cs = caches[n][:b]
+        forward_one(lm.model, cs[0], 5) if b == 1 else forward_batch(lm.model, cs, [5] * b)
+        for c in cs:
+            c.crop(-1)
+
+    for n in caches:
+        go(n, BATCH)
+        go(n, 1)
+    out = {"default": [], "kept": []}
+    for _ in range(rounds):
+        for arm in out:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.close(r)
+                    if arm == "kept":
+                        keep_freed_memory()
+                    res = {}
+                    for n in caches:
+                        for b in (BATCH, 1):
+                            go(n, b)
+                            res[f"batch {b}, {n} tokens"] = statistics.median(timed(lambda: go(n, b))[0] for _ in range(3))
+                    os.write(w, json.dumps(res).encode())
+                finally:
+                    os._exit(0)
+            os.close(w)
+            with os.fdopen(r) as f:
+                out[arm].append(json.loads(f.read() or "{}"))
+            os.waitpid(pid, 0)
+    return {arm: {k: statistics.median(x[k] for x in runs) for k in runs[0]} for arm, runs in out.items()}
+
+
 COMPILE_CODE = r"""
 import json, statistics, sys, time, torch
 sys.path.insert(0, '.')
@@ -374,8 +420,17 @@ def main(argv=None) -> None:
     ap.add_argument("--compile", action="store_true", help="also measure torch.compile (a subprocess)")
     ap.add_argument("--compile-timeout", type=float, default=420.0)
     ap.add_argument("--only-compile", action="store_true", help="only torch.compile, with generate before and after")
+    ap.add_argument("--heap", action="store_true", help="only glibc malloc's default against keep_freed_memory")
     ap.add_argument("--name", default="precision")
     args = ap.parse_args(argv)
+    if args.heap:
+        torch.set_num_threads(1)
+        lm = load_model()
+        gens = [generate_tok_s(lm)]
+        result = {"heap": measure_heap(lm), "generate_tok_s": [*gens, generate_tok_s(lm)]}
+        print(f"generate {result['generate_tok_s']} tokens/s; CPU ms of a pass: {result['heap']}")
+        print(f"wrote {save(args.name, result)}")
+        return
     if args.only_compile:
         torch.set_num_threads(1)
         lm = load_model()
