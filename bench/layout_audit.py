@@ -134,7 +134,8 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
             page.locator(selector).click()
             settle(page)
         settle(page)
-        for width, height in sizes:
+        # the wide sizes first: a window turned narrow re-draws the charts for a phone, turned wide it only resizes them
+        for width, height in sorted(sizes, reverse=True):
             page.set_viewport_size({"width": width, "height": height})
             settle(page)
             if shots:

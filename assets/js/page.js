@@ -65,7 +65,8 @@ window[T.globals.play_ended] = () => { if (playEnded()) askAhead(); };
 
 // A window that turns narrow or wide (a phone turned, a window resized past T.fit.narrow_px): each chart on the
 // page drawn again for its new shape (charts.js narrow), the flipbook's pages and the chart ahead too
-matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", () => {
+matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", (e) => {
+  if (!e.matches) return;  // (turned wide: each plot is re-laid out by plotly's own resize)
   // (two frames later: the page has its new width by then; drawn in this event, plotly took the box's old one)
   requestAnimationFrame(() => requestAnimationFrame(() => {
     if (!window.Plotly) return;
@@ -76,11 +77,11 @@ matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change"
       const target = el(carrier.dataset[env.target]);
       if (!target || !carrier.textContent || !target.dataset[env.revision]) continue;
       // (plotly's own resize, on the window's, may have run before the page's new width: once more when it is in)
-      Promise.resolve(drawPlot(target, JSON.parse(carrier.textContent)))
-        .then(() => setTimeout(() => target.isConnected && window.Plotly.Plots.resize(target), 300));
+      drawPlot(target, JSON.parse(carrier.textContent));
     }
     openBundle();
     takeAhead();
+    setTimeout(() => dispatchEvent(new Event("resize")), 300);  // each plot re-laid out in its box (plotly's own)
   }));
 });
 setTimeout(() => watchCarriers(react));  // once the page's other scripts have run: what arrives is theirs too
