@@ -75,7 +75,8 @@ matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change"
     dropAhead();
     for (const carrier of carried("figure")) {
       const target = el(carrier.dataset[env.target]);
-      if (!target || !carrier.textContent || !target.dataset[env.revision]) continue;
+      // (the open tab's: another tab's chart keeps its layout, which a wide window would need again)
+      if (!target || target.offsetParent === null || !carrier.textContent || !target.dataset[env.revision]) continue;
       // (plotly's own resize, on the window's, may have run before the page's new width: once more when it is in)
       drawPlot(target, JSON.parse(carrier.textContent));
     }
