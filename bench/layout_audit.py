@@ -24,7 +24,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 SIZES = [(390, 844), (1280, 800), (1920, 1080)]
 # Each tab, and what a student or teacher clicks to see its chart (the tabs that draw every step need nothing).
 TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
-        ("kv", None), ("chain", None), ("training", "#tbt-score"), ("branches", None),
+        ("kv", None), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
         ("beams", "#tbt-beams-search"), ("race", "#tbt-race-run"), ("consistency", "#tbt-sc-run"),
         ("constraints", "#tbt-constrain-run"), ("calculator", None), ("speculative", "#tbt-spec-run"),
         ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("lesson", None), ("room", None),
@@ -109,7 +109,7 @@ CHECK = r"""() => {
 def settle(page):
     """Wait until no request of the page is under way and plotly has laid out what it was given."""
     page.wait_for_function("() => !document.querySelector('.pending, .generating, .eta-bar')", timeout=180_000)
-    page.wait_for_timeout(250)  # plotly's responsive re-layout after a resize
+    page.wait_for_timeout(800)  # plotly's responsive re-layout after a resize, and a chart re-drawn for a phone's width
 
 
 def open_view(page, name: str):
@@ -130,16 +130,24 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
     for tab, action in tabs:
         page.set_viewport_size({"width": 1280, "height": 800})
         open_view(page, t(f"tab_{tab}", lang))
-        if action:
-            page.locator(action).click()
+        for selector in (action,) if isinstance(action, str) else action or ():
+            page.locator(selector).click()
+            settle(page)
         settle(page)
-        for width, height in sizes:
+        # the wide sizes first: a window turned narrow re-draws the charts for a phone, turned wide it only resizes them
+        for width, height in sorted(sizes, reverse=True):
             page.set_viewport_size({"width": width, "height": height})
             settle(page)
             if shots:
                 shots.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(shots / f"{tab}_{lang}_{width}.png"))
             found[(tab, lang, width)] = page.evaluate(CHECK)
+            if shots:  # and the open tab's first chart, scrolled to (the check above is the same scrolled or not)
+                chart = page.locator("[role=tabpanel]:visible .js-plotly-plot:visible").first
+                if chart.count():
+                    chart.scroll_into_view_if_needed()
+                    page.screenshot(path=str(shots / f"{tab}_{lang}_{width}_chart.png"))
+                page.evaluate("() => scrollTo(0, 0)")
     return found
 
 
@@ -156,17 +164,19 @@ def main(argv=None) -> None:
     ap.add_argument("--langs", default="en,zh")
     ap.add_argument("--shots", default="/tmp/tbt-layout-audit")
     ap.add_argument("--presenter", action="store_true", help="switch presenter mode on before auditing")
+    ap.add_argument("--port", type=int, default=None, help="the app's port (default: the first free 78xx one)")
     args = ap.parse_args(argv)
     tabs = [(k, a) for k, a in TABS if not args.tabs or k in args.tabs.split(",")]
     sizes = [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")] if args.sizes else SIZES
     from playwright.sync_api import sync_playwright
 
     found = {}
-    with AppServer() as server, sync_playwright() as p:
+    with AppServer(port=args.port) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         for lang in args.langs.split(","):
             page = browser.new_page(viewport={"width": 1280, "height": 800},
                                     locale={"en": "en-US", "zh": "zh-CN"}[lang])
+            page.on("pageerror", lambda err: print(f"page error: {err}"))  # a chart that failed is not a clean one
             page.goto(server.url)
             if args.presenter:
                 presenter_on(page)

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from model.records import ModelInfo
 from viz.i18n import t
 from viz.style import (ATTENTION_SCALE, as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED,
-                       SMALL_SIZE, base_layout, legend_key, token_label)
+                       SMALL_SIZE, base_layout, legend_key, token_label, wrap_text)
 
 MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
 
@@ -77,7 +77,8 @@ def attention_chart(matrix: np.ndarray, labels: list[str], layer: int, head: int
          "colorscale": [[0, MASK_FUTURE], [0.5, MASK_FUTURE], [0.5, MASK_WINDOW], [1, MASK_WINDOW]],
          "text": mask_hover, "hovertemplate": "%{text}<extra></extra>"},
         {"type": "heatmap", "z": weights, "zmin": 0, "zmax": top, "colorscale": ATTENTION_SCALE, "hoverongaps": False,
-         "name": "weights", "colorbar": {"title": {"text": t("attn_weight", lang)}, "thickness": 16},
+         "name": "weights", "colorbar": {"title": {"text": t("attn_weight", lang)}, "thickness": 16,
+                      "ticklabelposition": "outside bottom"},  # the top label under its tick, clear of the title
          "text": hover, "hovertemplate": "%{text}<extra></extra>"},
         legend_key(t("attn_future", lang), MASK_FUTURE),
     ]
@@ -144,9 +145,12 @@ def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go
         "hovertext": [t("gqa_kv", lang, k=k) for k in range(info.kv_heads)],
         "hovertemplate": "%{hovertext}<extra></extra>", "name": "kv",
     })
-    title = t("gqa_title", lang, heads=info.heads, kv_heads=info.kv_heads, group=group)
+    # Gradio draws this chart (not the page's script, which would put a long title in the HTML caption and wrap it):
+    # the name as the title, what it says under it as the subtitle, so a phone's 320 px hold each
+    title, _, said = t("gqa_title", lang, heads=info.heads, kv_heads=info.kv_heads, group=group).replace("：", ":", 1) \
+        .partition(":")
     layout = base_layout(
-        title, lang, height=300, shapes=shapes, xaxis={"visible": False, "range": [-0.8, info.heads - 0.2]},
+        title, lang, subtitle=wrap_text(said.strip(), 36 if lang == "en" else 28), height=320, shapes=shapes, xaxis={"visible": False, "range": [-0.8, info.heads - 0.2]},
         yaxis={"tickvals": [0, 1], "ticktext": [t("gqa_row_kv", lang), t("gqa_row_query", lang)],
                "range": [-0.35, 1.35], "showgrid": False, "zeroline": False},
     )

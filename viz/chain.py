@@ -7,7 +7,7 @@ import math
 from model.chain import ChainRecord, StepwiseComparison, TeacherForcing
 from viz.i18n import t
 from viz.labels import names
-from viz.style import (FATE_COLORS, INK, KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, format_bits,
+from viz.style import (CHOSEN_INK, FATE_COLORS, INK, KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, format_bits,
                        format_prob, line_label, token_label, vertical_line)
 
 T1_COLOR = "#0072B2"  # what the model believes (T = 1): the 'kept' blue of the candidate chart
@@ -89,7 +89,7 @@ def chain_chart(chain: ChainRecord, lang: str = "en") -> dict:
     forks = [i for i, k in enumerate(links) if k.fork]
     traces.append({"type": "scatter", "x": [steps[i] for i in forks], "y": [links[i].entropy_t1_bits for i in forks],
                    "xaxis": "x2", "yaxis": "y3", "mode": "markers+text", "text": [labels[i] for i in forks],
-                   "textposition": "top center", "textfont": {"size": SMALL_SIZE, "color": FORK_COLOR},
+                   "textposition": "top center", "textfont": {"size": SMALL_SIZE, "color": CHOSEN_INK},  # 6.4:1
                    "marker": {"symbol": "diamond", "size": 14, "color": FORK_COLOR, "line": {"color": "white", "width": 1}},
                    "name": t("chain_fork", lang, bits=format_bits(chain.fork_bits)), "meta": {"role": "fork"},
                    "customdata": [steps[i] for i in forks], "hovertext": [hovers[i] for i in forks],

@@ -40,7 +40,8 @@ def kv_growth_chart(points: list[KVBytes], prefill_tokens: int, info: ModelInfo,
         annotations=[line_label(prefill_tokens, i18n.t("kv_prefill", lang, n=prefill_tokens), {"size": SMALL_SIZE},
                                 "left")],
         xaxis={"title": {"text": i18n.t("kv_axis_tokens", lang)}, "range": [0, max(tokens, default=0) + 1]},  # from 0
-        yaxis={"title": {"text": i18n.t("kv_axis_bytes", lang, unit=unit)}, "rangemode": "tozero"},
+        # (both axes start at 0: the y axis's "0" a little left of the x axis's, not over it)
+        yaxis={"title": {"text": i18n.t("kv_axis_bytes", lang, unit=unit)}, "rangemode": "tozero", "ticklabelstandoff": 6},
         barmode="stack", bargap=0.1, legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0},
         margin={"t": 130},
     )

@@ -44,7 +44,8 @@ def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
                        for c in range(n)] for r in range(rows)], dtype=object)
     cell_text = shorts if n <= TEXT_COLUMNS else None
     heat = {"type": "heatmap", "z": probs, "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "name": "lens",
-            "colorbar": {"title": {"text": t("lens_colour", lang)}, "thickness": 16},
+            "colorbar": {"title": {"text": t("lens_colour", lang)}, "thickness": 16,
+                      "ticklabelposition": "outside bottom"},  # the top label under its tick, clear of the title
             "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "xgap": 1, "ygap": 1}
     if cell_text is not None:
         heat.update(text=cell_text, texttemplate="%{text}", textfont={"size": SMALL_SIZE})

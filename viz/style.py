@@ -192,6 +192,25 @@ def fit_margins(layout: dict) -> dict:
     return layout
 
 
+def narrow_layout(layout: dict, **keys) -> dict:
+    """`layout` with how the chart looks on a phone: layout keys for assets/js/charts.js to use there instead (a dict
+    merges into the wide one, anything else replaces it), kept in its meta. A chart without them shows only its
+    first plot on a phone."""
+    layout["meta"] = {**layout.get("meta", {}), "narrow": keys}
+    return layout
+
+
+def stacked(heights_px: list[float], gaps_px: list[float]) -> list[tuple[float, float]]:
+    """Rows of the given heights in px, top to bottom, `gaps_px[i]` between row i and i + 1, as [0, 1] domains of
+    their total height."""
+    total = sum(heights_px) + sum(gaps_px)
+    rows, top = [], 1.0
+    for h, gap in zip(heights_px, [*gaps_px, 0]):
+        rows.append((max(0.0, top - h / total), top))
+        top -= (h + gap) / total
+    return rows
+
+
 def axis_ids(k: int) -> tuple[str, str]:
     """The trace references of the k-th pair of axes (from 1): ('x', 'y'), ('x2', 'y2'), ..."""
     suffix = "" if k == 1 else str(k)

@@ -9,8 +9,8 @@ from model.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
 from viz.labels import candidate_name
 from viz.style import (CHOSEN_INK, as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
-                       fate_legend, format_prob, format_temperature, line_label, panel_title, prob_ticks, token_label,
-                       vertical_line)
+                       fate_legend, format_prob, format_temperature, line_label, narrow_layout, panel_title, prob_ticks,
+                       stacked, token_label, vertical_line)
 
 CURRENT_TINT = "#FBE7D9"  # a light vermillion behind the current temperature's panel
 
@@ -121,7 +121,46 @@ def temperature_chart(dists: list[Distribution], sweep: TemperatureSweep, curren
                          height=700, automargin=True, **bar_axes, **line_axes, shapes=frames + marks,
                          annotations=bar_titles + line_titles + labels,
                          legend={"orientation": "h", "y": -0.2, "yanchor": "top", "x": 0}, margin={"b": 120})
-    return chart(bars + lines + fate_legend([f for f in FATES if f in present], lang), layout)
+    # room above the top row for its panel titles, besides the title's own (the page draws that as HTML above)
+    layout["margin"]["t"] = layout["meta"]["title_px"] + PANEL_TITLE_PX
+    return chart(bars + lines + fate_legend([f for f in FATES if f in present], lang),
+                 _narrow(layout, n, bar_axes, line_axes, bar_titles, line_titles, labels, lang))
+
+
+PANEL_TITLE_PX = 34
+# On a phone: a row of two bar panels, a line panel, and between them: tick labels and the next panel's title; below
+# the last bar row its axis title too; below the entropy panel its ticks, axis title and the nucleus panel's title
+BAR_ROW_PX, LINE_ROW_PX, BAR_GAP_PX, AXIS_GAP_PX = 190, 190, 56, 104
+
+
+def _narrow(layout: dict, n: int, bar_axes: dict, line_axes: dict, bar_titles: list, line_titles: list, labels: list,
+            lang: str) -> dict:
+    """On a phone: the bar panels two by two (the token names left of each row), the entropy and the nucleus panel
+    below them, each the whole width; the panel titles moved with their panels."""
+    rows = (n + 1) // 2
+    heights = [BAR_ROW_PX] * rows + [LINE_ROW_PX, LINE_ROW_PX]
+    gaps = [BAR_GAP_PX] * (rows - 1) + [AXIS_GAP_PX, AXIS_GAP_PX]
+    row_domains = stacked(heights, gaps)
+    columns = domains([1, 1], gap=0.08)
+    keys, titles = {}, []
+    for k in range(1, n + 1):
+        x, y = axis_ids(k)
+        column, row = columns[(k - 1) % 2], row_domains[(k - 1) // 2]
+        keys[axis_key(x)] = {"domain": column, "title": {"text": t("temp_axis_prob", lang) if k == n - 1 or n == 1 else ""}}
+        keys[axis_key(y)] = {"domain": row, "showticklabels": (k - 1) % 2 == 0}
+        if k <= len(bar_titles):
+            titles.append({**bar_titles[k - 1], "x": sum(column) / 2, "y": row[1]})
+    for i, (key, title) in enumerate(zip(sorted(k for k in line_axes if k.startswith("x")), line_titles)):
+        row = row_domains[rows + i]
+        y_key = "yaxis" + key[5:]
+        keys[key] = {"domain": (0.0, 1.0)}
+        keys[y_key] = {"domain": row}
+        titles.append({**title, "x": 0.5, "y": row[1]})
+    margin = layout["margin"]
+    height = sum(heights) + sum(gaps) + margin["t"] + margin["b"]
+    keys.update(height=height, annotations=titles + labels,
+                legend={**layout["legend"], "y": -70 / (height - margin["t"] - margin["b"])})
+    return narrow_layout(layout, **keys)
 
 
 temperature_figure = as_figure(temperature_chart)

@@ -3,7 +3,7 @@
 // hidden, into a second plot under the one shown. When the next step's answer names that chart (its key and
 // temperature), the two plots swap places: the step is on screen without a draw. Not while Play runs (the
 // page is busy enough), and only for the stepping tab's chart (T.stepping_tab). Imports charts.js and play.js.
-import {T, CHANGES, CONFIG, carried, click, ended, prepare, setCaption, show, steppingPlot} from "./charts.js";
+import {T, CHANGES, carried, plotConfig, click, ended, prepare, setCaption, show, steppingPlot} from "./charts.js";
 import {isPlaying} from "./play.js";
 
 const env = T.envelope, parts = T.parts;
@@ -26,6 +26,8 @@ document.addEventListener("click", (e) => {
   if (e.target.closest && e.target.closest(CHANGES)) clearTimeout(aheadTimer);
 }, true);
 
+// The chart drawn ahead was laid out for another width (a phone turned): drawn again when next taken
+export const dropAhead = () => { ahead.key = null; aheadRev = null; };
 export const takeAhead = () => {  // the next step's chart has arrived (or not): draw it when idle
   const next = carried("ahead")[0];
   if (next && next.dataset[env.revision] !== aheadRev) {
@@ -45,9 +47,9 @@ function drawAhead(rev) {
     show(div, false);
     target.parentElement.append(div);
   }
-  const {data, layout, html} = prepare(JSON.parse(holder.textContent), true);
+  const {data, layout, html} = prepare(JSON.parse(holder.textContent), true, target.clientWidth);
   ahead = {key: null, t: null, div, html};  // not ready while it is being drawn
-  window.Plotly.react(div, data, layout, CONFIG);
+  window.Plotly.react(div, data, layout, plotConfig());
   ahead.key = holder.dataset[env.key];
   ahead.t = holder.dataset[env.temperature];
 }

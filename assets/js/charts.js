@@ -21,10 +21,13 @@ export const CHANGES = [T.ids.next, T.ids.back, T.ids.reset, T.ids.start, T.ids.
 // Charts: each figure arrives as plotly JSON in a hidden carrier (ui.protocol.figure_carrier) and is drawn
 // with Plotly.react into its plot, which stays on the page: a step re-draws the chart in place, once.
 export const CONFIG = {responsive: true, displaylogo: false};
+// On a phone the toolbar would sit over the legend and the titles; a tap still shows a point's hover
+export const plotConfig = () => (narrowScreen() ? {...CONFIG, displayModeBar: false} : CONFIG);
+export const narrowScreen = () => innerWidth < T.fit.narrow_px;
 // The title goes into the HTML caption above the plot, and the room it took off the top margin:
 // plotly.js measures every text it draws (the title and subtitle were 10 of a candidate chart's 57 ms).
 const captionOf = (target) => el(target.id.replace(T.chart.plot, T.chart.caption));
-export const prepare = (fig, captioned) => {  // -> {data, layout, html}: html is the caption's, null to leave it
+export const prepare = (fig, captioned, width) => {  // -> {data, layout, html}: html is the caption's, null to leave it
   const layout = fig.layout;
   let html = null;
   if (captioned && layout.title) {
@@ -38,7 +41,7 @@ export const prepare = (fig, captioned) => {  // -> {data, layout, html}: html i
   layout.autosize = true;
   if (presenting()) projectorSized(fig.data, layout);
   fitScreen(layout);  // (the stepping tab's chart only: see fitScreen)
-  if (innerWidth < T.fit.narrow_px) onePlot(fig.data, layout);
+  if (narrowScreen()) narrow(fig.data, layout, width || innerWidth - 40);
   return {data: fig.data, layout, html};
 };
 // What app.css pins to the top of the window (sticky) while the chart scrolls up under it: the text panel, and on
@@ -86,6 +89,200 @@ function onePlot(data, layout) {
   for (const a of layout.annotations) if ((a.xref || "paper") === "paper" && Math.abs(a.x - mid) < 1e-6) a.x = (lo + 1) / 2;
   layout.xaxis = {...layout.xaxis, domain: [lo, 1]};
 }
+// ---- A narrow screen (a phone): the chart laid out for the width it has, its labels never drawn over one another ----
+// A chart may say how it looks on a phone: layout.meta.narrow holds layout keys that replace (a dict: merge into)
+// the wide ones (viz.style.narrow_layout); a chart that says nothing shows its first plot only (onePlot). Then,
+// for every chart: smaller type, long titles and notes wrapped, token tick labels upright and thinned to fit,
+// numeric ticks fewer, text beside bars given room, and a heatmap's cell texts kept only where they fit.
+const NARROW_FONT = 0.85;  // a phone is held at a foot, a projector seen from the last row: type a little smaller
+const TAG = /<[^>]+>/g;
+// About how wide a text is in px (viz.style.text_px: a CJK character a whole em, others 0.62 em; errs wide)
+export const textPx = (text, size) => {
+  let w = 0;
+  for (const ch of String(text).replace(/<br>/g, "\n").replace(TAG, "").replace(/&[a-z]+;|&#\d+;/g, "x")) {
+    w += /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/.test(ch) ? 1 : 0.62;
+  }
+  return w * size;
+};
+const linesPx = (text, size) => Math.max(...String(text).split("<br>").map((line) => textPx(line, size)));
+// `text` broken with <br> into lines of at most `px` (at a space, or anywhere in CJK text), its own breaks kept
+export const wrapPx = (text, size, px) => String(text).split("<br>").map((line) => {
+  if (textPx(line, size) <= px) return line;
+  const out = [];
+  let cur = "";
+  for (const piece of line.match(/[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+/g) || []) {
+    if (cur.trim() && textPx(cur + piece.trimEnd(), size) > px) { out.push(cur.trimEnd()); cur = ""; }
+    cur += cur || piece.trim() ? piece : "";
+  }
+  if (cur.trim()) out.push(cur.trimEnd());
+  return out.join("<br>");
+}).join("<br>");
+function scaleFonts(data, layout, k, least = 0) {  // every *font of the layout (axes, titles, legend, notes) and the traces
+  const scale = (font) => { if (font && typeof font.size === "number") font.size = Math.max(least, Math.round(font.size * k)); };
+  const walk = (node, depth) => {
+    if (!node || typeof node !== "object" || depth > 4 || ArrayBuffer.isView(node)) return;
+    for (const [key, value] of Object.entries(node)) {
+      if (/font$/.test(key)) scale(value);
+      else if (key !== "meta" && value && typeof value === "object") walk(value, depth + 1);
+    }
+  };
+  walk(layout, 0);
+  for (const trace of data || []) for (const [key, value] of Object.entries(trace)) if (/font$/.test(key)) scale(value);
+}
+function narrow(data, layout, width) {
+  const wide = layout.meta && layout.meta.narrow;
+  if (wide) {
+    for (const [key, value] of Object.entries(wide)) {
+      layout[key] = value && typeof value === "object" && !Array.isArray(value) && layout[key] && typeof layout[key] === "object"
+        ? {...layout[key], ...value} : value;
+    }
+  } else {
+    onePlot(data, layout);
+  }
+  const base = (layout.font && layout.font.size) || 16;
+  scaleFonts(data, layout, NARROW_FONT, 11);
+  layout.font = {...(layout.font || {}), size: Math.max(11, Math.round(base * NARROW_FONT))};
+  const size = layout.font.size, m = layout.margin || {};
+  // (a colour bar takes its room from the plot's)
+  const scaleBar = data.some((d) => d.type === "heatmap" && d.showscale !== false && d.visible !== false) ? 70 : 0;
+  let plotW = Math.max(120, width - (m.l || 0) - (m.r || 0) - scaleBar);
+  const plotH = Math.max(120, (layout.height || 450) - (m.t || 0) - (m.b || 0));
+  const axes = Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k) && layout[k] && layout[k].visible !== false);
+  // an axis's length in px (a pair of axes with square cells, scaleanchor, takes the shorter side on both)
+  const square = axes.find((k) => layout[k].scaleanchor), side = square && Math.min(plotW * span1(layout.xaxis || {}), plotH * span1(layout.yaxis || {}));
+  const span = (ax) => span1(ax);
+  const length = (k) => (square && (layout[k].scaleanchor || k === "xaxis") ? side : (k[0] === "x" ? plotW : plotH) * span(layout[k]));
+  const fontOf = (ax) => (ax.tickfont && ax.tickfont.size) || size;
+  for (const trace of data) cellTexts(trace, layout, plotW);
+  for (const k of axes) {
+    const ax = layout[k], horizontal = k[0] === "x", px = length(k), fs = fontOf(ax);
+    if (ax.title && ax.title.text) {  // an axis title no longer than its axis
+      const titleFs = (ax.title.font && ax.title.font.size) || size;
+      ax.title = {...ax.title, text: wrapPx(ax.title.text, titleFs, Math.max(60, px))};
+    }
+    if (Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext) && ax.tickvals.length > 1 && ax.showticklabels !== false) {
+      // token labels: upright on a narrow x axis (turned, their boxes cross), a line apart (a glyph from a fallback
+      // font such as ␣ makes the line ~1.7 em): smaller type down to 10 px, then every other one, the newest kept
+      const n = ax.tickvals.length, room = px / n, LINE = 1.75;
+      let widest = Math.max(...ax.ticktext.map((s) => textPx(s, fs)));
+      if (horizontal && (ax.tickangle || widest > room - 6)) ax.tickangle = -90;
+      const upright = !horizontal || ax.tickangle === -90;
+      let small = fs;
+      while (upright && small > 10 && small * LINE > room) small -= 1;
+      if (small !== fs) { ax.tickfont = {...(ax.tickfont || {}), size: small}; widest = widest * small / fs; }
+      const need = upright ? small * LINE : widest + 8;
+      if (!horizontal && need > room && !square) {  // a row each: every bar keeps its name, the chart grows to hold them
+        layout.height = Math.ceil((layout.height || 450) + (need - room) * n / span(ax));
+        continue;
+      }
+      const every = Math.max(1, Math.ceil(need / room));
+      if (every > 1) {
+        const keep = ax.tickvals.map((_, i) => (n - 1 - i) % every === 0);
+        ax.tickvals = ax.tickvals.filter((_, i) => keep[i]);
+        ax.ticktext = ax.ticktext.filter((_, i) => keep[i]);
+      }
+      // (plotly places an axis title by margins it is not told about: it measures them again here, on a phone only)
+      if (horizontal && ax.tickangle === -90) ax.automargin = true;
+    } else if (!ax.tickvals && ax.type !== "category") {
+      // numbers: one per 60 px along x, one per 36 px up y
+      ax.nticks = Math.max(2, Math.min(ax.nticks || 99, Math.floor(px / (horizontal ? 60 : 36))));
+    } else if (Array.isArray(ax.tickvals) && horizontal && ax.tickformat) {
+      const every = Math.ceil(ax.tickvals.length * 48 / px);
+      if (every > 1) ax.tickvals = ax.tickvals.filter((_, i) => i % every === 0);
+    }
+  }
+  // the left margin for the tick labels and title as they are now (fitted at the wide type: viz.style.fit_margins)
+  if (!axes.some((k) => layout[k].automargin)) {
+    let left = 0;
+    for (const k of axes.filter((k) => k[0] === "y" && layout[k].side !== "right" && !layout[k].overlaying)) {
+      const ax = layout[k], fs = fontOf(ax);
+      if ((layout["xaxis" + (ax.anchor || "x").slice(1)] || {}).domain?.[0] > 0.001) continue;
+      const ticks = ax.showticklabels === false ? 0 : Array.isArray(ax.ticktext) ? Math.max(0, ...ax.ticktext.map((s) => textPx(s, fs))) : textPx("000000", fs);
+      left = Math.max(left, ticks + (ax.title && ax.title.text ? size * 1.6 + 6 : 0) + 12);
+    }
+    if (left && left < (m.l || 0)) { plotW += m.l - left; layout.margin = {...m, l: Math.round(left)}; }
+  }
+  // notes and panel titles wrapped to the room they have
+  const frac = (a) => {
+    if ((a.xref || "paper") === "paper") return a.x;
+    const ax = layout["xaxis" + (a.xref || "x").replace(/ domain$/, "").slice(1)];
+    if (!ax) return 0.5;
+    let d = ax.domain || [0, 1];
+    if (square && ax.constrain === "domain") {  // the square is centred in the domain plotly was given
+      const w = side / plotW, mid = (d[0] + d[1]) / 2;
+      d = [mid - w / 2, mid + w / 2];
+    }
+    if (/ domain$/.test(a.xref)) return d[0] + a.x * (d[1] - d[0]);
+    const r = ax.range;
+    return Array.isArray(r) && typeof r[0] === "number" && r[1] !== r[0] ? d[0] + (a.x - r[0]) / (r[1] - r[0]) * (d[1] - d[0]) : 0.5;
+  };
+  for (const a of layout.annotations || []) {
+    if (typeof a.text !== "string" || typeof a.x !== "number") continue;
+    const f = Math.min(1, Math.max(0, frac(a))), fs = (a.font && a.font.size) || size;
+    // (a note in the plot stays in it: beside the axis are its tick labels)
+    const inside = (a.xref || "paper") !== "paper", l = inside ? 0 : m.l || 0, r = inside ? 0 : m.r || 0;
+    const room = a.xanchor === "left" ? (1 - f) * plotW + r : a.xanchor === "right" ? f * plotW + l
+      : 2 * Math.min(f * plotW + l, (1 - f) * plotW + r);
+    a.text = wrapPx(a.text, fs, Math.max(60, Math.min(room, width) - 12));
+  }
+  for (const trace of data) besideBars(trace, layout, plotW);
+  // a legend's entries no wider than the chart (plotly puts as many in a row as fit, and wraps none)
+  for (const trace of data) if (typeof trace.name === "string" && trace.showlegend !== false) trace.name = wrapPx(trace.name, (layout.legend && layout.legend.font && layout.legend.font.size) || size, width - 60);
+}
+// Text written to the right of bars (a scatter of text at each bar's end, or a bar's text outside): the x axis
+// reaches far enough that the longest one ends inside the chart.
+function besideBars(trace, layout, plotW) {
+  const right = (trace.mode === "text" && /right/.test(trace.textposition || "")) ||
+    (trace.type === "bar" && trace.orientation === "h" && trace.textposition === "outside");
+  if (!right || trace.visible === false || !Array.isArray(trace.text)) return;
+  const key = "xaxis" + (trace.xaxis || "x").slice(1), ax = layout[key];
+  if (!ax || !Array.isArray(ax.range)) return;
+  const px = plotW * span1(ax);
+  // a label no taller than its row
+  const y = layout["yaxis" + (trace.yaxis || "y").slice(1)] || {}, rows = Array.isArray(y.range) ? Math.abs(y.range[1] - y.range[0])
+    : (trace.y || []).length;
+  const rowPx = (layout.height - (layout.margin.t || 0) - (layout.margin.b || 0)) * span1(y) / Math.max(1, rows);
+  let fs = (trace.textfont && trace.textfont.size) || 14;
+  while (fs > 10 && fs * 1.6 > rowPx) fs -= 1;
+  trace.textfont = {...(trace.textfont || {}), size: fs};
+  let reach = ax.range[1];
+  trace.text.forEach((text, i) => {
+    const x = Number(trace.x[i]) + (trace.base ? Number(trace.base[i] || 0) : 0), w = textPx(text, fs) + 10;
+    if (Number.isFinite(x) && w < px * 0.8) reach = Math.max(reach, (x - ax.range[0]) * px / (px - w) + ax.range[0]);
+  });
+  if (reach > ax.range[1]) layout[key] = {...ax, range: [ax.range[0], reach]};
+}
+const span1 = (ax) => { const d = ax.domain || [0, 1]; return d[1] - d[0]; };
+// A heatmap that writes a text in each cell (the logit lens): smaller type where that fits, else its last columns
+// only, as many as hold their text (the newest positions: the ones the lens is read for)
+function cellTexts(trace, layout, plotW) {
+  if (trace.type !== "heatmap" || !trace.texttemplate || !Array.isArray(trace.text) || !trace.text.length) return;
+  const key = "xaxis" + (trace.xaxis || "x").slice(1), ax = layout[key] || {};
+  const n = trace.z[0].length, px = plotW * span1(ax);
+  let fs = (trace.textfont && trace.textfont.size) || 14;
+  const widest = (f) => Math.max(...trace.text.flat().map((s) => textPx(s, f))) + 6;
+  while (fs > 10 && widest(fs) > px / n) fs -= 1;
+  trace.textfont = {...(trace.textfont || {}), size: fs};
+  const keep = Math.max(1, Math.floor(px / widest(fs)));
+  if (keep >= n) return;
+  const cut = (rows) => rows.map((row) => row.slice(n - keep));
+  trace.z = cut(trace.z);
+  trace.text = cut(trace.text);
+  if (Array.isArray(trace.customdata)) trace.customdata = cut(trace.customdata);
+  trace.x = Array.from({length: keep}, (_, i) => n - keep + i);
+  for (const k of Object.keys(layout).filter((k) => /^xaxis\d*$/.test(k))) {
+    const a = layout[k];
+    if (k !== key && a.matches !== (trace.xaxis || "x")) continue;
+    layout[k] = {...a, range: a.matches ? undefined : [n - keep - 0.5, n - 0.5]};
+    if (Array.isArray(a.tickvals) && Array.isArray(a.ticktext)) {
+      const keepTick = a.tickvals.map((v) => v >= n - keep);
+      layout[k].tickvals = a.tickvals.filter((_, i) => keepTick[i]);
+      layout[k].ticktext = a.ticktext.filter((_, i) => keepTick[i]);
+    }
+  }
+  layout.shapes = (layout.shapes || []).map((s) => (s.xref || "x") === (trace.xaxis || "x") && typeof s.x0 === "number"
+    ? {...s, x0: Math.max(s.x0, n - keep - 0.5)} : s);
+}
 // Presenter mode (presenter.js; the attribute on <html>): every font size of a chart this page draws, times the
 // protocol's scale, and its ink black, so a projector's last row reads it.
 export const presenting = () => document.documentElement.hasAttribute(T.presenter.attribute);
@@ -112,9 +309,9 @@ export const setCaption = (target, html) => {
 };
 // Draw into the plot itself (a page of the temperature flipbook shown over it is put away first: flipbook.drawPlot)
 export const draw = (target, fig) => {
-  const {data, layout, html} = prepare(fig, !!captionOf(target));
+  const {data, layout, html} = prepare(fig, !!captionOf(target), target.clientWidth);
   setCaption(target, html);
-  return window.Plotly.react(target, data, layout, CONFIG);
+  return window.Plotly.react(target, data, layout, plotConfig());
 };
 // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event (T.shown_event;
 // detail: the plot's key and temperature, and how: "drawn" now, or "ready", drawn ahead).

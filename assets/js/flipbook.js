@@ -1,7 +1,7 @@
 // Token by Token, the temperature slider: the bundle (the stepping chart at every temperature, asked for at the
 // slider's first touch at a step) and the flipbook drawn from it, so each move shows at once, while the server's
 // own answer to the move (the force list, the same chart) follows. Imports charts.js and ahead.js.
-import {T, announce, carried, click, draw, prepare, setCaption, show, steppingPlot} from "./charts.js";
+import {T, announce, carried, click, draw, plotConfig, prepare, setCaption, show, steppingPlot} from "./charts.js";
 import {askAhead} from "./ahead.js";
 
 const env = T.envelope, parts = T.parts;
@@ -64,13 +64,13 @@ function flipOpen(target, key, figs) {
   requestIdleCallback(next, {timeout: 1000});
 }
 function flipPage(t) {  // draw the page of temperature t now
-  const {data, layout, html} = prepare(JSON.parse(JSON.stringify(flip.figs[t])), true);  // plotly keeps what it is given
+  const {data, layout, html} = prepare(JSON.parse(JSON.stringify(flip.figs[t])), true, flip.book.clientWidth);  // plotly keeps what it is given
   const div = document.createElement("div");
   div.className = parts.flippage;
   show(div, false);
   div.dataset[env.temperature] = t;
   flip.book.append(div);
-  window.Plotly.newPlot(div, data, layout, {displaylogo: false});
+  window.Plotly.newPlot(div, data, layout, {...plotConfig(), responsive: false});
   flip.pages.set(t, {div, html, height: layout.height, width: flip.book.clientWidth});
 }
 
