@@ -129,6 +129,7 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
     found = {}
     for tab, action in tabs:
         page.set_viewport_size({"width": 1280, "height": 800})
+        settle(page)  # (the charts re-laid out for the width before the tab row is clicked)
         open_view(page, t(f"tab_{tab}", lang))
         for selector in (action,) if isinstance(action, str) else action or ():
             page.locator(selector).click()

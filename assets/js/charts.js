@@ -439,12 +439,19 @@ function wrapTitle(layout, width) {
   if (lg && lg.yref === "container" && typeof lg.y === "number" && lg.y > 0.5) lg.y = 1 - ((1 - lg.y) * old + extra) / layout.height;
   else if (lg && lg.yref === "container" && typeof lg.y === "number") lg.y = lg.y * old / layout.height;
 }
+// Only a plot on screen is re-fitted: plotly cannot lay out one in a hidden tab or box (no width: "Something went
+// wrong with axis scaling"); a hidden one is re-fitted within a second of being shown.
+const onScreen = (gd) => gd.offsetParent !== null && gd.clientWidth > 0;
 setInterval(() => {  // a gr.Plot's plot appears when its tab is first opened: hooked once, re-fitted after each draw
   for (const gd of document.querySelectorAll(GRADIO_PLOTS)) {
-    if (!gd.on || gd._tbtHooked) continue;
-    gd._tbtHooked = true;
-    gd.on("plotly_afterplot", () => refit(gd));
-    refit(gd);
+    if (!gd.on || !onScreen(gd)) continue;
+    if (!gd._tbtHooked) {
+      gd._tbtHooked = true;
+      gd.on("plotly_afterplot", () => onScreen(gd) && refit(gd));
+    }
+    refit(gd);  // (nothing to do when it is already laid out for this width)
   }
 }, 1000);
-addEventListener("resize", () => { for (const gd of document.querySelectorAll(GRADIO_PLOTS)) if (gd._tbtHooked) refit(gd); });
+addEventListener("resize", () => {
+  for (const gd of document.querySelectorAll(GRADIO_PLOTS)) if (gd._tbtHooked && onScreen(gd)) refit(gd);
+});
