@@ -4,10 +4,11 @@ by their chart, the text below 4.5:1 against what it is drawn on, and HTML wider
 
     .venv/bin/python -m bench.layout_audit [--tabs temperature,paged] [--sizes 1280x800] [--langs en] [--shots DIR]
 
-The app runs as its own server process; one browser tab per language: each tab of the page is opened and run once,
-then the window is resized under it. It prints the findings per tab, language and size, and their count; it fails
-nothing (not part of make test: tests/test_browser_layout.py checks the tabs that are clean). Screenshots go to
---shots (default /tmp/tbt-layout-audit): look at them.
+The app runs as its own server process. Per language, a projector's browser tab (1280x800) opens each tab of the
+page and runs it once, then the window is resized under it to 1920 and 1280; a phone's browser tab is opened at
+390x844 and reads each tab there (as a phone opens the page). It prints the findings per tab, language and size,
+and their count, and fails nothing: tests/test_browser_layout.py runs the same audit and asserts it. Screenshots
+go to --shots (default /tmp/tbt-layout-audit): look at them.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync"]
 SIZES = [(390, 844), (1280, 800), (1920, 1080)]
+PHONE = (390, 844)
 # Each tab, and what a student or teacher clicks to see its chart (the tabs that draw every step need nothing).
 TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
         ("kv", None), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
@@ -117,8 +119,10 @@ def open_view(page, name: str):
     page.get_by_role("tab", name=name, exact=True, selected=True).wait_for(timeout=30_000)
 
 
-def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3) -> dict:
-    """{(tab, lang, width): [finding, ...]} for a tab already on the page (English or Chinese)."""
+def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3, home=(1280, 800)) -> dict:
+    """{(tab, lang, width): [finding, ...]} for a tab already on the page (English or Chinese). Each tab is opened
+    at the window size `home`, then read at each of `sizes` (a phone's page: home and sizes 390x844, as a phone
+    opens it; a window turned narrow under a drawn chart is another case, checked at the wide home)."""
     from ui.strings import t
 
     page.locator("#tbt-marker").wait_for(timeout=120_000)
@@ -128,7 +132,7 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
                                timeout=120_000)
     found = {}
     for tab, action in tabs:
-        page.set_viewport_size({"width": 1280, "height": 800})
+        page.set_viewport_size({"width": home[0], "height": home[1]})
         settle(page)  # (the charts re-laid out for the width before the tab row is clicked)
         open_view(page, t(f"tab_{tab}", lang))
         for selector in (action,) if isinstance(action, str) else action or ():
@@ -175,14 +179,18 @@ def main(argv=None) -> None:
     with AppServer(port=args.port) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         for lang in args.langs.split(","):
-            page = browser.new_page(viewport={"width": 1280, "height": 800},
-                                    locale={"en": "en-US", "zh": "zh-CN"}[lang])
-            page.on("pageerror", lambda err: print(f"page error: {err}"))  # a chart that failed is not a clean one
-            page.goto(server.url)
-            if args.presenter:
-                presenter_on(page)
-            found.update(audit(page, lang, tabs, sizes, Path(args.shots) if args.shots else None))
-            page.close()
+            # a projector's page read at its sizes; a phone's opened at 390, as a phone opens it
+            for home, read in [((1280, 800), [s for s in sizes if s[0] > 700]), (PHONE, [s for s in sizes if s[0] <= 700])]:
+                if not read:
+                    continue
+                page = browser.new_page(viewport={"width": home[0], "height": home[1]},
+                                        locale={"en": "en-US", "zh": "zh-CN"}[lang])
+                page.on("pageerror", lambda err: print(f"page error: {err}"))  # a chart that failed is not clean
+                page.goto(server.url)
+                if args.presenter:
+                    presenter_on(page)
+                found.update(audit(page, lang, tabs, read, Path(args.shots) if args.shots else None, home=home))
+                page.close()
         browser.close()
     for (tab, lang, width), problems in found.items():
         print(f"{tab} {lang} {width}: {len(problems)}")

@@ -35,9 +35,10 @@ def artifact(tab, name: str, full_page: bool = False) -> Path:
     return ARTIFACTS / f"{name}.png"
 
 
-def open_tab(browser, url, locale="en-US"):
-    """A tab on the page (1280x800, as a projector shows it) that records what goes wrong in `problems`."""
-    tab = browser.new_page(viewport={"width": 1280, "height": 800}, locale=locale)
+def open_tab(browser, url, locale="en-US", size=(1280, 800)):
+    """A tab on the page (1280x800, as a projector shows it, unless `size` says) that records what goes wrong in
+    `problems`."""
+    tab = browser.new_page(viewport={"width": size[0], "height": size[1]}, locale=locale)
     tab.problems = []
     tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
     tab.on("pageerror", lambda e: tab.problems.append(str(e)))

@@ -125,14 +125,14 @@ def chromium():
 
 @pytest.fixture
 def new_tab(chromium):
-    """`new_tab(url, locale="en-US")`: a fresh tab (its own context: cookies and storage) on `url`, recording what
-    goes wrong in `tab.problems` (browser.open_tab); every tab the test opened is closed after it."""
+    """`new_tab(url, locale="en-US", size=(1280, 800))`: a fresh tab (its own context: cookies, storage) on `url`,
+    recording what goes wrong in `tab.problems` (browser.open_tab); every tab the test opened is closed after it."""
     from browser import open_tab
 
     tabs = []
 
-    def opened(address: str, locale: str = "en-US"):
-        tabs.append(open_tab(chromium, address, locale))
+    def opened(address: str, locale: str = "en-US", size=(1280, 800)):
+        tabs.append(open_tab(chromium, address, locale, size))
         return tabs[-1]
 
     yield opened
