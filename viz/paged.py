@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from model.paged import PagedLayout
-from viz.i18n import t
+from viz.i18n import counted, t
 from viz.plot_head import LEGEND_ROW_PX, head_px
 from viz.style import (INK, wrap_text, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,
                        token_label)
@@ -83,7 +83,8 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
                            block_bytes=format_bytes(rec.block_bytes)), 90)
     # The title and its subtitle's lines, then the legend (room for two rows), then the table's panel title: the
     # legend is placed from the top in pixels, under the subtitle, so it never runs into it however tall the table.
-    title = t("paged_title", lang, sessions=len(rec.sessions), physical=rec.physical_blocks, block=rec.block_size)
+    title = t("paged_title", lang, sessions=counted(len(rec.sessions), "paged_n_sessions_one", "paged_n_sessions", lang),
+              blocks=counted(rec.physical_blocks, "paged_n_blocks_one", "paged_n_blocks", lang), block=rec.block_size)
     head = head_px(title, subtitle)
     top = head + 2 * LEGEND_ROW_PX + 32
     table_px, totals_px, gap_px = 44 * n_rows, 4 * 44, 170  # the gap: the table's axis title, then the totals' title
@@ -94,7 +95,8 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
     annotations = [panel_title(t("paged_panel_table", lang, block=rec.block_size), (0, 1), y_table[1]),
                    panel_title(wrap_text(t("paged_panel_totals", lang, max=rec.max_tokens), 70), (0, 1), y_totals[1])]
     if len(rec.sessions) > len(rows):
-        annotations.append({"text": t("paged_more", lang, n=len(rec.sessions) - len(rows)), "x": 0, "xref": "paper",
+        more = counted(len(rec.sessions) - len(rows), "paged_more_one", "paged_more", lang)
+        annotations.append({"text": more, "x": 0, "xref": "paper",
                             "xanchor": "left", "y": y_table[0], "yref": "paper", "yanchor": "top", "showarrow": False,
                             "font": {"size": SMALL_SIZE, "color": MUTED}})
     figure_layout = base_layout(
