@@ -69,7 +69,8 @@ def batching(page, lang):
 
 
 def paged(page, lang):
-    tab, refresh, title = {"en": ("Paged KV blocks", "Show the sessions now", "sessions"),
+    # the title says "1 session" with one session on the server (singular since issue 22), "2 sessions" with more
+    tab, refresh, title = {"en": ("Paged KV blocks", "Show the sessions now", "session"),
                            "zh": ("分页 KV 块", "显示当前的会话", "会话")}[lang]
     if lang == "en":  # the language switch keeps the open tab
         open_view(page, tab)

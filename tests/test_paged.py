@@ -107,3 +107,21 @@ def test_block_table_figure_marks_the_shared_blocks(lang):
     assert len(by_role["waste"]["x"]) == 3  # every session's last block is partly filled
     assert spec["layout"]["yaxis"]["ticktext"] == [t("paged_session", lang, n=n) for n in (1, 2, 3)]
     assert by_role["totals"]["x"][2] * 1024**2 == pytest.approx(layout.allocated_bytes)  # MiB
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_title_counts_one_session_and_one_block_in_the_singular(lang):
+    """'1 live sessions in 1 blocks' read wrong (issue 22): English says 1 session, 1 block, 2 sessions; Chinese has
+    no plural and reads the same either way."""
+    from viz.paged import paged_chart
+
+    one = paged_chart(paged_layout([("", 10, OTHER[:10])], SMOLLM2, MAX), lang)["layout"]["title"]["text"]
+    two = paged_chart(paged_layout([("", 20, OTHER), ("", 45, PROMPT)], SMOLLM2, MAX), lang)["layout"]["title"]["text"]
+    more = paged_chart(paged_layout([("", 10, OTHER[:10])] * 2, SMOLLM2, MAX), lang, max_rows=1)["layout"]["annotations"]
+    if lang == "en":
+        assert "1 session in 1 block of 16 tokens" in one
+        assert "2 sessions in 5 blocks of 16 tokens" in two  # ceil(20/16) + ceil(45/16)
+        assert any("+ 1 more session," in a["text"] for a in more)
+    else:
+        assert "1 个会话占用 1 个块" in one and "2 个会话占用 5 个块" in two
+        assert any("另有 1 个会话" in a["text"] for a in more)

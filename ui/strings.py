@@ -318,8 +318,8 @@ PAGE: dict[str, tuple[str, str]] = {
     ),
     "btn_paged_refresh": ("Show the sessions now", "显示当前的会话"),
     "paged_summary": (
-        "{sessions} live sessions in {physical} blocks: **{paged}** paged (of which {waste} empty slots in last blocks, and {shared} saved by shared prefixes), against **{reserved}** if every session reserved {max} tokens.",
-        "{sessions} 个活跃会话，共 {physical} 个块：分页占用 **{paged}**（其中最后一块的空位 {waste}，共享前缀省下 {shared}），而如果每个会话都预留 {max} 个词元，需要 **{reserved}**。",
+        "{sessions} live sessions in {blocks}: **{paged}** paged (of which {waste} empty slots in last blocks, and {shared} saved by shared prefixes), against **{reserved}** if every session reserved {max} tokens.",
+        "{sessions} 个活跃会话，共 {blocks}：分页占用 **{paged}**（其中最后一块的空位 {waste}，共享前缀省下 {shared}），而如果每个会话都预留 {max} 个词元，需要 **{reserved}**。",
     ),
     "explain_batching": (
         "Every Next token of everyone in the class goes to one queue; the server runs the steps that arrive together as **one** forward pass. Below: the server's real passes of the last minutes, how many sessions each carried and how long it took. Only counts and times are shown, never anyone's text.",

@@ -2,11 +2,13 @@
 moves as N grows (and with temperature)."""
 from __future__ import annotations
 
+import unicodedata
 from typing import TYPE_CHECKING
 
 from viz.i18n import t
 from viz.plot_head import head_px
-from viz.style import FATE_COLORS, wrap_text, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob, panel_title
+from viz.style import (FATE_COLORS, wrap_text, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_prob,
+                       narrow_layout, panel_title, stacked)
 
 if TYPE_CHECKING:  # the records only; viz never imports torch
     from model.consistency import ConsistencyRun
@@ -18,9 +20,14 @@ LABEL_CHARS = 18
 ROW_PX = 26  # an answer's row in the top panels
 
 
-def _label(answer: str) -> str:
+def _label(answer: str, columns: int = 2 * LABEL_CHARS) -> str:
+    """An answer cut to LABEL_CHARS characters, and to `columns` columns (a CJK character takes two), "…" ending it."""
     text = answer if answer else "∅"
     text = text if len(text) <= LABEL_CHARS else text[: LABEL_CHARS - 1] + "…"
+    width = [2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text]
+    if sum(width) > columns:
+        keep = next(i for i in range(len(text)) if sum(width[: i + 1]) > columns - 1)
+        text = text[:keep] + "…"
     return text.replace("<", "&lt;").replace(">", "&gt;")
 
 
@@ -105,6 +112,20 @@ def consistency_chart(run: ConsistencyRun, lang: str = "en") -> dict:
                 "font": {"size": SMALL_SIZE, "color": MUTED}},
         margin={"t": top, "b": bottom},
     )
+    # On a phone (assets/js/charts.js): the three panels one under another, each the chart's width, the answers
+    # cut to 12 columns (18 Chinese characters left the votes' bars a third of the screen and cut the bottom
+    # panel's title), each panel's title over it on two lines; in px, top to bottom
+    # (the second gap: log P's axis title takes three lines there)
+    rows_px, gaps_px, running_px = ROW_PX * len(rows) + 20, [150, 190], 200
+    votes, logprob, running = stacked([rows_px, rows_px, running_px], gaps_px)
+    short = [("★ " if a == run.greedy.answer else "") + _label(a, 12) for a in rows]
+    panel_titles = [{**panel_title(wrap_text(t(key, lang), 30), (0.0, 1.0), box[1]), "yshift": 6}
+                    for key, box in (("sc_panel_votes", votes), ("sc_panel_logprob", logprob), ("sc_panel_running", running))]
+    narrow_layout(
+        layout, height=top + bottom + 2 * rows_px + running_px + sum(gaps_px),
+        xaxis={"domain": [0.0, 1.0]}, yaxis={"domain": list(votes), "ticktext": short},
+        xaxis2={"domain": [0.0, 1.0]}, yaxis2={"domain": list(logprob), "ticktext": short, "showticklabels": True},
+        yaxis3={"domain": list(running)}, annotations=panel_titles)
     return chart([bars, dots, greedy, *lines], layout)
 
 

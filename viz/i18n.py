@@ -268,9 +268,14 @@ WORDS: dict[str, tuple[str, str]] = {
     ),
 
     "paged_title": (
-        "Paged KV cache: {sessions} sessions in {physical} blocks of {block} tokens",
-        "分页 KV 缓存：{sessions} 个会话占用 {physical} 个块，每块 {block} 个词元",
+        "Paged KV cache: {sessions} in {blocks} of {block} tokens",
+        "分页 KV 缓存：{sessions}占用 {blocks}，每块 {block} 个词元",
     ),
+    # counts in a sentence: English says 1 session, 2 sessions; Chinese has no plural (the _one key: n == 1)
+    "paged_n_sessions": ("{n} sessions", "{n} 个会话"),
+    "paged_n_sessions_one": ("1 session", "1 个会话"),
+    "paged_n_blocks": ("{n} blocks", "{n} 个块"),
+    "paged_n_blocks_one": ("1 block", "1 个块"),
     "paged_subtitle": (
         "A model of vLLM's block allocator, computed from this server's real sessions: only their lengths, with token ids hashed per block to find shared prefixes. {per_token} per token, {block_bytes} per block.",
         "这是 vLLM 块分配器的模型，根据本服务器上的真实会话计算：只用到它们的长度，词元 ID 仅按块做哈希以找出共享前缀。每个词元 {per_token}，每块 {block_bytes}。",
@@ -287,6 +292,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "paged_session": ("session {n}", "会话 {n}"),
     "paged_you": ("you", "你"),
     "paged_more": ("+ {n} more sessions, counted in the totals", "另有 {n} 个会话，已计入总数"),
+    "paged_more_one": ("+ 1 more session, counted in the totals", "另有 1 个会话，已计入总数"),
     "paged_total_contiguous": ("contiguous, {max} per session", "连续分配，每个会话 {max} 个"),
     "paged_total_unshared": ("paged", "分页"),
     "paged_total_paged": ("paged, prefixes shared", "分页，共享前缀"),
@@ -597,3 +603,8 @@ WORDS: dict[str, tuple[str, str]] = {
 def t(key: str, lang: str = "en", **fmt) -> str:
     """The text for `key` in `lang` ("en" or "zh", else ValueError), with {placeholders} filled from `fmt`."""
     return lookup(WORDS, key, lang, fmt, "WORDS in viz/i18n.py")
+
+
+def counted(n: int, one: str, many: str, lang: str = "en") -> str:
+    """The text for a count of `n` (its {n}): key `one` when n is 1 ("1 session", not "1 sessions"), else `many`."""
+    return t(one if n == 1 else many, lang, n=n)

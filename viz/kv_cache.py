@@ -5,10 +5,11 @@ import plotly.graph_objects as go
 
 from model.records import CacheTiming, KVBytes, ModelInfo
 from viz import i18n
-from viz.style import (as_figure, chart, figure, INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout, bytes_unit, format_bytes,
-                       line_label, vertical_line)
+from viz.style import (as_figure, chart, figure, FONT_SIZE, INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout,
+                       bytes_unit, format_bytes, line_label, narrow_layout, text_px, vertical_line, wrap_text)
 
 __all__ = ["kv_growth_figure", "cache_timing_figure", "kv_calculator_figure", "format_bytes"]
+PHONE_FONT = round(FONT_SIZE * 0.85)  # a chart's type on a phone (assets/js/charts.js NARROW_FONT)
 
 
 def kv_growth_chart(points: list[KVBytes], prefill_tokens: int, info: ModelInfo, lang: str = "en") -> dict:
@@ -106,4 +107,8 @@ def kv_calculator_figure(rows: list[tuple[str, int]], lang: str = "en") -> go.Fi
         yaxis={"tickvals": ys, "ticktext": [label for label, _ in rows], "autorange": "reversed"},
         margin={"t": 110},
     )
-    return figure([bar], layout)
+    # On a phone (assets/js/charts.js): a row's name on lines of at most 18 columns, and the margin as wide as its
+    # longest line at the phone's type (its whole text, measured as one line, left the bars 20 px of a 390 screen)
+    names = ["<br>".join(wrap_text(part, 18) for part in label.split("<br>")) for label, _ in rows]
+    widest = max([text_px(line, PHONE_FONT) for name in names for line in name.split("<br>")], default=0)
+    return figure([bar], narrow_layout(layout, yaxis={"ticktext": names}, margin={"l": round(widest) + 16}))

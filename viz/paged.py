@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from model.paged import PagedLayout
-from viz.i18n import t
+from viz.i18n import counted, t
 from viz.plot_head import LEGEND_ROW_PX, head_px
 from viz.style import (INK, wrap_text, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,
                        token_label)
@@ -83,7 +83,8 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
                            block_bytes=format_bytes(rec.block_bytes)), 90)
     # The title and its subtitle's lines, then the legend (room for two rows), then the table's panel title: the
     # legend is placed from the top in pixels, under the subtitle, so it never runs into it however tall the table.
-    title = t("paged_title", lang, sessions=len(rec.sessions), physical=rec.physical_blocks, block=rec.block_size)
+    title = t("paged_title", lang, sessions=counted(len(rec.sessions), "paged_n_sessions_one", "paged_n_sessions", lang),
+              blocks=counted(rec.physical_blocks, "paged_n_blocks_one", "paged_n_blocks", lang), block=rec.block_size)
     head = head_px(title, subtitle)
     top = head + 2 * LEGEND_ROW_PX + 32
     table_px, totals_px, gap_px = 44 * n_rows, 4 * 44, 170  # the gap: the table's axis title, then the totals' title
@@ -94,7 +95,8 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
     annotations = [panel_title(t("paged_panel_table", lang, block=rec.block_size), (0, 1), y_table[1]),
                    panel_title(wrap_text(t("paged_panel_totals", lang, max=rec.max_tokens), 70), (0, 1), y_totals[1])]
     if len(rec.sessions) > len(rows):
-        annotations.append({"text": t("paged_more", lang, n=len(rec.sessions) - len(rows)), "x": 0, "xref": "paper",
+        more = counted(len(rec.sessions) - len(rows), "paged_more_one", "paged_more", lang)
+        annotations.append({"text": more, "x": 0, "xref": "paper",
                             "xanchor": "left", "y": y_table[0], "yref": "paper", "yanchor": "top", "showarrow": False,
                             "font": {"size": SMALL_SIZE, "color": MUTED}})
     figure_layout = base_layout(
@@ -118,13 +120,21 @@ def paged_chart(layout_record: PagedLayout, lang: str = "en", max_rows: int = MA
     # the two panels share the left edge, but the table's x axis sits on the table
     figure_layout["xaxis"]["anchor"] = "y"
     # On a phone (assets/js/charts.js): the totals' names on two lines, so the bars get the width, and room at the
-    # right for the numbers written beside the bars and rows
+    # right for the numbers written beside the bars and rows. The panel titles there take 3 and 5 lines, the legend
+    # a row per entry: more room above the table (the legend ran into its title) and between the panels (the
+    # table's axis title ran into the totals' title), in px, the panels as tall as on a wide screen.
+    gap_n, above_n = 250, LEGEND_ROW_PX + 40
+    plot_n = table_px + totals_px + gap_n
+    height_n = height + (gap_n - gap_px) + above_n
+    at_n = {y_table[1]: 1.0, y_totals[1]: totals_px / plot_n, y_table[0]: (totals_px + gap_n) / plot_n}
     figure_layout["meta"] = {**figure_layout["meta"], "narrow": {
-        "margin": {"l": 130, "r": 16},
+        "height": height_n, "margin": {"l": 130, "r": 16, "t": top + above_n},
+        "legend": {"y": 1 - head / height_n},
+        "yaxis": {"domain": [(totals_px + gap_n) / plot_n, 1.0]}, "yaxis2": {"domain": [0.0, totals_px / plot_n],
+                                                                             "ticktext": [wrap_text(n, 16) for n in names]},
         # (the panel titles over the middle of the chart, not of the plot, which the names push to the right)
-        "annotations": [{**a, "text": wrap_text(a["text"].replace("<br>", " "), 30),
+        "annotations": [{**a, "text": wrap_text(a["text"].replace("<br>", " "), 30), "y": at_n[a["y"]],
                          **({"x": 0.3} if a.get("xanchor") == "center" else {})} for a in annotations],
-        "yaxis2": {"ticktext": [wrap_text(n, 16) for n in names]},
         "xaxis": {"range": [0, widest + 5]},
         "xaxis2": {"range": [0, max(v for _, v in totals) / scale * 1.8 or 1]}}}
     return chart(traces, figure_layout)

@@ -98,7 +98,7 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
             "type": "bar", "orientation": "h", "name": t(CELL_WORDS[kind], lang), "legendgroup": kind,
             "base": [x + 0.04 for x, *_ in rows], "x": [0.92] * len(rows), "y": [row for _, row, *_ in rows],
             "width": 0.78, "marker": marker, "text": [text for *_, text, _ in rows], "textposition": "inside",
-            "insidetextanchor": "middle", "textangle": 0, "constraintext": "none",
+            "insidetextanchor": "middle", "textangle": 0, "constraintext": "inside",
             "textfont": {"size": SMALL_SIZE, "color": ink}, "hovertext": [h for *_, h in rows],
             "hovertemplate": "%{hovertext}<extra></extra>", "xaxis": "x", "yaxis": "y", "meta": {"role": kind},
             "showlegend": bool(rows) or kind in ("accepted", "rejected"),
@@ -183,16 +183,18 @@ def speculative_chart(run: SpeculativeRun, model_name: str, lang: str = "en", ma
     )
     # On a phone (assets/js/charts.js): the bottom panels one under the other, the slots numbered, room for a legend
     # row per entry and for the panel titles on two lines, a cell's text only where it fits in its box
-    gap2_px, legend_px = 130, 5 * LEGEND_ROW_PX
+    # (and the rounds' title higher by lift_px: a phone turns the slots' names upright, "target" reached into it)
+    gap2_px, legend_px, lift_px = 130, 5 * LEGEND_ROW_PX, 30
     plot_n = table_px + gap_px + 2 * panels_px + gap2_px
     y_rate = (0.0, panels_px / plot_n)
     y_checks = ((panels_px + gap2_px) / plot_n, (2 * panels_px + gap2_px) / plot_n)
     y_rounds = ((2 * panels_px + gap2_px + gap_px) / plot_n, 1.0)
-    titles = [{**a, "text": wrap_text(a["text"], 34), "x": 0.5 if i else a["x"], "y": y}
+    titles = [{**a, "text": wrap_text(a["text"], 34), "x": 0.5 if i else a["x"], "y": y,
+               **({"yshift": a["yshift"] + lift_px} if i == 0 else {})}
               for i, (a, y) in enumerate(zip(annotations[:3], (y_rounds[1], y_checks[1], y_rate[1])))]
-    height_n = height + legend_px + panels_px + gap2_px
+    height_n = height + legend_px + lift_px + panels_px + gap2_px
     layout["meta"] = {**layout["meta"], "narrow": {
-        "height": height_n, "margin": {"t": top + legend_px}, "legend": {"y": 1 - head / height_n},
+        "height": height_n, "margin": {"t": top + legend_px + lift_px}, "legend": {"y": 1 - head / height_n},
         "xaxis": {"ticktext": [str(i + 1) for i in range(k)] + [t("spec_slot_target", lang)]},
         "yaxis": {"domain": list(y_rounds)},
         "xaxis2": {"domain": [0, 1], "range": [-0.1, 1.03]}, "yaxis2": {"domain": list(y_checks)},
