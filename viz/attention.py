@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from model.records import ModelInfo
 from viz.i18n import t
 from viz.style import (ATTENTION_SCALE, as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED,
-                       SMALL_SIZE, base_layout, legend_key, token_label, wrap_text)
+                       SMALL_SIZE, base_layout, legend_key, narrow_layout, token_label, wrap_text)
 
 MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
 
@@ -107,6 +107,9 @@ def attention_chart(matrix: np.ndarray, labels: list[str], layer: int, head: int
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 120, "b": 110},
         plot_bgcolor="white",
     )
+    # on a phone the long axis titles wrapped to three lines beside the token labels and ran into them: short ones
+    narrow_layout(layout, xaxis={"title": {"text": t("attn_axis_key_short", lang)}},
+                  yaxis={"title": {"text": t("attn_axis_query_short", lang)}})
     return chart(traces, layout)
 
 

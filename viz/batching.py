@@ -38,8 +38,10 @@ def batching_chart(passes, live_sessions: int, now: float, lang: str = "en") -> 
     annotations = [panel_title(t("batch_panel_timeline", lang), x_left, 1.0),
                    panel_title(t("batch_panel_cost", lang), x_right, 1.0)]
     if not passes:
-        annotations.append({"text": t("batch_no_passes", lang), "x": sum(x_left) / 2, "xref": "paper", "y": 0.5,
-                            "yref": "paper", "showarrow": False, "font": {"size": SMALL_SIZE, "color": MUTED}})
+        # centred on its panel (plotly anchors a note left of 1/3 of the paper by its left end: it ran into the
+        # right panel's axis title at 1280)
+        annotations.append({"text": t("batch_no_passes", lang), "x": sum(x_left) / 2, "xref": "paper",
+                            "xanchor": "center", "y": 0.5, "yref": "paper", "showarrow": False, "font": {"size": SMALL_SIZE, "color": MUTED}})
     layout = base_layout(
         title, lang, subtitle=t("batch_live_subtitle", lang), height=460,
         xaxis={"domain": list(x_left), "title": {"text": t("batch_axis_ago", lang)}, "zeroline": False},

@@ -8,7 +8,8 @@ import html
 
 from viz.i18n import t
 from viz.labels import names
-from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, base_layout, chart, as_figure, token_label
+from viz.style import (FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout,
+                        token_label)
 
 CURRENT_COLOR = FATE_COLORS["chosen"]
 OTHER_COLOR = "#56B4E9"  # sky blue (Okabe-Ito), the kept branches
@@ -26,7 +27,7 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
     """
     rows = list(rows)
     y_of = {r.id: i for i, r in enumerate(rows)}
-    data, shapes = [], []
+    data, shapes, wide_labels, phone_labels = [], [], [], []
     for r in rows:
         y = y_of[r.id]
         color, width = (CURRENT_COLOR, 6) if r.current else (OTHER_COLOR, 4)
@@ -39,9 +40,13 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
                              "marker": {"symbol": "diamond", "size": 16, "color": INK}, "hoverinfo": "skip",
                              "meta": {"role": "here"}})
         snippet = html.escape(r.text[-60:]).replace("\n", "↵")
-        data.append({"type": "scatter", "x": [r.fork, r.length], "y": [y, y], "mode": "lines+markers+text",
+        # its label: beside its end on a projector; on a phone (no room beside a long line) above it, from the left
+        wide_labels.append({"text": label, "x": r.length, "y": y, "xanchor": "left", "xshift": 10, "yanchor": "middle",
+                            "showarrow": False, "font": {"size": SMALL_SIZE}})
+        phone_labels.append({"text": label, "x": -0.5, "y": y, "xanchor": "left", "yanchor": "bottom", "yshift": 6,
+                             "showarrow": False, "font": {"size": SMALL_SIZE}})
+        data.append({"type": "scatter", "x": [r.fork, r.length], "y": [y, y], "mode": "lines+markers",
                      "line": {"color": color, "width": width}, "marker": {"size": [8, 12], "color": color},
-                     "text": ["", label], "textposition": "middle right", "textfont": {"size": SMALL_SIZE},
                      "hovertext": [t("branch_hover", lang, id=r.id, fork=r.fork, n=r.length,
                                      logp=f"{r.logprob_t1:.2f}", text=snippet)] * 2,
                      "hovertemplate": "%{hovertext}<extra></extra>", "showlegend": False,
@@ -53,12 +58,15 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
     height = max(320, 160 + 56 * len(rows))
     layout = base_layout(
         t("branches_title", lang), lang, subtitle=t("branches_subtitle", lang, n=len(rows)), height=height,
-        shapes=shapes,
+        shapes=shapes, annotations=wide_labels,
         xaxis={"title": {"text": t("branches_axis_step", lang)}, "range": [-0.5, longest * 1.6 + 4], "dtick": 5,
                "rangemode": "tozero"},
         yaxis={"tickvals": list(range(len(rows))), "ticktext": [f"#{r.id}" for r in rows], "autorange": "reversed",
                "range": [len(rows) - 0.5, -0.5], "showgrid": False},
     )
+    # (the top row's label above its line: the rows start a little lower)
+    narrow_layout(layout, annotations=phone_labels, xaxis={"range": [-0.5, longest + 1]},
+                  yaxis={"autorange": False, "range": [len(rows) - 0.5, -1.1]})
     return chart(data, layout)
 
 

@@ -80,6 +80,8 @@ WORDS: dict[str, tuple[str, str]] = {
     ),
     "attn_axis_query": ("query: the token that is looking (row)", "查询：正在“看”的词元（行）"),
     "attn_axis_key": ("key: the token looked at (column)", "键：被看的词元（列）"),
+    "attn_axis_key_short": ("key (column)", "键（列）"),  # a phone's axis: the long title wrapped over its tick labels
+    "attn_axis_query_short": ("query (row)", "查询（行）"),
     "attn_weight": ("weight", "权重"),
     "attn_future": ("future: masked (−∞ before softmax → weight 0)", "未来：被遮蔽（softmax 前设为 −∞ → 权重为 0）"),
     "attn_future_short": ("future", "未来"),

@@ -10,7 +10,8 @@ import numpy as np
 
 from viz.style import ATTENTION_SCALE
 from viz.i18n import t
-from viz.style import FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, token_label
+from viz.style import (FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout,
+                        token_label)
 
 TEXT_COLUMNS = 16  # up to this many positions, each cell names its top token; beyond, only the hover does
 CELL_CHARS = 5  # a cell's token text, cut to this many characters (14 px in a cell about 50 px wide)
@@ -67,6 +68,9 @@ def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
                "range": [-0.5, rows - 0.5], "tickfont": {"size": SMALL_SIZE}},
         margin={"t": 200, "b": 110}, plot_bgcolor="white",
     )
+    # on a phone the few columns shown keep their token labels upright where they fit (a Chinese token turned on
+    # its side is hard to read; assets/js/charts.js still turns those too wide for their column)
+    narrow_layout(layout, xaxis={"tickangle": 0}, xaxis2={"tickangle": 0})
     return chart([heat, top_axis], layout)
 
 
