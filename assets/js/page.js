@@ -63,10 +63,10 @@ function awaitPlot(id) {  // a chart for a plot not in the page yet: drawn once 
 window[T.globals.play] = () => { if (togglePlay()) cancelAhead(); };
 window[T.globals.play_ended] = () => { if (playEnded()) askAhead(); };
 
-// A window that turns narrow or wide (a phone turned, a window resized past T.fit.narrow_px): each chart on the
-// page drawn again for its new shape (charts.js narrow), the flipbook's pages and the chart ahead too
-matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", (e) => {
-  if (!e.matches) return;  // (turned wide: each plot is re-laid out by plotly's own resize)
+// A window that turns narrow or wide (a phone turned, a window resized past T.fit.narrow_px): each chart of the
+// open tab drawn again for its new shape (charts.js narrow: one plot at a time on a phone), the flipbook's pages
+// and the chart ahead too. (Between, a resize only re-lays a plot out for its box's width: charts.js fitWidths.)
+matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", () => {
   // (two frames later: the page has its new width by then; drawn in this event, plotly took the box's old one)
   requestAnimationFrame(() => requestAnimationFrame(() => {
     if (!window.Plotly) return;
@@ -75,14 +75,12 @@ matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change"
     dropAhead();
     for (const carrier of carried("figure")) {
       const target = el(carrier.dataset[env.target]);
-      // (the open tab's: another tab's chart keeps its layout, which a wide window would need again)
+      // (the open tab's: another tab's chart keeps its layout until its next draw)
       if (!target || target.offsetParent === null || !carrier.textContent || !target.dataset[env.revision]) continue;
-      // (plotly's own resize, on the window's, may have run before the page's new width: once more when it is in)
       drawPlot(target, JSON.parse(carrier.textContent));
     }
     openBundle();
     takeAhead();
-    setTimeout(() => dispatchEvent(new Event("resize")), 300);  // each plot re-laid out in its box (plotly's own)
   }));
 });
 setTimeout(() => watchCarriers(react));  // once the page's other scripts have run: what arrives is theirs too
