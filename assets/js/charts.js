@@ -318,8 +318,14 @@ export const setCaption = (target, html) => {
 export const draw = (target, fig) => {
   const {data, layout, html} = prepare(fig, !!captionOf(target), target.clientWidth);
   setCaption(target, html);
+  drawnFor(target);
   return window.Plotly.react(target, data, layout, plotConfig());
 };
+// The shape a plot's chart was laid out for (a phone's or a wide window's): page.js draws again a chart shown in
+// another shape (a tab opened after the window turned)
+const SHAPE = "_tbtNarrow";
+export const drawnFor = (plot) => { plot[SHAPE] = narrowScreen(); };
+export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== narrowScreen();
 // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event (T.shown_event;
 // detail: the plot's key and temperature, and how: "drawn" now, or "ready", drawn ahead).
 export const announce = (target, how, drawn) => Promise.resolve(drawn).then(() => target.dispatchEvent(new CustomEvent(
