@@ -1,6 +1,7 @@
 """The page's layout audit, read from the DOM (bounding boxes and computed styles, never pixels): every tab in both
 languages at 390x844, 1280x800 and 1920x1080; for each, the chart texts over one another, the titles or labels cut
-by their chart, the text below 4.5:1 against what it is drawn on, and HTML wider than the window (issue 22).
+by their chart or by an SVG clip-path, the text below 4.5:1 against what it is drawn on, HTML wider than the window,
+and a plot of the open tab that shows no chart (0 px, or no text of it in its box) or cuts it (issue 22).
 
     .venv/bin/python -m bench.layout_audit [--tabs temperature,paged] [--sizes 1280x800] [--langs en] [--shots DIR]
 
@@ -47,6 +48,45 @@ CHECK = r"""() => {
   const seen = (node) => node.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) &&
     !node.closest('[data-tbt-off], [data-tbt-ahead], .tbt-hidden, .hoverlayer, .modebar');
   const name = (node) => JSON.stringify((node.textContent || '').trim().slice(0, 40));
+  const px = (r) => `${Math.round(r.left)},${Math.round(r.top)} ${Math.round(r.width)}x${Math.round(r.height)}`;
+  // The box an SVG clip-path cuts a node to, in the window's pixels: each clip-path="url(#id)" on the node or an
+  // ancestor in its chart, its <clipPath>'s rect taken through the screen transform of the element that names it.
+  // -> {r, by} of the tightest, or null.
+  const clipBox = (node, plot) => {
+    let best = null;
+    for (let e = node; e && e !== plot && e instanceof SVGElement; e = e.parentElement) {
+      // (plotly writes url('#id'), or url('<the page's address>#id') under a <base>; an attribute, or a style)
+      const ref = (e.getAttribute('clip-path') || e.style.clipPath || '').match(/url\(["']?[^#"')]*#([^"')]+)["']?\)/);
+      const rect = ref && plot.querySelector(`clipPath[id="${CSS.escape(ref[1])}"] rect`);
+      const m = rect && e.getScreenCTM && e.getScreenCTM();
+      if (!m) continue;
+      const x = rect.x.baseVal.value, y = rect.y.baseVal.value, w = rect.width.baseVal.value, h = rect.height.baseVal.value;
+      const pts = [[x, y], [x + w, y], [x, y + h], [x + w, y + h]].map(([a, b]) => new DOMPoint(a, b).matrixTransform(m));
+      const xs = pts.map((p) => p.x), ys = pts.map((p) => p.y);
+      const r = {left: Math.min(...xs), right: Math.max(...xs), top: Math.min(...ys), bottom: Math.max(...ys)};
+      r.width = r.right - r.left; r.height = r.bottom - r.top;
+      if (!best || r.width * r.height < best.r.width * best.r.height) best = {r, by: ref[1]};
+    }
+    return best;
+  };
+  const inside = (r, b) => r.left >= b.left - 1 && r.right <= b.right + 1 && r.top >= b.top - 1 && r.bottom <= b.bottom + 1;
+  const apart = (r, b) => r.right <= b.left || r.left >= b.right || r.bottom <= b.top || r.top >= b.bottom;
+  // The open tab's panel: its plots must each show their chart (a plot of no size, or one showing no text, is blank)
+  const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.checkVisibility());
+  for (const plot of panel ? panel.querySelectorAll('.js-plotly-plot') : []) {
+    if (!seen(plot) || !plot.parentElement.checkVisibility() || !plot.querySelector('.main-svg')) continue;
+    const r = plot.getBoundingClientRect(), where = plot.id || plot.closest('[id]')?.id || 'plot';
+    const shown = [...plot.querySelectorAll('svg text')].filter((n) => (n.textContent || '').trim() && seen(n))
+      .some((n) => { const b = n.getBoundingClientRect(); return b.width > 0 && !apart(b, r); });
+    // (a plot that clips what overflows it: app.css gives the page's own `contain: content`)
+    const style = getComputedStyle(plot), clips = /paint|content|strict/.test(style.contain) || style.overflow !== 'visible';
+    const drawn = plot.querySelector('.main-svg').getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) problems.push(`${where}: blank, the plot is ${Math.round(r.width)}x${Math.round(r.height)} px`);
+    else if (!shown) problems.push(`${where}: blank, no text of its chart shows in its ${Math.round(r.width)}x${Math.round(r.height)} px`);
+    else if (clips && (drawn.bottom > r.bottom + 2 || drawn.right > r.right + 2)) {
+      problems.push(`${where}: its ${Math.round(drawn.width)}x${Math.round(drawn.height)} px chart is cut to the plot's ${Math.round(r.width)}x${Math.round(r.height)} px`);
+    }
+  }
   const plots = [...document.querySelectorAll('.js-plotly-plot')].filter((p) => {
     const r = p.getBoundingClientRect(); return r.width > 0 && r.height > 0 && seen(p); });
   for (const plot of plots) {
@@ -56,11 +96,15 @@ CHECK = r"""() => {
     const paperRect = svg.querySelector('rect.bg');
     const paper = (paperRect && fillOf(paperRect)) || {c: [255, 255, 255], a: 1};
     const plotbgs = [...plot.querySelectorAll('.bglayer rect.bg, .plotbg rect')].map((r) => ({r: r.getBoundingClientRect(), f: fillOf(r)}));
+    // (a text its clip-path hides whole is not drawn: plotly hides what lies past an axis' range that way)
     const texts = [...plot.querySelectorAll('svg text')].filter((n) => (n.textContent || '').trim() && seen(n))
-      .map((n) => ({n, r: n.getBoundingClientRect()})).filter((x) => x.r.width > 0 && x.r.height > 0);
-    for (const {n, r} of texts) {
+      .map((n) => ({n, r: n.getBoundingClientRect(), clip: clipBox(n, plot)})).filter((x) => x.r.width > 0 && x.r.height > 0)
+      .filter((x) => !x.clip || !apart(x.r, x.clip.r));
+    for (const {n, r, clip} of texts) {
       if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
         problems.push(`${where}: ${name(n)} is cut by its chart (${Math.round(r.left - box.left)},${Math.round(r.top - box.top)} ${Math.round(r.width)}x${Math.round(r.height)} in ${Math.round(box.width)}x${Math.round(box.height)})`);
+      } else if (clip && !inside(r, clip.r)) {
+        problems.push(`${where}: ${name(n)} is cut by its clip-path ${clip.by} (${px(r)} in ${px(clip.r)})`);
       }
       // what it is drawn on: its own bar (a bar's label), its annotation's box, the plot area, or the paper
       let bg = paper.c;
@@ -94,7 +138,6 @@ CHECK = r"""() => {
     }
   }
   // HTML: a caption, a table or a row of the open tab wider than the window is cut on the right
-  const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.checkVisibility());
   for (const node of [...document.querySelectorAll('.tbt-caption, table, #tbt-chips')].filter((n) => n.checkVisibility())) {
     const r = node.getBoundingClientRect();
     if (r.width > 0 && r.right > W + 1) problems.push(`${node.id || node.className || node.tagName}: ends at ${Math.round(r.right)} px, past the window's ${W}`);
@@ -106,6 +149,23 @@ CHECK = r"""() => {
   return problems;
 }"""
 
+
+# A phone's one screen (issue 22, item 4): what app.css pins at its top (the step buttons, the text panel with the
+# chips) and the open tab's first chart (its caption and plot), in px; whether Next token, the newest chip and the
+# chart fit the window together once the chart is scrolled up under what is pinned.
+SCREEN = r"""() => {
+  const h = (e) => (e ? Math.round(e.getBoundingClientRect().height) : 0);
+  const steps = document.querySelector('.tbt-steps'), text = document.getElementById('tbt-text');
+  const panel = [...document.querySelectorAll('[role=tabpanel]')].find((p) => p.checkVisibility());
+  const plot = panel && [...panel.querySelectorAll('.js-plotly-plot')].find((p) => p.checkVisibility() &&
+    !p.closest('[data-tbt-off], [data-tbt-ahead]') && p.getBoundingClientRect().height > 0);
+  const stack = plot && plot.closest('.tbt-stack'), caption = stack && stack.previousElementSibling;
+  const top = caption && caption.matches('.tbt-caption') ? caption : plot;
+  const chart = plot ? Math.round(plot.getBoundingClientRect().bottom - top.getBoundingClientRect().top) : 0;
+  const pinned = (getComputedStyle(steps).position === 'sticky' ? h(steps) : 0) + h(text);
+  return {pinned, steps: h(steps), text: h(text), chips: h(document.querySelector('#tbt-chips')), chart,
+          room: innerHeight - pinned, fits: !!plot && pinned + chart <= innerHeight};
+}"""
 
 
 def settle(page):
@@ -119,10 +179,12 @@ def open_view(page, name: str):
     page.get_by_role("tab", name=name, exact=True, selected=True).wait_for(timeout=30_000)
 
 
-def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3, home=(1280, 800)) -> dict:
+def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3, home=(1280, 800),
+          screens: dict | None = None) -> dict:
     """{(tab, lang, width): [finding, ...]} for a tab already on the page (English or Chinese). Each tab is opened
     at the window size `home`, then read at each of `sizes` (a phone's page: home and sizes 390x844, as a phone
-    opens it; a window turned narrow under a drawn chart is another case, checked at the wide home)."""
+    opens it; a window turned narrow under a drawn chart is another case, checked at the wide home). `screens`,
+    if given, gets {(tab, lang, width): SCREEN's measures} for each narrow size."""
     from ui.strings import t
 
     page.locator("#tbt-marker").wait_for(timeout=120_000)
@@ -147,6 +209,8 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
                 shots.mkdir(parents=True, exist_ok=True)
                 page.screenshot(path=str(shots / f"{tab}_{lang}_{width}.png"))
             found[(tab, lang, width)] = page.evaluate(CHECK)
+            if screens is not None and width <= 700:
+                screens[(tab, lang, width)] = page.evaluate(SCREEN)
             if shots:  # and the open tab's first chart, scrolled to (the check above is the same scrolled or not)
                 chart = page.locator("[role=tabpanel]:visible .js-plotly-plot:visible").first
                 if chart.count():
@@ -175,7 +239,7 @@ def main(argv=None) -> None:
     sizes = [tuple(map(int, s.split("x"))) for s in args.sizes.split(",")] if args.sizes else SIZES
     from playwright.sync_api import sync_playwright
 
-    found = {}
+    found, screens = {}, {}
     with AppServer(port=args.port) as server, sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         for lang in args.langs.split(","):
@@ -189,16 +253,21 @@ def main(argv=None) -> None:
                 page.goto(server.url)
                 if args.presenter:
                     presenter_on(page)
-                found.update(audit(page, lang, tabs, read, Path(args.shots) if args.shots else None, home=home))
+                found.update(audit(page, lang, tabs, read, Path(args.shots) if args.shots else None, home=home,
+                                   screens=screens))
                 page.close()
         browser.close()
     for (tab, lang, width), problems in found.items():
         print(f"{tab} {lang} {width}: {len(problems)}")
         for problem in problems:
             print(f"    {problem}")
-    kinds = Counter("overlap" if " overlaps " in x else "cut" if " cut " in x else "contrast" if "contrast" in x
+    kinds = Counter("overlap" if " overlaps " in x else "blank" if ": blank" in x else "clip-path" if "clip-path" in x
+                    else "cut" if " cut " in x else "contrast" if "contrast" in x
                     else "wide" for problems in found.values() for x in problems)
     print(f"{sum(kinds.values())} findings: {dict(kinds)}")
+    for (tab, lang, width), m in screens.items():  # a phone's one screen: pinned + chart <= the window's height
+        print(f"screen {tab} {lang} {width}: pinned {m['pinned']} px (steps {m['steps']}, text {m['text']}, chips "
+              f"{m['chips']}), chart {m['chart']} px, room {m['room']} px: {'fits' if m['fits'] else 'does not fit'}")
 
 
 if __name__ == "__main__":

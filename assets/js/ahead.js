@@ -3,7 +3,7 @@
 // hidden, into a second plot under the one shown. When the next step's answer names that chart (its key and
 // temperature), the two plots swap places: the step is on screen without a draw. Not while Play runs (the
 // page is busy enough), and only for the stepping tab's chart (T.stepping_tab). Imports charts.js and play.js.
-import {T, CHANGES, carried, plotConfig, click, ended, prepare, setCaption, show, steppingPlot} from "./charts.js";
+import {T, CHANGES, carried, drawnFor, plotConfig, click, ended, prepare, setCaption, show, steppingPlot} from "./charts.js";
 import {isPlaying} from "./play.js";
 
 const env = T.envelope, parts = T.parts;
@@ -49,6 +49,7 @@ function drawAhead(rev) {
   }
   const {data, layout, html} = prepare(JSON.parse(holder.textContent), true, target.clientWidth);
   ahead = {key: null, t: null, div, html};  // not ready while it is being drawn
+  drawnFor(div);
   window.Plotly.react(div, data, layout, plotConfig());
   ahead.key = holder.dataset[env.key];
   ahead.t = holder.dataset[env.temperature];

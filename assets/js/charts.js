@@ -21,8 +21,15 @@ export const CHANGES = [T.ids.next, T.ids.back, T.ids.reset, T.ids.start, T.ids.
 // Charts: each figure arrives as plotly JSON in a hidden carrier (ui.protocol.figure_carrier) and is drawn
 // with Plotly.react into its plot, which stays on the page: a step re-draws the chart in place, once.
 export const CONFIG = {responsive: true, displaylogo: false};
+// A plot this page draws is not plotly's responsive one: on each window resize plotly's own handler deletes the
+// layout's height and, unless the plot had no height when plotly first met it, sets its box to 100% of a box of no
+// height: the plot fell to 0 px, its chart cut away (app.css .tbt-fig: contain: content). A phone's plot is drawn
+// with a config of its own (no toolbar), which plotly meets anew: a window turned narrow under a drawn chart, then
+// resized, left it blank. This page re-lays out its plots itself (fitWidths, below): the width follows the box,
+// the height stays as drawn.
+const PAGE_CONFIG = {...CONFIG, responsive: false};
 // On a phone the toolbar would sit over the legend and the titles; a tap still shows a point's hover
-export const plotConfig = () => (narrowScreen() ? {...CONFIG, displayModeBar: false} : CONFIG);
+export const plotConfig = () => (narrowScreen() ? {...PAGE_CONFIG, displayModeBar: false} : PAGE_CONFIG);
 export const narrowScreen = () => innerWidth < T.fit.narrow_px;
 // The title goes into the HTML caption above the plot, and the room it took off the top margin:
 // plotly.js measures every text it draws (the title and subtitle were 10 of a candidate chart's 57 ms).
@@ -311,8 +318,14 @@ export const setCaption = (target, html) => {
 export const draw = (target, fig) => {
   const {data, layout, html} = prepare(fig, !!captionOf(target), target.clientWidth);
   setCaption(target, html);
+  drawnFor(target);
   return window.Plotly.react(target, data, layout, plotConfig());
 };
+// The shape a plot's chart was laid out for (a phone's or a wide window's): page.js draws again a chart shown in
+// another shape (a tab opened after the window turned)
+const SHAPE = "_tbtNarrow";
+export const drawnFor = (plot) => { plot[SHAPE] = narrowScreen(); };
+export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== narrowScreen();
 // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event (T.shown_event;
 // detail: the plot's key and temperature, and how: "drawn" now, or "ready", drawn ahead).
 export const announce = (target, how, drawn) => Promise.resolve(drawn).then(() => target.dispatchEvent(new CustomEvent(
@@ -442,6 +455,16 @@ function wrapTitle(layout, width) {
 // Only a plot on screen is re-fitted: plotly cannot lay out one in a hidden tab or box (no width: "Something went
 // wrong with axis scaling"); a hidden one is re-fitted within a second of being shown.
 const onScreen = (gd) => gd.offsetParent !== null && gd.clientWidth > 0;
+// The page's own plots (PAGE_CONFIG: not plotly's responsive ones) laid out again for their box's width, each at the
+// height it was drawn (a plot in a tab opened after the window was resized, within a second of being shown)
+const PAGE_PLOTS = `.${parts.plot}.js-plotly-plot`;  // (a page of the flipbook is fitted when shown: flipbook.js)
+function fitWidths() {
+  for (const gd of document.querySelectorAll(PAGE_PLOTS)) {
+    const full = gd._fullLayout;
+    if (!full || !onScreen(gd) || Math.abs(full.width - gd.clientWidth) <= 1) continue;
+    window.Plotly.relayout(gd, {width: gd.clientWidth});
+  }
+}
 setInterval(() => {  // a gr.Plot's plot appears when its tab is first opened: hooked once, re-fitted after each draw
   for (const gd of document.querySelectorAll(GRADIO_PLOTS)) {
     if (!gd.on || !onScreen(gd)) continue;
@@ -451,7 +474,11 @@ setInterval(() => {  // a gr.Plot's plot appears when its tab is first opened: h
     }
     refit(gd);  // (nothing to do when it is already laid out for this width)
   }
+  if (window.Plotly) fitWidths();
 }, 1000);
+let fitting = 0;
 addEventListener("resize", () => {
   for (const gd of document.querySelectorAll(GRADIO_PLOTS)) if (gd._tbtHooked && onScreen(gd)) refit(gd);
+  cancelAnimationFrame(fitting);  // (a frame later: the page has its new width then)
+  fitting = requestAnimationFrame(() => window.Plotly && fitWidths());
 });

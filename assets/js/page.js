@@ -8,7 +8,7 @@
 //   written: window[T.globals.play] and window[T.globals.play_ended] (below), which the Play button's listeners
 //            call from their js= snippets (ui/play.py), and window[T.globals.goto_step] (charts.gotoStep), which
 //            the goto listener's js= snippet reads (ui/controls.py). No module reaches another through window.
-import {T, announce, carried, el, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
+import {T, announce, carried, el, otherShape, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, dropAhead, promote, takeAhead} from "./ahead.js";
 import {drawPlot, flipClose, openBundle, sliderT} from "./flipbook.js";
@@ -63,26 +63,29 @@ function awaitPlot(id) {  // a chart for a plot not in the page yet: drawn once 
 window[T.globals.play] = () => { if (togglePlay()) cancelAhead(); };
 window[T.globals.play_ended] = () => { if (playEnded()) askAhead(); };
 
-// A window that turns narrow or wide (a phone turned, a window resized past T.fit.narrow_px): each chart on the
-// page drawn again for its new shape (charts.js narrow), the flipbook's pages and the chart ahead too
-matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", (e) => {
-  if (!e.matches) return;  // (turned wide: each plot is re-laid out by plotly's own resize)
-  // (two frames later: the page has its new width by then; drawn in this event, plotly took the box's old one)
-  requestAnimationFrame(() => requestAnimationFrame(() => {
-    if (!window.Plotly) return;
-    const stepping = steppingPlot();
+// A window that turns narrow or wide (a phone turned, a window resized past T.fit.narrow_px): each chart of the
+// open tab drawn again for its new shape (charts.js narrow: one plot at a time on a phone), the flipbook's pages
+// and the chart ahead too; another tab's when it is opened. (Between, a resize only re-lays a plot out for its
+// box's width: charts.js fitWidths.)
+function drawForShape(all) {
+  if (!window.Plotly) return;
+  const shown = carried("figure").map((carrier) => [carrier, el(carrier.dataset[env.target])])
+    // (the open tab's: a plot in a hidden tab has no width to lay out for)
+    .filter(([carrier, target]) => target && target.offsetParent !== null && carrier.textContent &&
+            target.dataset[env.revision] && (all || otherShape(target)));
+  if (!all && !shown.length) return;
+  const stepping = steppingPlot();
+  if (all || shown.some(([, target]) => target === stepping)) {
     if (stepping) flipClose(stepping);
     dropAhead();
-    for (const carrier of carried("figure")) {
-      const target = el(carrier.dataset[env.target]);
-      // (the open tab's: another tab's chart keeps its layout, which a wide window would need again)
-      if (!target || target.offsetParent === null || !carrier.textContent || !target.dataset[env.revision]) continue;
-      // (plotly's own resize, on the window's, may have run before the page's new width: once more when it is in)
-      drawPlot(target, JSON.parse(carrier.textContent));
-    }
-    openBundle();
-    takeAhead();
-    setTimeout(() => dispatchEvent(new Event("resize")), 300);  // each plot re-laid out in its box (plotly's own)
-  }));
+  }
+  for (const [carrier, target] of shown) drawPlot(target, JSON.parse(carrier.textContent));
+  openBundle();
+  takeAhead();
+}
+// (two frames later: the page has its new width by then; drawn in this event, plotly took the box's old one)
+matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", () => {
+  requestAnimationFrame(() => requestAnimationFrame(() => drawForShape(true)));
 });
+setInterval(() => drawForShape(false), 1000);
 setTimeout(() => watchCarriers(react));  // once the page's other scripts have run: what arrives is theirs too

@@ -75,7 +75,7 @@ function setPresenter(on) {
   if (on === presenting()) return;
   flag(PRESENTER, on);
   try { localStorage.setItem(STORE, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
-  dispatchEvent(new Event("resize"));  // plotly re-lays out each chart for its new box
+  dispatchEvent(new Event("resize"));  // each chart re-laid out for its new box (charts.js fitWidths, plotly)
 }
 flag(PRESENTER, remembered());
 const switchInput = () => { const box = el(T.ids.presenter); return box && box.querySelector("input[type=checkbox]"); };

@@ -1,0 +1,68 @@
+"""A window turned narrow under a drawn chart (a phone rotated, a window narrowed) and wide again: the stepping
+chart stays drawn, at each width and at the step after (issue 22; assets/js/page.js, charts.js, ahead.js)."""
+import pytest
+
+from browser import artifact, marker, plot_drawn, wait_for_step
+
+pytestmark = pytest.mark.browser
+
+# The stepping chart as the reader sees it: its plot's box (on the page, not moved off it), and the texts plotly
+# drew that lie inside that box (the plot clips what overflows it: app.css .tbt-fig, contain: content)
+SHOWN = """() => {
+  const gd = document.getElementById('tbt-fig-candidates');
+  if (!gd) return {missing: true};
+  const r = gd.getBoundingClientRect();
+  const texts = [...gd.querySelectorAll('svg text')].filter((t) => (t.textContent || '').trim()).filter((t) => {
+    const b = t.getBoundingClientRect(), x = (b.left + b.right) / 2, y = (b.top + b.bottom) / 2;
+    return b.width > 0 && x >= r.left && x <= r.right && y >= r.top && y <= r.bottom;
+  });
+  return {width: Math.round(r.width), height: Math.round(r.height), on_page: r.right > 0 && r.left < innerWidth,
+          texts: texts.length, layout_width: gd._fullLayout ? Math.round(gd._fullLayout.width) : 0};
+}"""
+
+
+def settled(tab):
+    """The chart as it is once the page and plotly are done with a resize or a step: plotly's own resize waits
+    100 ms, the page's re-draw for a phone two frames and 300 ms (page.js); 2 s is ample, and no timer is pending."""
+    tab.wait_for_timeout(2000)
+    tab.wait_for_function("() => ![...document.querySelectorAll('.js-plotly-plot')].some((gd) => gd._resolveResize)",
+                          timeout=30_000)
+    return tab.evaluate(SHOWN)
+
+
+def assert_drawn(shown, width, when):
+    assert not shown.get("missing"), when
+    assert shown["on_page"], (when, shown)
+    # the plot spans the window's width (less the page's margins) and is at least the page's smallest chart tall
+    assert shown["width"] > width * 0.75 and shown["layout_width"] > width * 0.75, (when, shown)
+    assert shown["height"] >= 300, (when, shown)
+    assert shown["texts"] >= 10, (when, shown)  # the tokens' names, their percentages, the axes
+
+
+def test_a_window_turned_narrow_and_wide_keeps_the_stepping_chart_drawn(url, new_tab):
+    tab = new_tab(url, size=(1280, 800))
+    marker(tab).wait_for(timeout=60_000)
+    plot_drawn(tab, "tbt-plot-candidates")
+    tab.locator("#tbt-next").click()
+    wait_for_step(tab, 1)
+    # the next step's chart drawn ahead (ahead.js), so the step after the turn shows a plot drawn ahead
+    tab.wait_for_function("() => document.querySelector('#tbt-plot-candidates [data-tbt-ahead] g.trace')",
+                          timeout=60_000)
+    assert_drawn(settled(tab), 1280 - 400, "wide, at step 1")  # (the settings column takes the left of the page)
+
+    tab.set_viewport_size({"width": 390, "height": 844})
+    shown = settled(tab)
+    if shown["height"] < 300:
+        artifact(tab, "narrow-turned-blank")
+    assert_drawn(shown, 390, "turned narrow, at step 1")
+
+    tab.locator("#tbt-next").click()
+    wait_for_step(tab, 2)
+    assert_drawn(settled(tab), 390, "narrow, at step 2")
+
+    tab.set_viewport_size({"width": 1280, "height": 800})
+    assert_drawn(settled(tab), 1280 - 400, "turned wide, at step 2")
+    tab.locator("#tbt-next").click()
+    wait_for_step(tab, 3)
+    assert_drawn(settled(tab), 1280 - 400, "wide, at step 3")
+    assert tab.problems == []
