@@ -17,7 +17,7 @@ the same run (bench.classroom's measurement, before and after; its CPU per token
           lighter_events, the guard), each handler returning a real step's output captured once at start-up (a
           text of CAPTURE_STEPS steps: the same sizes). Driven by bench.classroom's simulated students
           (its saturation scenario, gradio_client): the most steps/s one Gradio event per step reaches here.
-- route:  a bare HTTP route on the same uvicorn (the stand-in's ROUTE, a FastAPI route outside Gradio's event
+- route:  a bare HTTP route on the same uvicorn (the stand-in's ROUTE, a Starlette route outside Gradio's event
           protocol): the same step's payload back for the same inputs, one POST per step (a keep-alive
           connection per client, as a browser's): the floor of a request.
 - app:    the app itself, bench.classroom's saturation scenario (called, not copied).
@@ -206,14 +206,13 @@ def standin_blocks(demo, fns, outputs: dict[str, list], apis=STEP_APIS):
 
 def route_payload(output: list) -> list:
     """A step's outputs as JSON values (the force list's update as its dict), for the bare route."""
-    return json.loads(json.dumps(output, default=lambda o: getattr(o, "__dict__", str(o))))
+    return json.loads(json.dumps(output, default=str))
 
 
 def serve_gradio(port: int) -> None:
     """The stand-in server: the app's step events answering a captured step, launched as the app is, and ROUTE."""
-    from fastapi import APIRouter
-    from starlette.requests import Request
     from starlette.responses import Response
+    from starlette.routing import Route
 
     from ui.server import launch
 
@@ -222,15 +221,11 @@ def serve_gradio(port: int) -> None:
     standin = standin_blocks(demo, fns, outputs)
     payload = route_payload(outputs["next_token"])
 
-    async def step(request: Request):
+    async def step(request):  # a Starlette endpoint: no FastAPI parameter reading
         await request.json()  # the step's inputs, as a client sends them (read, not used)
         return Response(json.dumps({"data": payload}), media_type="application/json")
-
-    own = APIRouter()
-    own.add_api_route(ROUTE, step, methods=["POST"], include_in_schema=False)
-    sizes = {api: [len(json.dumps(route_payload([o]))) for o in out] for api, out in outputs.items()}
-    print("CAPTURED", json.dumps(sizes), flush=True)
-    launch(standin, "127.0.0.1", port, app_kwargs={"routes": own.routes})
+    print("CAPTURED a step's outputs, bytes:", [len(json.dumps(o)) for o in payload], flush=True)
+    launch(standin, "127.0.0.1", port, app_kwargs={"routes": [Route(ROUTE, step, methods=["POST"])]})
 
 
 def route_load(clients: int, seconds: float, seed: int = 0) -> dict:
