@@ -38,8 +38,10 @@ class AppServer:
     """
 
     def __init__(self, port: int | None = None, startup_timeout_s: float = 180.0, log_path: str | None = None,
-                 env: dict[str, str] | None = None, root: str | Path | None = None):
+                 env: dict[str, str] | None = None, root: str | Path | None = None, command: list[str] | None = None):
         self.root = Path(root or ROOT)  # another checkout's app.py: an A/B against the same benchmark
+        # what runs (python's arguments, before --port): the app, or a stand-in server of a benchmark's own
+        self.command = list(command or ["app.py"])
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.startup_timeout_s = startup_timeout_s
@@ -54,7 +56,7 @@ class AppServer:
 
     def __enter__(self) -> "AppServer":
         log = self.log_path.open("w")
-        self.proc = subprocess.Popen([sys.executable, "app.py", "--port", str(self.port)], cwd=self.root,
+        self.proc = subprocess.Popen([sys.executable, *self.command, "--port", str(self.port)], cwd=self.root,
                                      stdout=log, stderr=subprocess.STDOUT, env=self.env)
         deadline = time.monotonic() + self.startup_timeout_s
         while time.monotonic() < deadline:

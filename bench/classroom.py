@@ -371,13 +371,15 @@ def server_cpu_s(pid: int) -> float:
 
 def scenario(n_students: int, play_share: float, minutes: float, seed: int, model: str = LOCAL_MODEL,
              env: dict[str, str] | None = None, eager: bool = False, profile: str | None = None,
-             root: str | None = None, port: int | None = None, ahead: bool = False) -> dict:
+             root: str | None = None, port: int | None = None, ahead: bool = False,
+             command: list[str] | None = None) -> dict:
     """One scenario on a fresh server (its environment `env` added; `root`: the checkout whose app.py runs, this
     one if None): N students on `model` for `minutes`, a share of them pressing Play (or, `eager`, every one
     clicking again as soon as a step arrives). The load generator's own CPU (this process) and the server's are
-    read over the steady window, per step served in it."""
+    read over the steady window, per step served in it. `command`: another server than app.py (bench.ceiling's
+    stand-in), started the same way."""
     with AppServer(env={"GRADIO_PROFILING": "1", "TBT_BENCH_STATS": "1", **(env or {})}, root=root,
-                   port=port) as server:
+                   port=port, command=command) as server:
         time.sleep(2)
         rss_start = server.rss_bytes()
         players = set(random.Random(seed).sample(range(n_students), round(n_students * play_share)))
@@ -445,18 +447,21 @@ def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
     from bench.appserver import ROOT
 
     code = (
-        "import json, torch; from bench.engine import run_generate; from model.loading import load_model\n"
+        "import json, time, torch; from bench.engine import run_generate; from model.loading import load_model\n"
         "lm = load_model(); run_generate(lm, {'do_sample': False}, 4); rates = {'default': [], 'one thread': []}\n"
-        "default = torch.get_num_threads()\n"
+        "cpu = {'default': [], 'one thread': []}; default = torch.get_num_threads()\n"
         f"for _ in range({runs}):\n"
         "    for name, n in (('default', default), ('one thread', 1)):\n"
-        "        torch.set_num_threads(n)\n"
+        "        torch.set_num_threads(n); c = time.process_time()\n"
         f"        s, _ = run_generate(lm, {{'do_sample': False}}, {new_tokens}); rates[name].append({new_tokens} / s)\n"
-        "print('RATES', json.dumps(rates))\n")
+        f"        cpu[name].append((time.process_time() - c) / {new_tokens} * 1000)\n"
+        "print('RATES', json.dumps([rates, cpu]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
-    rates = json.loads(out.split("RATES", 1)[1])
+    rates, cpu = json.loads(out.split("RATES", 1)[1])
     medians = {k: statistics.median(v) for k, v in rates.items()}
-    return {"runs": rates, "medians": medians, "median": max(medians.values()), "new_tokens": new_tokens}
+    best = max(medians, key=medians.get)  # the reference's setting, and its CPU per token (the process's, ms)
+    return {"runs": rates, "medians": medians, "median": medians[best], "new_tokens": new_tokens, "setting": best,
+            "cpu_ms_per_token": {k: statistics.median(v) for k, v in cpu.items()}}
 
 
 def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, traces, others, play_share) -> dict:
