@@ -1,7 +1,7 @@
 """The page at a projector and on a phone, read from the DOM (bounding boxes and computed styles, never pixels):
 every tab, in English (SmolLM2) and Chinese (Gemma 3 270M), at 390x844, 1280x800 and 1920x1080, has no chart text
-over another, none cut by its chart, none below 4.5:1 against what it is drawn on, and no caption or table wider
-than the window; a clicker's keys; presenter mode, remembered by the browser.
+over another, none cut by its chart or its clip path, no blank or cut-off chart, none below 4.5:1 against what it
+is drawn on, and no caption or table wider than the window; a clicker's keys; presenter mode, remembered by the browser.
 
 The check and the way through the tabs are bench/layout_audit.py's (CHECK, audit, TABS): `python -m
 bench.layout_audit` prints the same findings for a chosen tab, size or language. Screenshots go to
@@ -30,32 +30,16 @@ def url(lm):
         yield address
 
 
-# (tab, language, width) where the audit still finds something (issue 22 is open for these), measured on this tree
-# with `python -m bench.layout_audit` and a phone's page opened at 390 (about 20 findings of the 624 found before
-# this round): on a phone, the KV calculator's sizes beside its bars and its axis title cut; Speculative's and
-# Paged's legend over a wrapped subtitle; Attention's token ticks on its axis title; Branches' path label cut;
-# Self-consistency's axis title cut in Chinese; on a projector, Batching's "no steps yet" note on its axis title
-# (Chinese, 1280). Both languages are listed where one was found: they differ only by the words' widths. Their
-# findings are printed, not asserted; every other page must be clean. Not asserted either: a window turned narrow
-# under a drawn chart (a phone rotated, a window narrowed) leaves the stepping chart blank until the next step.
-STILL_OPEN = {(tab, lang, width) for lang in ("en", "zh") for tab, width in
-              [("calculator", 390), ("speculative", 390), ("paged", 390), ("consistency", 390), ("attention", 390),
-               ("branches", 390), ("batching", 1280)]}
-
-
 @pytest.mark.parametrize("lang, locale", [("en", "en-US"), ("zh", "zh-CN")])
 def test_every_tab_at_three_sizes_has_no_overlapping_cut_or_faint_text(url, new_tab, lang, locale):
-    """A projector's page read at 1920 and 1280, and a phone's page opened at 390 (as a phone opens it: a window
-    turned narrow under a drawn chart is not asserted, see STILL_OPEN's note)."""
+    """A projector's page read at 1920 and 1280, and a phone's page opened at 390, as a phone opens it (a window
+    turned narrow under a drawn chart: tests/test_browser_narrow.py)."""
     desk = new_tab(url, locale)
     found = audit(desk, lang, TABS, [size for size in SIZES if size != PHONE], ARTIFACTS / "layout")
     phone = new_tab(url, locale, size=PHONE)
     found.update(audit(phone, lang, TABS, [PHONE], ARTIFACTS / "layout", home=PHONE))
     assert len(found) == len(TABS) * len(SIZES)  # every tab was opened and read at every size
-    still = {key: ps for key, ps in found.items() if key in STILL_OPEN}
-    print("\n".join(f"still open, {tab} {width}: {p}" for (tab, _, width), ps in still.items() for p in ps))
-    bad = [f"{tab} {width}: {p}" for (tab, _, width), ps in found.items() if (tab, lang, width) not in STILL_OPEN
-           for p in ps]
+    bad = [f"{tab} {width}: {p}" for (tab, _, width), ps in found.items() for p in ps]
     assert not bad, f"{len(bad)} findings:\n" + "\n".join(bad)
     assert desk.problems == [] and phone.problems == [], desk.problems + phone.problems
 
