@@ -491,3 +491,20 @@ def test_the_batching_page_states_bandwidth_in_the_binary_units_of_its_sizes():
     from viz.i18n import WORDS
     for key in ("batch_measure_subtitle", "batch_measure_sentence"):
         assert all("GiB" in text and "GB" not in text.replace("GiB", "") for text in WORDS[key])
+
+
+@pytest.mark.parametrize("lang, one_text, one_token, many", [("en", "1 text.", "1 token ·", "2 tokens ·"),
+                                                               ("zh", "共 1 段文本。", "1 个词元 ·", "2 个词元 ·")])
+def test_the_branches_chart_counts_one_text_and_one_token_in_the_singular(lang, one_text, one_token, many):
+    from model.branches import BranchSummary
+    from ui.views.branches import branch_choices
+    from viz.branches import branch_tree_chart
+
+    one = BranchSummary(id=0, parent=None, fork=0, length=1, logprob_t1=-1.5, current=True, text=" Paris",
+                        own_bytes=0, at=1)
+    texts = json.dumps(branch_tree_chart([one], lang), ensure_ascii=False, default=str)
+    assert one_text in texts and one_token in texts and "texts" not in texts.replace("hovertext", "")
+    two = BranchSummary(id=1, parent=0, fork=0, length=2, logprob_t1=-3.0, current=False, text=" Lyon.", own_bytes=0,
+                        at=2)
+    labels = [label for label, _ in branch_choices([one, two], lang)]
+    assert labels[0].startswith(f"#0 · {one_token}") and labels[1].startswith(f"#1 · {many}")

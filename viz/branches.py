@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import html
 
-from viz.i18n import t
+from viz.i18n import counted, t
 from viz.labels import names
 from viz.style import (FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout,
                         token_label)
@@ -18,6 +18,16 @@ CONTEXT_BEFORE = 3  # tokens shown before the split, so the split is read in its
 COLUMNS = 8  # steps in one table of the comparison: with the sides' names, about 750 px
 MAX_SHOWN = 40  # tokens after the split in the side-by-side table: one projector screen
 
+
+
+def tokens(n: int, lang: str) -> str:
+    """'1 token', '12 tokens' (Chinese has no plural)."""
+    return counted(n, "branch_tokens_one", "branch_tokens", lang)
+
+
+def branch_row(r, lang: str) -> str:
+    """A branch's name, as its line and the pickers show it: '#3 · 12 tokens · log P -20.41'."""
+    return t("branch_row", lang, id=r.id, tokens=tokens(r.length, lang), logp=f"{r.logprob_t1:.2f}")
 
 def branch_tree_chart(rows, lang: str = "en") -> dict:
     """The tree: one horizontal line per text, from its fork point (x = generated steps) to its end, a dotted
@@ -31,7 +41,7 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
     for r in rows:
         y = y_of[r.id]
         color, width = (CURRENT_COLOR, 6) if r.current else (OTHER_COLOR, 4)
-        label = t("branch_row", lang, id=r.id, n=r.length, logp=f"{r.logprob_t1:.2f}")
+        label = branch_row(r, lang)
         if r.current:
             here = t("branch_at", lang, at=r.at) if getattr(r, "at", r.length) < r.length else ""
             label = f"<b>{label} · {t('branch_current', lang)}</b>" + (f" · {here}" if here else "")
@@ -47,7 +57,8 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
                              "showarrow": False, "font": {"size": SMALL_SIZE}})
         data.append({"type": "scatter", "x": [r.fork, r.length], "y": [y, y], "mode": "lines+markers",
                      "line": {"color": color, "width": width}, "marker": {"size": [8, 12], "color": color},
-                     "hovertext": [t("branch_hover", lang, id=r.id, fork=r.fork, n=r.length,
+                     "hovertext": [t("branch_hover", lang, id=r.id, fork=r.fork,
+                                     tokens=tokens(r.length, lang),
                                      logp=f"{r.logprob_t1:.2f}", text=snippet)] * 2,
                      "hovertemplate": "%{hovertext}<extra></extra>", "showlegend": False,
                      "meta": {"role": "branch", "id": r.id, "current": r.current}})
@@ -57,7 +68,8 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
     longest = max([r.length for r in rows], default=1)
     height = max(320, 160 + 56 * len(rows))
     layout = base_layout(
-        t("branches_title", lang), lang, subtitle=t("branches_subtitle", lang, n=len(rows)), height=height,
+        t("branches_title", lang), lang, height=height,
+        subtitle=t("branches_subtitle", lang, texts=counted(len(rows), "branches_texts_one", "branches_texts", lang)),
         shapes=shapes, annotations=wide_labels,
         xaxis={"title": {"text": t("branches_axis_step", lang)}, "range": [-0.5, longest * 1.6 + 4], "dtick": 5,
                "rangemode": "tozero"},

@@ -402,15 +402,19 @@ WORDS: dict[str, tuple[str, str]] = {
                          "the formula: {formula} for {tokens} tokens (shape from {source}).",
                          "{model} 运行在推理引擎上，这里无法测量它的缓存张量；按公式计算：{tokens} 个词元需要 {formula}（形状取自 {source}）。"),
     # --- Branches (viz/branches.py) and the repetition penalty in the candidates' hover (viz/candidates.py) ---
-    "branch_row": ("#{id} · {n} tokens · log P {logp}", "#{id} · {n} 个词元 · log P {logp}"),
+    "branch_row": ("#{id} · {tokens} · log P {logp}", "#{id} · {tokens} · log P {logp}"),
+    "branch_tokens_one": ("1 token", "1 个词元"),
+    "branch_tokens": ("{n} tokens", "{n} 个词元"),
     "branch_current": ("shown now", "当前显示"),
     "branch_at": ("◆ you are at step {at}", "◆ 你在第 {at} 步"),
-    "branch_hover": ("Branch #{id}: splits off at step {fork}, {n} tokens, log P = {logp}<br>…{text}",
-                     "分支 #{id}：在第 {fork} 步分出，{n} 个词元，log P = {logp}<br>…{text}"),
+    "branch_hover": ("Branch #{id}: splits off at step {fork}, {tokens}, log P = {logp}<br>…{text}",
+                     "分支 #{id}：在第 {fork} 步分出，{tokens}，log P = {logp}<br>…{text}"),
     "branches_title": ("Branches: every text this prompt has had", "分支：这个提示生成过的每一段文本"),
-    "branches_subtitle": ("{n} texts. A line starts where its branch split off (dotted: from which one) and ends at its "
+    "branches_texts_one": ("1 text.", "共 1 段文本。"),
+    "branches_texts": ("{n} texts.", "共 {n} 段文本。"),
+    "branches_subtitle": ("{texts} A line starts where its branch split off (dotted: from which one) and ends at its "
                           "last token; log P is the sum of its tokens' log p at T = 1.",
-                          "共 {n} 段文本。每条线从它分出的位置开始（虚线连向它的来源分支），到最后一个词元结束；"
+                          "{texts}每条线从它分出的位置开始（虚线连向它的来源分支），到最后一个词元结束；"
                           "log P 是它各词元在 T = 1 时 log p 之和。"),
     "branches_axis_step": ("generated token (step)", "生成的词元（步）"),
     "compare_cell_title": ("step {step}: log p = {logp} (rank {rank})", "第 {step} 步：log p = {logp}（排名第 {rank}）"),

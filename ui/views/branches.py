@@ -12,14 +12,14 @@ from ui.controls import plot
 from ui.events import Event
 from ui.state import carrier
 from ui.strings import Refusal, t
-from viz.branches import branch_compare_html, branch_logp_figure, branch_tree_chart
+from viz.branches import branch_compare_html, branch_logp_figure, branch_row, branch_tree_chart
 
 
 def branch_choices(tree, lang: str) -> list[tuple[str, int]]:
     """The dropdowns' entries: '#3 · 12 tokens · log P -20.41 · "…text"', the current text marked."""
     out = []
     for r in tree:
-        label = viz.t("branch_row", lang, id=r.id, n=r.length, logp=f"{r.logprob_t1:.2f}")
+        label = branch_row(r, lang)
         label += (" · " + viz.t("branch_current", lang) if r.current else "") + f' · "…{r.text[-24:]}"'
         out.append((label.replace("\n", "↵"), r.id))
     return out
