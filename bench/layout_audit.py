@@ -1,7 +1,8 @@
 """The page's layout audit, read from the DOM (bounding boxes and computed styles, never pixels): every tab in both
 languages at 390x844, 1280x800 and 1920x1080; for each, the chart texts over one another, the titles or labels cut
 by their chart or by an SVG clip-path, the text below 4.5:1 against what it is drawn on, HTML wider than the window,
-and a plot of the open tab that shows no chart (0 px, or no text of it in its box) or cuts it (issue 22).
+a plot of the open tab that shows no chart (0 px, or no text of it in its box) or cuts it, and what scrolls under
+the pinned step buttons and text panel showing through them (issue 22).
 
     .venv/bin/python -m bench.layout_audit [--tabs temperature,paged] [--sizes 1280x800] [--langs en] [--shots DIR]
 
@@ -168,6 +169,28 @@ SCREEN = r"""() => {
 }"""
 
 
+# What app.css pins at the top (the step buttons on a phone, the text panel with the chips at every size) must be on
+# top of what scrolls under it: at points 12 px apart over each pinned box, the topmost element is the pinned one's
+# (an open list or the keys' help may lie over it: they are meant to).
+PINNED = r"""() => {
+  const problems = [], named = new Set();
+  for (const pin of document.querySelectorAll('.tbt-steps, #tbt-text')) {
+    if (!/sticky|fixed/.test(getComputedStyle(pin).position) || !pin.checkVisibility()) continue;
+    const r = pin.getBoundingClientRect();
+    for (let y = Math.max(r.top, 0) + 3; y < Math.min(r.bottom, innerHeight) - 2; y += 12) {
+      for (let x = r.left + 3; x < r.right - 2; x += 12) {
+        const hit = document.elementFromPoint(x, y);
+        if (!hit || pin.contains(hit) || hit.contains(pin)) continue;
+        if (hit.closest('[role=listbox], ul.options, #tbt-keys, .toast-wrap')) continue;
+        const name = JSON.stringify((hit.textContent || '').trim().slice(0, 30) || hit.tagName);
+        if (!named.has(name)) { named.add(name); problems.push(`${name} shows through the pinned ${pin.id || 'step buttons'}`); }
+      }
+    }
+  }
+  return problems;
+}"""
+
+
 def settle(page):
     """Wait until no request of the page is under way and plotly has laid out what it was given."""
     page.wait_for_function("() => !document.querySelector('.pending, .generating, .eta-bar')", timeout=180_000)
@@ -211,12 +234,16 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
             found[(tab, lang, width)] = page.evaluate(CHECK)
             if screens is not None and width <= 700:
                 screens[(tab, lang, width)] = page.evaluate(SCREEN)
-            if shots:  # and the open tab's first chart, scrolled to (the check above is the same scrolled or not)
-                chart = page.locator("[role=tabpanel]:visible .js-plotly-plot:visible").first
-                if chart.count():
-                    chart.scroll_into_view_if_needed()
+            # and the open tab's first chart scrolled to, what lay above it now under what is pinned (the checks
+            # above are the same scrolled or not)
+            chart = page.locator("[role=tabpanel]:visible .js-plotly-plot:visible").first
+            if chart.count():
+                chart.scroll_into_view_if_needed()
+                page.wait_for_timeout(200)
+                found[(tab, lang, width)] += page.evaluate(PINNED)
+                if shots:
                     page.screenshot(path=str(shots / f"{tab}_{lang}_{width}_chart.png"))
-                page.evaluate("() => scrollTo(0, 0)")
+            page.evaluate("() => scrollTo(0, 0)")
     return found
 
 

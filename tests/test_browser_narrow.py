@@ -1,5 +1,7 @@
-"""A window turned narrow under a drawn chart (a phone rotated, a window narrowed) and wide again: the stepping
-chart stays drawn, at each width and at the step after (issue 22; assets/js/page.js, charts.js, ahead.js)."""
+"""The stepping chart at a window's sizes (issue 22): turned narrow under a drawn chart (a phone rotated, a window
+narrowed) and wide again, it stays drawn, at each width and at the step after (assets/js/page.js, charts.js,
+ahead.js); at a projector's sizes, it and the newest chip are on screen together during Play and after a step
+(assets/js/presenter.js)."""
 import pytest
 
 from browser import artifact, marker, plot_drawn, wait_for_step
@@ -65,4 +67,55 @@ def test_a_window_turned_narrow_and_wide_keeps_the_stepping_chart_drawn(url, new
     tab.locator("#tbt-next").click()
     wait_for_step(tab, 3)
     assert_drawn(settled(tab), 1280 - 400, "wide, at step 3")
+    assert tab.problems == []
+
+
+# The newest chip and the stepping chart, as the reader sees them: the chip inside the chips box's scrolled view and
+# inside the window; the chart's plot whole inside the window, below the pinned text panel.
+TOGETHER = """() => {
+  const chips = [...document.querySelectorAll('#tbt-chips .tbt-gen')], newest = chips[chips.length - 1];
+  const box = document.querySelector('#tbt-chips .tbt-chips'), plot = document.getElementById('tbt-fig-candidates');
+  const r = newest.getBoundingClientRect(), b = box.getBoundingClientRect(), p = plot.getBoundingClientRect();
+  const panel = document.getElementById('tbt-text').getBoundingClientRect();
+  return {chips: chips.length, chip_in_box: r.top >= b.top - 1 && r.bottom <= b.bottom + 1,
+          chip_on_screen: r.top >= 0 && r.bottom <= innerHeight, chart_top: Math.round(p.top),
+          chart_bottom: Math.round(p.bottom), panel_bottom: Math.round(panel.bottom), height: innerHeight,
+          chart_on_screen: p.height > 300 && p.top >= panel.bottom - 1 && p.bottom <= innerHeight + 1,
+          box_scrolled: box.scrollHeight > box.clientHeight, scroll_top: box.scrollTop,
+          overflow: box.scrollHeight - box.clientHeight};
+}"""
+
+
+@pytest.mark.parametrize("size", [(1280, 800), (1920, 1080)])
+def test_the_newest_chip_and_the_chart_are_on_screen_together_during_play_and_after_a_step(url, new_tab, size):
+    """Issue 22, item 1: at a projector's sizes, after Next token and during Play, the newest chip and the open
+    tab's chart are both in the window without scrolling; the chips box follows the newest token unless its reader
+    scrolled it back."""
+    tab = new_tab(url, size=size)
+    marker(tab).wait_for(timeout=60_000)
+    box = tab.locator("#tbt-play-steps input[type='number']")
+    box.fill("40")
+    box.press("Tab")
+    tab.locator("#tbt-play").click()
+    wait_for_step(tab, 24)  # during Play, long after the chips box has filled its three lines
+    shown = tab.evaluate(TOGETHER)
+    if not shown["chart_on_screen"]:
+        artifact(tab, f"together_{size[0]}_during_play")
+    assert shown["box_scrolled"] and shown["chip_in_box"] and shown["chip_on_screen"], shown
+    assert shown["chart_on_screen"], str(shown)
+    wait_for_step(tab, 40)
+    tab.wait_for_function("() => !document.getElementById('tbt-playing')", timeout=60_000)
+    tab.locator("#tbt-next").click()
+    wait_for_step(tab, 41)
+    tab.wait_for_timeout(1000)  # the chart shown, and scrolled into view if it was not (presenter.js)
+    shown = tab.evaluate(TOGETHER)
+    assert shown["chip_in_box"] and shown["chip_on_screen"] and shown["chart_on_screen"], shown
+    # scrolled back by its reader, the box keeps their place through a step
+    tab.evaluate("() => { const b = document.querySelector('#tbt-chips .tbt-chips'); b.scrollTop = 0;"
+                 " b.dispatchEvent(new Event('scroll')); }")
+    tab.locator("#tbt-next").click()
+    wait_for_step(tab, 42)
+    tab.wait_for_timeout(500)
+    kept = tab.evaluate(TOGETHER)
+    assert kept["scroll_top"] < 8 and kept["overflow"] > 20, str(kept)  # (a re-layout may move it a pixel or two)
     assert tab.problems == []

@@ -31,19 +31,22 @@ export function followChips() {
 }
 
 // The open tab's chart in view under the text panel (which app.css keeps at the top; on a phone under the step
-// buttons): after a step,
-// a chart whose bottom is below the window while it is partly in view is scrolled up, never under the panel.
-// A page scrolled elsewhere (the chart out of view) is left where its reader put it.
+// buttons): after a step, a chart whose bottom is below the window while it is partly in view is scrolled up, never
+// under the panel; one that fits below the panel but whose top went under it (the panel grew as the chips filled
+// their lines, or the page moved as a chart was swapped) is scrolled back down until its top is clear. A page
+// scrolled elsewhere (the chart out of view) is left where its reader put it.
 document.addEventListener(T.shown_event, (e) => {
   const plot = e.target.closest ? e.target.closest("." + T.parts.stack) : null;
   const text = el(T.carriers.text);
   if (!plot || !text || plot.offsetParent === null) return;
   const box = plot.getBoundingClientRect(), caption = plot.previousElementSibling;
   const top = caption ? caption.getBoundingClientRect().top : box.top;
-  if (box.bottom <= innerHeight || top >= innerHeight) return;
-  const room = top - text.getBoundingClientRect().bottom - 8;  // how far it can go up and stay clear of the panel
-  const by = Math.min(box.bottom - innerHeight + 8, Math.max(0, room));
-  if (by > 0) scrollBy({top: by, behavior: "instant"});
+  const panel = text.getBoundingClientRect().bottom;
+  if (top >= innerHeight || box.bottom <= panel) return;
+  const fits = box.bottom - top <= innerHeight - panel - 8;  // (a taller chart: its reader scrolls it, and keeps it)
+  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, top - panel - 8))
+    : fits ? Math.min(0, top - panel - 8) : 0;  // how far it can go up and stay clear of the panel; or back down
+  if (by) scrollBy({top: by, behavior: "instant"});
 });
 
 // ---- keys ----------------------------------------------------------------------------------------------------
