@@ -73,6 +73,7 @@ def beam_tree_chart(steps, shown: int, width: int, length_penalty: float, lang: 
                                                    "dash": "dot" if fate == "pruned" else "solid"}})
         data.append({"type": "scatter", "mode": "markers+text", "x": x, "y": y, "text": text,
                      "textposition": "top center", "name": t(FATE_WORDS[fate], lang),
+                     "cliponaxis": False,  # (the top row's tokens stand just above the plot area's edge)
                      "textfont": {"size": SMALL_SIZE, "color": MUTED if fate == "pruned" else INK},
                      "marker": {"symbol": BEAM_SYMBOLS[fate], "size": 9 if fate == "pruned" else 11, "color": color,
                                 "line": {"color": color, "width": 2}},

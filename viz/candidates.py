@@ -162,15 +162,18 @@ def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str, named=None
                    "name": t("cand_legend_t1", lang), "marker": {"color": "white", "line": {"color": MUTED, "width": 2}},
                    "hoverinfo": "skip"})
     longest = max(max(c.prob_t1, c.final_prob) for c in shown)
+    labels = [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown]
     traces.append({
         "type": "scatter", "x": [max(c.prob_t1, c.final_prob) + 0.01 * longest for c in shown],
         "y": list(range(len(shown))), "xaxis": "x", "yaxis": "y", "mode": "text", "textposition": "middle right",
-        "showlegend": False, "hoverinfo": "skip", "textfont": {"size": SMALL_SIZE},
-        "text": [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown],
+        "showlegend": False, "hoverinfo": "skip", "textfont": {"size": SMALL_SIZE}, "text": labels,
     })
+    # The axis reaches past the longest bar far enough for its label: a panel is at least about 370 px wide on a
+    # projector (a phone's is fitted again in the browser: assets/js/charts.js), a label's character at most 9 px.
+    reach = max(1.55, 1.01 / (1 - min(0.6, 9 * max(len(s) for s in labels) / 370)))
     ticks = [(named or _plain)(c.token) for c in shown]
     ticks = [f"<b>{s}</b>" if c.token.id == dist.chosen.id else s for s, c in zip(ticks, shown)]
-    xaxis = {"range": [0, longest * 1.55], "tickvals": prob_ticks(longest), "tickformat": ".0%",
+    xaxis = {"range": [0, longest * reach], "tickvals": prob_ticks(longest), "tickformat": ".0%",
              "title": {"text": t("cand_axis_prob", lang)}}
     yaxis = {"tickvals": list(range(len(shown))), "ticktext": ticks, "autorange": "reversed"}
     return traces, xaxis, yaxis
