@@ -8,11 +8,11 @@ import os
 
 import gradio as gr
 
-from model.engine import EngineClient
-from model.engine_session import load_engine_model
-from model.loading import DEFAULT_MODEL, available_models
-from model.tokenizers import SUBWORD_EXAMPLE, compare
-from model.sessions import ModelRegistry, SessionStore
+from model.decoding.engine import EngineClient
+from model.decoding.engine_session import load_engine_model
+from model.decoding.loading import DEFAULT_MODEL, available_models
+from model.inside.tokenizers import SUBWORD_EXAMPLE, compare
+from model.serving.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
 from ui.play import Play

@@ -12,13 +12,13 @@ import statistics
 import time
 
 from bench import PROMPT, CpuWatch, save, table
-from model.beams import beam_search, sampled_continuation
-from model.consistency import self_consistency
-from model.constrain import Constraint, constrained_decode
-from model.lens import logit_lens
-from model.loading import available_models, load_model
-from model.race import race
-from model.records import SamplingConfig
+from model.strategies.beams import beam_search, sampled_continuation
+from model.strategies.consistency import self_consistency
+from model.strategies.constrain import Constraint, constrained_decode
+from model.inside.lens import logit_lens
+from model.decoding.loading import available_models, load_model
+from model.strategies.race import race
+from model.decoding.records import SamplingConfig
 
 TOKENS = 64
 SAMPLED = SamplingConfig(temperature=0.8, top_p=0.95, seed=3)

@@ -1,4 +1,4 @@
-"""The "Measure now" button: how long model.timing.measure_cache_timing takes, and the curve it measures.
+"""The "Measure now" button: how long model.decoding.timing.measure_cache_timing takes, and the curve it measures.
 
 Runs measure_cache_timing as the app does (default_lengths, default repeats and budget) on texts of 128 and 512
 tokens, RUNS times each, and reports the wall time and the medians of the step times it returns.
@@ -18,8 +18,8 @@ import torch
 from transformers import DynamicCache
 
 from bench import PROMPT, CpuWatch, save, table, wait_for_quiet
-from model.loading import load_model
-from model.timing import default_lengths, measure_cache_timing
+from model.decoding.loading import load_model
+from model.decoding.timing import default_lengths, measure_cache_timing
 
 
 def measure_as_the_app(lm, ids: list[int], runs: int) -> dict:

@@ -55,7 +55,7 @@ WARM_FRACTION = 1 / 3  # the steady window starts after this share of a run (ben
 def app_blocks(models=None):
     """The app's own page (app.build) on SmolLM2 alone, and its events by api_name."""
     import app as app_module
-    from model.sessions import ModelRegistry, SessionStore
+    from model.serving.sessions import ModelRegistry, SessionStore
 
     models = models or ModelRegistry(LOCAL_MODEL)
     models.preload()
@@ -105,9 +105,9 @@ def capture(fns, steps: int = CAPTURE_STEPS) -> dict[str, list]:
 # ---- (model) the model side alone --------------------------------------------------------------------------------
 def model_side(clients: int, seconds: float) -> dict:
     """N sessions stepping through the app's /next_token handler from N threads of this process, each asking again
-    as soon as its step returned: steps/s, this process's CPU per step (its split: model.batcher.CPU), batch sizes,
+    as soon as its step returned: steps/s, this process's CPU per step (its split: model.decoding.batcher.CPU), batch sizes,
     over the steady window (after WARM_FRACTION of the run)."""
-    from model.batcher import bench_stats
+    from model.decoding.batcher import bench_stats
 
     demo, fns = app_blocks()
     keys = [f"ceiling-{i}" for i in range(clients)]

@@ -224,7 +224,7 @@ class RssMonitor(threading.Thread):
 
 
 def read_stats(url: str) -> dict | None:
-    """The server's bench-mode counters (model/batcher.py bench_stats), or None if it does not answer them."""
+    """The server's bench-mode counters (model/decoding/batcher.py bench_stats), or None if it does not answer them."""
     import json
     import urllib.request
 
@@ -275,7 +275,7 @@ def histogram(sizes: dict[int, int]) -> dict:
 
 
 PROFILE_PARTS = [  # (part, a substring of a frame): a sample counts for the first part one of its frames names
-    ("model pass", "model/batcher.py"), ("figures", "/viz/"), ("render (text, list)", "ui/state.py"),
+    ("model pass", "model/decoding/batcher.py"), ("figures", "/viz/"), ("render (text, list)", "ui/state.py"),
     ("step + prefetch", "model/"), ("app handlers", "/ui/"),
     ("gradio + web", ("gradio", "fastapi", "starlette", "uvicorn", "anyio", "asyncio", "h11", "httpx", "pydantic",
                       "orjson", "json", "websockets", "sse")),
@@ -306,7 +306,7 @@ def profile_parts(path: str) -> dict:
 
 PROFILE_DETAIL = [  # (part, substrings of a stack): a sample counts for the first part whose marks its stack contains
     ("model pass", ("forward_batch", "StepBatcher._run")),
-    ("sampling (derive)", ("derive (model/sampling.py",)),
+    ("sampling (derive)", ("derive (model/decoding/sampling.py",)),
     ("figures", ("App._chart",)),
     ("render (text, force list)", ("App.render",)),
     ("handler, other (step, prefetch)", ("page_handler.<locals>.handler",)),
@@ -447,7 +447,7 @@ def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
     from bench.appserver import ROOT
 
     code = (
-        "import json, time, torch; from bench.engine import run_generate; from model.loading import load_model\n"
+        "import json, time, torch; from bench.engine import run_generate; from model.decoding.loading import load_model\n"
         "lm = load_model(); run_generate(lm, {'do_sample': False}, 4); rates = {'default': [], 'one thread': []}\n"
         "cpu = {'default': [], 'one thread': []}; default = torch.get_num_threads()\n"
         f"for _ in range({runs}):\n"
@@ -574,7 +574,7 @@ def main(argv=None) -> None:
                     help="start vLLM here and have the students use its model, not the app's own")
     args = ap.parse_args(argv)
     if args.engine:
-        from model.engine_session import engine_model_name  # torch and transformers: only when needed
+        from model.decoding.engine_session import engine_model_name  # torch and transformers: only when needed
 
         engine = start_engine()
         model, env = engine_model_name(engine.model), engine_env(engine)

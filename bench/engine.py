@@ -22,9 +22,9 @@ import time
 import torch
 
 from bench import PROMPT, CpuWatch, save, table, wait_for_quiet
-from model.loading import load_model
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.decoding.loading import load_model
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 SETTINGS = {  # name: (session config, the same settings for generate)
     "greedy": (SamplingConfig(temperature=0), {"do_sample": False}),

@@ -23,9 +23,9 @@ from dataclasses import fields, is_dataclass
 import numpy as np
 
 from bench import PROMPT, rss_bytes, save, table
-from model.loading import load_model
-from model.records import SamplingConfig
-from model.session import MAX_TOKENS, DecodeSession
+from model.decoding.loading import load_model
+from model.decoding.records import SamplingConfig
+from model.decoding.session import MAX_TOKENS, DecodeSession
 
 LONG_PROMPT = PROMPT + " some say it spread the Reformation, others that it mostly printed calendars and indulgences."
 CFG = SamplingConfig(temperature=0.8, top_p=0.9, top_k=50, seed=3)

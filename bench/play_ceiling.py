@@ -20,8 +20,8 @@ TARGET_PLAY_TOKENS_PER_S = 8
 def run(tokens: int) -> dict:
     from app import App, build
     from ui.handlers import View
-    from model.records import SamplingConfig
-    from model.sessions import ModelRegistry, SessionStore
+    from model.decoding.records import SamplingConfig
+    from model.serving.sessions import ModelRegistry, SessionStore
 
     models = ModelRegistry("smollm2")
     app = App(models, SessionStore())

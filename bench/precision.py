@@ -13,12 +13,12 @@ and after, so every figure can be read as a ratio to it:
               layer), fp32 on two threads, bf16 on one thread; and batches of 8 and 32 (the batcher's max is 16).
   split       a batch-16 pass in parts: the sessions' caches padded into the batch's, the model, the new keys and
               values copied back and the attention rows taken.
-  sampling    model.sampling.derive for one step, the classroom's settings (T 1, no cut) and a sampled one
+  sampling    model.decoding.sampling.derive for one step, the classroom's settings (T 1, no cut) and a sampled one
               (T 0.8, top-k 50, top-p 0.9), its parts.
   precision   bf16 against fp32 on the teaching prompts: the largest difference of any probability over the prompt's
               last position and 32 greedy steps (the fp32 path, fed to both), whether the greedy choice differs
               anywhere, and whether bf16's greedy `generate` equals fp32's.
-  heap        (--heap, alone) glibc malloc's default against model.batcher.keep_freed_memory(), forked arms.
+  heap        (--heap, alone) glibc malloc's default against model.decoding.batcher.keep_freed_memory(), forked arms.
   compile     (--compile) torch.compile of the model: the time of the first batched passes (compiling) and of
               the passes after, against eager, in a subprocess with a time limit.
 """
@@ -35,10 +35,10 @@ import torch
 from transformers import DynamicCache
 
 from bench import PROMPT, CpuWatch, save, table
-from model.batcher import batch_cache, forward_batch, forward_one
-from model.loading import load_model
-from model.records import SamplingConfig
-from model.sampling import derive
+from model.decoding.batcher import batch_cache, forward_batch, forward_one
+from model.decoding.loading import load_model
+from model.decoding.records import SamplingConfig
+from model.decoding.sampling import derive
 
 TEACHING_PROMPTS = [PROMPT, "Once upon a time, in a small village,", "The capital of France is", "def fibonacci(n):",
                     "The best way to learn a language is", "In the year 2050, cities will"]
@@ -198,7 +198,7 @@ def measure_passes(lm, lm16, lengths: list[int], rounds: int, reps: int = 3) -> 
 
 
 def inverse_cdf_before(probs, u, head=256):
-    """model.sampling.inverse_cdf as it was before issue 25 (for the A/B): past the head, the whole vocabulary."""
+    """model.decoding.sampling.inverse_cdf as it was before issue 25 (for the A/B): past the head, the whole vocabulary."""
     kept = int((probs > 0).sum())
     target = torch.tensor([u * float(probs.double().sum())], dtype=torch.float64)
     k = min(head, kept)
@@ -232,7 +232,7 @@ def measure_sampling(lm, paths, rounds: int) -> dict:
     """derive() CPU ms per step over real distributions (every position of `paths`, seeds 0-2, so u varies), the
     classroom's settings (T 1, no cut) and a sampled one (T 0.8, top-k 50, top-p 0.9); the draw as it was
     before (inverse_cdf_before) and now, alternated; how many draws walked past the sorted head; what parts cost."""
-    import model.sampling as sampling
+    import model.decoding.sampling as sampling
 
     settings = {"classroom (T 1, no cut)": {}, "sampled (T 0.8, top-k 50, top-p 0.9)": dict(temperature=0.8, top_k=50,
                                                                                            top_p=0.9)}
@@ -298,13 +298,13 @@ def measure_precision(lm, lm16, paths) -> dict:
 
 
 def measure_heap(lm, rounds: int = 2) -> dict:
-    """glibc malloc's default against model.batcher.keep_freed_memory(), A B A B: each arm a forked child of this
+    """glibc malloc's default against model.decoding.batcher.keep_freed_memory(), A B A B: each arm a forked child of this
     process (mallopt cannot be undone; the parent has run passes first, as a server has), batch 16 and batch 1
     at 64 and 256 cached tokens, CPU ms of a pass (median of 3 after a warm one)."""
     import json
     import os
 
-    from model.batcher import keep_freed_memory
+    from model.decoding.batcher import keep_freed_memory
 
     caches = {n: [prefill(lm.model, prompt_ids(lm, n)[: n - i]) for i in range(BATCH)] for n in (64, 256)}
 
@@ -346,8 +346,8 @@ COMPILE_CODE = r"""
 import json, statistics, sys, time, torch
 sys.path.insert(0, '.')
 from bench.precision import BATCH, prefill, prompt_ids
-from model.batcher import forward_batch
-from model.loading import load_model
+from model.decoding.batcher import forward_batch
+from model.decoding.loading import load_model
 torch.set_num_threads(1)
 lm = load_model()
 ids = prompt_ids(lm, 64)

@@ -27,9 +27,9 @@ PHASES = ("python_and_imports", "load", "prefill", "first_step")
 def child() -> None:
     """In the new process: time each phase up to the first token; print them as JSON (wall-clock seconds)."""
     marks = [time.time()]
-    from model.loading import load_model
-    from model.records import SamplingConfig
-    from model.session import DecodeSession
+    from model.decoding.loading import load_model
+    from model.decoding.records import SamplingConfig
+    from model.decoding.session import DecodeSession
 
     from bench import PROMPT
 

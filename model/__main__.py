@@ -5,10 +5,10 @@ import argparse
 import json
 import sys
 
-from .loading import DEFAULT_MODEL, ModelLoadError, load_model
-from .records import SamplingConfig
-from .session import DecodeSession, SessionError
-from .trace import to_trace
+from model.decoding.loading import DEFAULT_MODEL, ModelLoadError, load_model
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession, SessionError
+from model.decoding.trace import to_trace
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -6,11 +6,11 @@ side by side per key so that a translation can be reviewed by eye. No UI here: o
 """
 from __future__ import annotations
 
-from .words import lang_of, lookup
+from model.words import lang_of, lookup
 
 # key: (English, Simplified Chinese). Placeholders are the same in both.
 MESSAGES: dict[str, tuple[str, str]] = {
-    # The session: a change under way, steps it cannot take (model/session.py)
+    # The session: a change under way, steps it cannot take (model/decoding/session.py)
     "session_busy_stepping": ("This session is still taking the previous step; try again in a moment.",
                               "此会话仍在执行上一步，请稍后再试。"),
     "session_busy": ("This session is busy; try again in a moment.", "此会话正忙，请稍后再试。"),
@@ -52,7 +52,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                    "设置超出范围：随机种子必须是 >= 0 的整数，收到的是 {value}"),
     "forced_token_invalid": ("forced token must be a token id in [0, {vocab}), got {token!r}",
                              "强制的词元必须是 [0, {vocab}) 之内的词元 ID，收到的是 {token!r}"),
-    # Sessions and models on the server (model/sessions.py, model/loading.py): never a server path in these
+    # Sessions and models on the server (model/serving/sessions.py, model/decoding/loading.py): never a server path in these
     "session_expired": ("Your session was idle for over {minutes:.0f} minutes and was closed; press Start to begin again.",
                         "你的会话闲置超过 {minutes:.0f} 分钟，已被关闭；请按“开始”重新开始。"),
     "no_session": ("No text yet: type a prompt and press Start.", "还没有文本：请输入提示词并按“开始”。"),
@@ -77,7 +77,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                              "模型文件夹 {name!r} 不是 Hugging Face 模型文件夹（其中没有 config.json）。"),
     "model_load_failed": ("Could not load the model {name!r}: its files are missing or damaged (the server log says which).",
                           "无法加载模型 {name!r}：其文件缺失或已损坏（服务器日志中有详情）。"),
-    # Traces: exporting, importing, replaying (model/trace.py)
+    # Traces: exporting, importing, replaying (model/decoding/trace.py)
     "nothing_to_export": ("No session to export yet: start one first.", "还没有可导出的会话：请先开始一个。"),
     "trace_not_ours": ("This file is not a Token by Token trace (its 'format' is not {format!r}).",
                        "此文件不是 Token by Token 的记录文件（其 'format' 不是 {format!r}）。"),
@@ -90,14 +90,14 @@ MESSAGES: dict[str, tuple[str, str]] = {
                             "记录文件在第 {step} 步已损坏：词元 ID 必须是整数。"),
     "trace_other_model": ("This trace was made with {model!r}; load that model to replay it.",
                           "此记录文件是用 {model!r} 生成的；请加载该模型后再回放。"),
-    # The KV-cache calculator (model/kv.py)
+    # The KV-cache calculator (model/decoding/kv.py)
     "kv_preset_unknown": ("Unknown model shape {name!r}: choose one of {choices}, or none to type your own.",
                           "未知的模型结构 {name!r}：请从 {choices} 中选择，或不选而自行输入。"),
     "kv_field_invalid": ("{name} must be a whole number >= 1, got {value!r}", "{name} 必须是 >= 1 的整数，收到的是 {value!r}"),
     "kv_dtype_unknown": ("data type must be one of {dtypes}, got {value!r}", "数据类型必须是 {dtypes} 之一，收到的是 {value!r}"),
     "kv_heads_not_multiple": ("query heads must be a multiple of KV heads (each KV head serves a whole group)",
                               "查询头数必须是 KV 头数的整数倍（每个 KV 头服务一整组查询头）"),
-    # Teacher forcing and scoring a pasted text (model/teacher.py)
+    # Teacher forcing and scoring a pasted text (model/inside/teacher_forcing.py)
     "teacher_too_short": ("Teacher forcing needs at least 2 tokens (each position is predicted from the ones before it); got {n}.",
                           "教师强制至少需要 2 个词元（每个位置都由它前面的词元来预测）；收到的是 {n} 个。"),
     "score_empty": ("The text to score is empty: paste some text.", "要评分的文本为空：请粘贴一些文本。"),
@@ -111,7 +111,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                               "要评分的文本太长：{n} 个词元（最多 {limit} 个）；请缩短它。"),
     "score_too_short": ("The text to score is a single token: the first token has nothing before it to predict it from, so paste at least two.",
                         "要评分的文本只有一个词元：第一个词元前面没有可用来预测它的内容，请至少粘贴两个词元。"),
-    # Speculative decoding and the paged KV-cache model (model/speculative.py, model/paged.py)
+    # Speculative decoding and the paged KV-cache model (model/serving/speculative.py, model/serving/paged.py)
     "spec_no_prompt": ("Speculative decoding needs a text to continue: start with a prompt first.",
                        "推测解码需要一段要续写的文本：请先输入提示词并开始。"),
     "spec_draft_len_range": ("Draft length must be a whole number from {low} to {high}, got {value!r}.",
@@ -153,7 +153,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                              "记录文件在第 {step} 步已损坏：文本已在第 {end} 步结束（文本结束词元），其后不应再有步骤。"),
     "forced_token_not_an_id": ("The forced token must be a token id, got {value!r}: a whole number from the candidate list.",
                                "强制的词元必须是词元 ID，收到的是 {value!r}：请填写候选列表中的一个整数。"),
-    # Branches: going back and stepping differently keeps the old text (model/branches.py, the Branches tab)
+    # Branches: going back and stepping differently keeps the old text (model/decoding/branches.py, the Branches tab)
     "branch_limit": ("This prompt already has {limit} branches, the most one session keeps: delete one in the "
                      "Branches tab, or step the same way as before.",
                      "这个提示已有 {limit} 个分支，这是一个会话最多保留的数量：请在“分支”标签页删除一个，或者按原来的方式继续生成。"),
@@ -162,7 +162,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "trace_branch_damaged": ("The trace is damaged at branch {branch!r}: its number, parent, fork point or steps do "
                              "not fit the tree of branches.",
                              "记录文件在分支 {branch!r} 处已损坏：它的编号、父分支、分叉点或步骤与分支树不符。"),
-    # An engine's model (model/engine.py, model/engine_session.py): the engine's faults, one sentence each
+    # An engine's model (model/decoding/engine.py, model/decoding/engine_session.py): the engine's faults, one sentence each
     "engine_needs_local": ("This view runs the model itself, which {model} on an engine cannot do here; choose a local "
                            "model for it.", "这个视图需要在本机运行模型，而引擎上的 {model} 做不到；请为它选择一个本地模型。"),
     "engine_down": ("The engine serving this model does not answer; ask the operator to start it, then try again.",
@@ -183,7 +183,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                           "推理引擎的回答里没有对数概率；它可能不是兼容 OpenAI 补全接口的服务器。"),
     "engine_no_timing": ("{model} runs on an engine: its cache is not here to time; pick a local model to measure it.",
                          "{model} 运行在推理引擎上：它的缓存不在这里，无法计时；请选择本地模型来测量。"),
-    # ---- logit lens and sampler race (model/lens.py, model/race.py) ----
+    # ---- logit lens and sampler race (model/inside/lens.py, model/strategies/race.py) ----
     "lens_window_range": ("Positions to read must be a whole number from 1 to {high}, got {value!r}.",
                           "要读取的位置数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     "lens_too_long": ("The text is too long for the lens: {n} tokens (at most {limit}); go back or reset.",
@@ -196,7 +196,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "race_needs_weights": ("The race runs the model itself on two texts and needs the whole distribution at every step, "
                            "which {model} on an engine does not give here; choose a local model for it.",
                            "比赛要在本机对两段文本运行模型，并需要每一步的完整分布，而推理引擎上的 {model} 在这里给不出；请为它选择一个本地模型。"),
-    # ---- beams view (model/beams.py) ----
+    # ---- beams view (model/strategies/beams.py) ----
     "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
                           "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     "beams_tokens_range": ("A beam search writes from 1 to {high} new tokens, got {value!r}.",
@@ -204,7 +204,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "beams_penalty_range": ("The length penalty must be a number from -{high} to {high}, got {value!r}.",
                             "长度惩罚必须是 -{high} 到 {high} 之间的数，收到的是 {value!r}。"),
     "beams_search_over": ("This beam search has stopped: there is no next step.", "这次束搜索已经停止：没有下一步了。"),
-    # ---- constraints view ---- (model/constrain.py)
+    # ---- constraints view ---- (model/strategies/constrain.py)
     "constrain_kind_unknown": ("The constraint must be one of {kinds}, got {value!r}.", "约束必须是 {kinds} 之一，收到的是 {value!r}。"),
     "constrain_empty": ("The constraint is empty: type the allowed words, a pattern or a JSON schema.",
                         "约束为空：请输入允许的词、正则表达式或 JSON 模式。"),
@@ -224,7 +224,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "constrain_tokens_range": ("Tokens to generate must be a whole number from {low} to {high}, got {value!r}.",
                                "生成的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "constrain_dead_end": ("The constraint allows no token here.", "约束在这里不允许任何词元。"),
-    # ---- consistency view ---- (model/consistency.py)
+    # ---- consistency view ---- (model/strategies/consistency.py)
     "consistency_no_prompt": ("Self-consistency needs a question to continue: start with a prompt first.",
                               "自洽投票需要一个可续写的问题：请先输入提示词并开始。"),
     "consistency_samples_range": ("Samples must be a whole number from {low} to {high}, got {value!r}.",
@@ -235,7 +235,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
     "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",
                             "这段文本有 {n} 个字符；比较最多接受 {limit} 个。"),
-    # ---- class: the class as the sampler, beat the model (model/class_draws.py, model/guess_game.py) ----
+    # ---- class: the class as the sampler, beat the model (model/classroom/class_draws.py, model/classroom/guess_game.py) ----
     "class_draw_bad_u": ("A draw needs a random number from 0 up to (not including) 1, got {value}.",
                          "抽样需要一个从 0 到 1（不含 1）的随机数，收到的是 {value}。"),
     "class_draw_closed": ("This round of draws is over: wait for the teacher's next one.",
@@ -252,13 +252,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "game_guess_too_long": ("A guess is at most {limit} characters.", "一次猜测最多 {limit} 个字符。"),
     "game_over": ("The game is over: every token has been revealed.", "游戏结束了：所有词元都已揭晓。"),
     "game_full": ("This token already has {limit} guesses.", "这个词元已经有 {limit} 个猜测了。"),
-    # ---- truth: the work a trace may ask for ---- (model/trace.py)
+    # ---- truth: the work a trace may ask for ---- (model/decoding/trace.py)
     "trace_too_much_work": ("This trace asks for too much work to replay: {steps:,} steps over its {texts} texts, each "
                             "a forward pass of the model; a trace may hold at most {limit:,} steps in all. Nothing "
                             "was run.",
                             "此记录文件回放所需的计算太多：{texts} 段文本共 {steps:,} 步，每一步都是模型的一次前向计算；"
                             "一个记录文件总共最多 {limit:,} 步。什么都没有运行。"),
-    # ---- guard: sessions per address (model/sessions.py) ----
+    # ---- guard: sessions per address (model/serving/sessions.py) ----
     "network_full": ("Your network already has {limit} sessions open, the most one network may hold; close a tab "
                      "or wait for an idle one to close.",
                      "你的网络已打开 {limit} 个会话，这是一个网络最多能打开的数量；请关闭一个标签页，或等闲置的会话关闭。"),

@@ -11,7 +11,7 @@ import math
 import numbers
 import re
 
-from .errors import SessionError
+from model.errors import SessionError
 
 _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII only; 18 digits fit an int64, and int() never meets a 5,000-digit paste
 _SHOWN = 24  # characters of a refused value quoted back in the message

@@ -60,14 +60,14 @@ def pytest_collection_modifyitems(config, items):
 # ---- the model --------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="session")
 def lm():
-    from model.loading import load_model
+    from model.decoding.loading import load_model
 
     return load_model("smollm2")
 
 
 @pytest.fixture
 def session(lm):
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     return DecodeSession(lm)
 

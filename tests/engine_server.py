@@ -23,7 +23,7 @@ ENGINE_VENV = Path(os.environ.get("TBT_ENGINE_VENV") or Path.home() / ".cache" /
 ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
 STAMP = ENGINE_VENV / ".installed"
 WARM_UP_S = 360  # vLLM's start on 2 shared cores: about 2 minutes; 6 allowed
-# A test's wait for one answer. The app's own (model/engine.py TIMEOUT_S, 30 s) is for an engine on its own machine;
+# A test's wait for one answer. The app's own (model/decoding/engine.py TIMEOUT_S, 30 s) is for an engine on its own machine;
 # here vLLM shares 2 cores with the model, the servers and Chromium of the same run (and other work): a fresh run on
 # a loaded machine saw "The engine did not answer within 30 s" for an answer that is well under a second when quiet.
 REQUEST_S = 180.0
@@ -59,8 +59,8 @@ def free_port() -> int:
 
 
 def converted_folder() -> Path:
-    """The app's converted SmolLM2 folder (model/loading.py makes it on first use)."""
-    from model.loading import resolve
+    """The app's converted SmolLM2 folder (model/decoding/loading.py makes it on first use)."""
+    from model.decoding.loading import resolve
 
     return resolve("smollm2")[1]
 

@@ -8,7 +8,7 @@ import contextlib
 from types import MappingProxyType
 
 import app as app_module
-from model.sessions import ModelRegistry, SessionStore
+from model.serving.sessions import ModelRegistry, SessionStore
 
 # The settings every event sends (the sampling knobs, then the page's language and the attention view's choice), at
 # the page's defaults. A test changes what it needs in a copy: {**DEFAULTS, "seed": 4} (read-only: shared by all).

@@ -11,7 +11,7 @@ from gradio_client.exceptions import AppError
 
 import app as app_module
 from ui import play as ui_play
-from model.sessions import ModelRegistry, SessionStore
+from model.serving.sessions import ModelRegistry, SessionStore
 from ui.protocol import carried_figure
 from served import DEFAULTS, served
 
@@ -236,7 +236,7 @@ def test_temperature_charts_are_the_moves_own_charts_for_this_text_and_settings(
 
 @pytest.mark.model
 def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):
-    import model.sessions as sessions
+    import model.serving.sessions as sessions
 
     trims = []
     monkeypatch.setattr(sessions, "return_freed_memory", lambda: trims.append(1))

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.backend import Capabilities, LocalBackend
-from model.engine_session import EngineBackend
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.decoding.backend import Capabilities, LocalBackend
+from model.decoding.engine_session import EngineBackend
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 ROOT = Path(__file__).resolve().parents[1]
 GREEDY = SamplingConfig(temperature=0)
@@ -62,7 +62,7 @@ def test_an_engine_declares_that_it_gives_only_the_logits():
 
 @pytest.mark.model
 def test_a_local_model_declares_its_weights_cache_and_attention_and_prefetch_with_a_batcher(lm):
-    from model.batcher import StepBatcher
+    from model.decoding.batcher import StepBatcher
 
     alone, shared = DecodeSession(lm), DecodeSession(lm, batcher=StepBatcher(lm.model))
     assert isinstance(alone.backend, LocalBackend) and alone.lm is lm
@@ -78,11 +78,11 @@ def test_an_engine_model_gets_the_engine_backend_from_the_one_session(lm):
     """No engine runs here: its backend is chosen, says what it cannot do, and a refusal changes nothing."""
     from engine_server import free_port
 
-    from model.engine import EngineClient
-    from model.engine_session import load_engine_model
+    from model.decoding.engine import EngineClient
+    from model.decoding.engine_session import load_engine_model
     from model.errors import SessionError
-    from model.loading import resolve
-    from model.sessions import ModelRegistry
+    from model.decoding.loading import resolve
+    from model.serving.sessions import ModelRegistry
 
     down = load_engine_model(EngineClient(f"http://127.0.0.1:{free_port()}/v1", "smollm2"), resolve("smollm2")[1])
     models = ModelRegistry("smollm2", {"smollm2": lm})

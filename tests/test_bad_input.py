@@ -19,9 +19,9 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from gradio_client.utils import QueueError
 
-from model.records import SamplingConfig
-from model.session import DecodeSession, SessionError
-from model.sessions import ModelRegistry, SessionStore
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession, SessionError
+from model.serving.sessions import ModelRegistry, SessionStore
 from ui.guard import WAITING_PER_SESSION
 from served import DEFAULTS, served
 
@@ -459,7 +459,7 @@ def test_import_a_bad_trace(server, alice, bob, good_trace, tmp_path, case):
 @pytest.mark.server
 def test_replaying_more_steps_than_a_session_holds(lm, good_trace):
     """On the engine with a small session cap (the app's 512 would take ~70 s of replay to reach)."""
-    from model.trace import replay
+    from model.decoding.trace import replay
 
     session = DecodeSession(lm, max_tokens=len(good_trace["prompt_tokens"]) + 2)
     session.start("Already here")

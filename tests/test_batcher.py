@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 import torch
 
-from model.batcher import StepBatcher, forward_batch, forward_one
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.decoding.batcher import StepBatcher, forward_batch, forward_one
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 pytestmark = pytest.mark.model
 
@@ -82,7 +82,7 @@ def test_a_servers_batch_pass_reuses_its_memory_instead_of_faulting_it_in(lm):
     not fresh from the kernel each pass (page faults: counted, not timed, so a loaded machine does not matter)."""
     import resource
 
-    from model.cache_surgery import crop_to
+    from model.decoding.cache_surgery import crop_to
 
     batcher = StepBatcher(lm.model)
     assert batcher.heap_kept

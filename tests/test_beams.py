@@ -1,13 +1,13 @@
-"""Beam search (model/beams.py) against transformers' own: the finished beams and their scores equal
+"""Beam search (model/strategies/beams.py) against transformers' own: the finished beams and their scores equal
 generate(num_beams=B, num_return_sequences=B, do_sample=False, length_penalty=..., max_new_tokens=...) on SmolLM2 and
 Gemma 3 270M, greedy is B = 1, and the sampled text is what Next token writes with the same settings."""
 import pytest
 import torch
 
-from model.beams import beam_search, compare_texts, sampled_continuation
-from model.loading import available_models, load_model
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.strategies.beams import beam_search, compare_texts, sampled_continuation
+from model.decoding.loading import available_models, load_model
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 pytestmark = pytest.mark.model
 

@@ -6,7 +6,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from model.beams import (BeamCandidate, BeamStep, Hypothesis, TextSummary, beam_search, check_bounds)
+from model.strategies.beams import (BeamCandidate, BeamStep, Hypothesis, TextSummary, beam_search, check_bounds)
 from model.errors import SessionError
 from viz.beams import beam_texts_html, beam_tree_chart, path_of
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.unit
 def _tokenizer():
     from transformers import AutoTokenizer
 
-    from model.loading import cache_root
+    from model.decoding.loading import cache_root
 
     folder = cache_root() / "smollm2-v1"
     if not (folder / "tokenizer.json").exists():
@@ -34,8 +34,8 @@ def tiny(tokenizer, eos, seed):
     with so few tokens the end token comes often, so beams finish at every step."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from model.loading import LoadedModel, model_info
-    from model.tokens import TokenDisplay
+    from model.decoding.loading import LoadedModel, model_info
+    from model.decoding.tokens import TokenDisplay
 
     config = LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                          num_attention_heads=4, num_key_value_heads=2, eos_token_id=eos, bos_token_id=1,

@@ -5,8 +5,8 @@ from dataclasses import replace
 import plotly.graph_objects as go
 import pytest
 
-from model.consistency import ConsistencyRun, Sample
-from model.records import SamplingConfig, StageSummary
+from model.strategies.consistency import ConsistencyRun, Sample
+from model.decoding.records import SamplingConfig, StageSummary
 from test_viz import make_dist
 from viz.candidates import candidate_figure
 from viz.consistency import consistency_figure

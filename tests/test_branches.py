@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import viz
-from model.backend import LocalBackend
-from model.branches import MAX_BRANCHES, Repeat, repeated_mask, repeated_ngrams
-from model.records import SamplingConfig, attention_matrix
-from model.session import DecodeSession, SessionError
-from model.trace import parse_trace, read_trace, replay, to_trace
+from model.decoding.backend import LocalBackend
+from model.decoding.branches import MAX_BRANCHES, Repeat, repeated_mask, repeated_ngrams
+from model.decoding.records import SamplingConfig, attention_matrix
+from model.decoding.session import DecodeSession, SessionError
+from model.decoding.trace import parse_trace, read_trace, replay, to_trace
 from served import served
 
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, repetition_penalty=1.3, seed=7)
@@ -259,7 +259,7 @@ def test_brute_force_agrees_on_random_texts():
 # ---- the Branches tab through the API ----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def server(lm):
-    from model.sessions import SessionStore
+    from model.serving.sessions import SessionStore
 
     with served(lm, SessionStore(max_sessions=4)) as (page, url, _):
         yield page, url

@@ -19,8 +19,8 @@ pytestmark = pytest.mark.browser
 def url(lm):
     """The page as `python app.py` serves it by default (the language chooses the model), on both models."""
     import app as app_module
-    from model.loading import load_model
-    from model.sessions import ModelRegistry
+    from model.decoding.loading import load_model
+    from model.serving.sessions import ModelRegistry
     from served import served
 
     default = app_module.registry(None)

@@ -1,4 +1,4 @@
-"""What model/cache_surgery.py relies on in transformers' DynamicCache layers (5.23), pinned on a tiny cache.
+"""What model/decoding/cache_surgery.py relies on in transformers' DynamicCache layers (5.23), pinned on a tiny cache.
 
 A layer here is fed K and V directly (no model): one full-attention layer and one sliding-window layer of
 window 4, each (batch 1, 1 KV head, t tokens, head size 2). If an upgrade changes any of this, these fail
@@ -9,7 +9,7 @@ import torch
 from transformers import DynamicCache, Gemma3TextConfig
 from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
 
-from model.cache_surgery import can_crop, crop_to, restore, snapshot
+from model.decoding.cache_surgery import can_crop, crop_to, restore, snapshot
 
 pytestmark = pytest.mark.unit
 

@@ -5,7 +5,7 @@ the copy against the app's config, so the figure it gives is that of the app's e
 import pytest
 
 from bench.ceiling import STEP_APIS, app_blocks, arguments, standin_blocks
-from model.sessions import ModelRegistry
+from model.serving.sessions import ModelRegistry
 
 pytestmark = pytest.mark.model
 

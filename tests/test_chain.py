@@ -14,11 +14,11 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
-from model.chain import GLTR_EDGES, RANK_EDGES, chain_rule, rank_bucket
+from model.inside.chain import GLTR_EDGES, RANK_EDGES, chain_rule, rank_bucket
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.session import DecodeSession
-from model.teacher import compare_stepwise, score_text, teacher_forcing
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
+from model.inside.teacher_forcing import compare_stepwise, score_text, teacher_forcing
 from viz.chain import BUCKET_COLORS, bucket_names, chain_chart, chain_figure, gltr_html, teacher_chart, teacher_figure
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """The Chain rule and Training vs generation tabs through gradio_client, on the real model: every number the page
-shows equals the engine's record (model.chain, model.teacher), and the engine's equals one full forward pass
+shows equals the engine's record (model.inside.chain, model.inside.teacher_forcing), and the engine's equals one full forward pass
 computed here; bad input is refused in the page's language and changes nothing."""
 import math
 import re
@@ -9,10 +9,10 @@ import torch
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from model.chain import chain_rule
-from model.sessions import SessionStore
-from model.teacher import score_text
-from model.chain import StepwiseComparison
+from model.inside.chain import chain_rule
+from model.serving.sessions import SessionStore
+from model.inside.teacher_forcing import score_text
+from model.inside.chain import StepwiseComparison
 from ui.protocol import carried_figure
 from ui.views.training import comparison_text
 from served import DEFAULTS, served
@@ -211,7 +211,7 @@ def test_compare_before_any_step_is_refused(client, server, lang, message):
 @pytest.mark.unit
 def test_a_slower_parallel_pass_is_explained_not_hidden():
     """Wall times taken at different moments: if the one pass did not win every run, the numbers stay and the page
-    says it cannot conclude (model.timing's rule: 3 runs after a warm-up, the slowest below the serial side). The
+    says it cannot conclude (model.decoding.timing's rule: 3 runs after a warm-up, the slowest below the serial side). The
     serial side is the generated tokens' steps only (5 x 100 ms), not the prompt's prefill (itself one pass)."""
     def compared(parallel_ms, low, high, runs=3):
         return StepwiseComparison(diffs=[], max_abs_diff=2e-5, next_max_abs_diff=3e-5, parallel_ms=parallel_ms,

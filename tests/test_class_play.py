@@ -10,10 +10,10 @@ import torch
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from model.class_draws import OTHER, DrawRound
-from model.records import SamplingConfig
-from model.sampling import draw_u
-from model.sessions import SessionStore
+from model.classroom.class_draws import OTHER, DrawRound
+from model.decoding.records import SamplingConfig
+from model.decoding.sampling import draw_u
+from model.serving.sessions import SessionStore
 from served import DEFAULTS, served
 
 pytestmark = pytest.mark.server
@@ -102,7 +102,7 @@ def test_draws_refused_plainly(klass):
 
 def test_a_round_draws_as_a_step_of_the_app_draws(lm):
     """The round's draw with u = draw_u(seed, position) is the token session.preview draws with that seed."""
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
     session = DecodeSession(lm)
     session.start(PROMPT)
     cfg = SamplingConfig(temperature=1.3, top_k=30, top_p=0.95)
@@ -115,8 +115,8 @@ def test_a_round_draws_as_a_step_of_the_app_draws(lm):
 def test_two_thousand_draws_fit_the_models_p(lm):
     """2,000 simulated students (u from the app's draw_u with their own seeds) through a round at T = 1.5 on the
     model's real distribution: Pearson's chi-square goodness of fit on bins of expected >= 5."""
-    from model.class_draws import chi2_sf
-    from model.session import DecodeSession
+    from model.classroom.class_draws import chi2_sf
+    from model.decoding.session import DecodeSession
     session = DecodeSession(lm)
     session.start("My favourite colour is")
     draw_round = DrawRound.open(session.next_logits, list(session.ids), SamplingConfig(), 1.5, bins=8, limit=2000)

@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 import torch
 
-from model.class_draws import (OTHER, DrawRound, chi2_sf, chi_square, fresh_u, simulated_p_value, tally,
+from model.classroom.class_draws import (OTHER, DrawRound, chi2_sf, chi_square, fresh_u, simulated_p_value, tally,
                                total_variation, valid_u)
 from model.errors import SessionError
-from model.guess_game import Game, GameToken, class_bits, matches, split_text
-from model.records import SamplingConfig
-from model.sampling import draw_u
+from model.classroom.guess_game import Game, GameToken, class_bits, matches, split_text
+from model.decoding.records import SamplingConfig
+from model.decoding.sampling import draw_u
 
 pytestmark = pytest.mark.unit
 

@@ -3,10 +3,10 @@ the greedy row is generate()'s greedy text, each log P is a full forward pass's 
 import pytest
 import torch
 
-from model.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, ConsistencyRun, Sample, extract_answer, self_consistency
+from model.strategies.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, ConsistencyRun, Sample, extract_answer, self_consistency
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 pytestmark = pytest.mark.model
 

@@ -8,11 +8,11 @@ import regex
 import torch
 from transformers.generation.logits_process import PrefixConstrainedLogitsProcessor
 
-from model.constrain import (MAX_NEW_TOKENS, MAX_REGEX_CHARS, MAX_WORDS, Constraint, Grammar, allowed_words,
+from model.strategies.constrain import (MAX_NEW_TOKENS, MAX_REGEX_CHARS, MAX_WORDS, Constraint, Grammar, allowed_words,
                              constrained_decode, prefix_allowed_tokens_fn, words_regex)
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.sampling import derive
+from model.decoding.records import SamplingConfig
+from model.decoding.sampling import derive
 
 pytestmark = pytest.mark.model
 
@@ -117,7 +117,7 @@ def test_sampled_run_draws_only_allowed_tokens_with_the_plain_u(lm):
     cfg = SamplingConfig(temperature=1.2, top_p=0.95, seed=11)
     run = constrained_decode(lm, prompt, Constraint("regex", r"[0-9]{1,3}"), cfg, 8)
     assert regex.fullmatch(r"[0-9]{1,3}", run.text)
-    from model.sampling import draw_u
+    from model.decoding.sampling import draw_u
     for k, step in enumerate(run.steps):
         assert step.distribution.u == draw_u(11, len(prompt) + k)
         assert 0 < step.removed_mass <= 1 and math.isfinite(step.distribution.chosen_logprob_t1)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-from model.kv import kv_cache_bytes
-from model.records import SamplingConfig
-from model.session import DecodeSession, SessionBusy, SessionError
-from model.trace import replay, to_trace
+from model.decoding.kv import kv_cache_bytes
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession, SessionBusy, SessionError
+from model.decoding.trace import replay, to_trace
 
 GREEDY = SamplingConfig(temperature=0)
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, min_p=0.02, repetition_penalty=1.1, seed=7)

@@ -8,7 +8,7 @@ import torch
 from gradio_client import Client
 from gradio_client.utils import Status
 
-from model.sessions import SessionStore
+from model.serving.sessions import SessionStore
 from served import DEFAULTS, served
 
 pytestmark = pytest.mark.server

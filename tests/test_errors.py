@@ -25,7 +25,7 @@ def sources(*globs: str) -> dict[Path, str]:
 def refusals_in_model() -> list[tuple[Path, str]]:
     """(file, first argument) of every SessionError / SessionBusy / SessionExpired / ModelLoadError made in model/."""
     found = []
-    for path, text in sources("model/*.py").items():
+    for path, text in sources("model/**/*.py").items():
         for line in text.splitlines():
             if not line.lstrip().startswith("class "):  # class SessionBusy(SessionError): a base, not a call
                 found += [(path, arg) for _, arg in RAISED.findall(line)]
@@ -58,7 +58,7 @@ def test_every_refusal_in_model_names_a_key_of_messages():
 
 
 def test_every_key_is_used_somewhere():
-    code = "\n".join(text for path, text in sources("model/*.py", "app.py", "ui/**/*.py").items()
+    code = "\n".join(text for path, text in sources("model/**/*.py", "app.py", "ui/**/*.py").items()
                      if path.name != "errors.py")
     unused = [key for key in MESSAGES if f'"{key}"' not in code]
     assert not unused, f"keys no code uses (remove them): {unused}"
@@ -85,8 +85,8 @@ def test_an_unknown_key_is_refused_at_once():
 
 
 def test_the_old_import_paths_still_work():
-    from model.session import SessionBusy as busy, SessionError as error
-    from model.sessions import SessionExpired as expired
+    from model.decoding.session import SessionBusy as busy, SessionError as error
+    from model.serving.sessions import SessionExpired as expired
 
     assert (busy, error, expired) == (SessionBusy, SessionError, SessionExpired)
     assert message("session_expired", "en", minutes=30) == (

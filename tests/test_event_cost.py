@@ -8,7 +8,7 @@ import anyio
 import gradio as gr
 import pytest
 
-from model.records import KVBytes
+from model.decoding.records import KVBytes
 from ui import server
 from ui.render import status_html
 from ui.state import AheadPolicy

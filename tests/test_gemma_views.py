@@ -10,14 +10,14 @@ import pytest
 import torch
 
 import viz
-from model.chain import chain_rule
-from model.loading import available_models, load_model
-from model.records import SamplingConfig, attention_matrix
-from model.session import DecodeSession
-from model.speculative import speculative_decode
-from model.teacher import compare_stepwise
-from model.trace import replay, to_trace
-from model.tokens import token_labels
+from model.inside.chain import chain_rule
+from model.decoding.loading import available_models, load_model
+from model.decoding.records import SamplingConfig, attention_matrix
+from model.decoding.session import DecodeSession
+from model.serving.speculative import speculative_decode
+from model.inside.teacher_forcing import compare_stepwise
+from model.decoding.trace import replay, to_trace
+from model.decoding.tokens import token_labels
 
 pytestmark = pytest.mark.model
 GREEDY = SamplingConfig(temperature=0)
@@ -116,7 +116,7 @@ def test_gemma_views_draw_with_characters(gemma, written):
 def two_models(lm, gemma):
     """The page as app.py builds it by default (no --model: the language chooses), on both loaded models."""
     import app as app_module
-    from model.sessions import ModelRegistry, SessionStore
+    from model.serving.sessions import ModelRegistry, SessionStore
 
     default = app_module.registry(None)  # what `python app.py` serves
     assert default.by_language == {"zh": "gemma3-270m"} and default.default == "smollm2"
@@ -191,7 +191,7 @@ BATCH_PROMPTS = ["今天天气", "床前明月光，", "The capital of France is
 def test_batched_steps_on_gemma_write_what_each_session_would_alone(gemma):
     import threading
 
-    from model.batcher import StepBatcher
+    from model.decoding.batcher import StepBatcher
 
     def started(batcher=None):
         sessions = [DecodeSession(gemma, batcher=batcher) for _ in BATCH_PROMPTS]
@@ -228,8 +228,8 @@ def test_batched_steps_on_gemma_write_what_each_session_would_alone(gemma):
 
 
 def test_paged_blocks_on_gemma_equal_the_formula_and_the_measured_cache(gemma, written):
-    from model.paged import BLOCK_SIZE, paged_layout
-    from model.session import MAX_TOKENS
+    from model.serving.paged import BLOCK_SIZE, paged_layout
+    from model.decoding.session import MAX_TOKENS
 
     others = [DecodeSession(gemma) for _ in range(2)]
     others[0].start("床前明月光，")

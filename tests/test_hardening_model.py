@@ -10,10 +10,10 @@ import torch
 
 from model.errors import MESSAGES, SessionError
 from model.parse import parse_token_id, parse_whole
-from model.records import ORDERS, SamplingConfig
-from model.sampling import run_stages
-from model.timing import measure_cache_timing
-from model.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
+from model.decoding.records import ORDERS, SamplingConfig
+from model.decoding.sampling import run_stages
+from model.decoding.timing import measure_cache_timing
+from model.decoding.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
 
 REPEATING = "The cat sat on the mat. The cat sat on the mat. The cat"
 
@@ -53,7 +53,7 @@ EXTREMES = [
 @pytest.fixture  # one per test: each step with other settings after a Back keeps a branch (16 at most)
 def repeating(lm):
     """A session whose text repeats, so that the repetition penalty has tokens to act on."""
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     s = DecodeSession(lm)
     s.start(REPEATING)
@@ -163,7 +163,7 @@ def test_a_good_trace_file_reads_back(session):
 # ---- 3. a trace is checked whole before any forward pass --------------------------------------------------
 @pytest.fixture(scope="module")
 def small_trace(lm):
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     s = DecodeSession(lm)
     s.start("A short trace:")
@@ -207,7 +207,7 @@ BAD_CLAIMS = {
 @pytest.mark.model
 @pytest.mark.parametrize("case", list(BAD_CLAIMS))
 def test_a_trace_claiming_too_much_costs_no_forward_pass(lm, small_trace, case):
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     change, key = BAD_CLAIMS[case]
     trace = _damaged(small_trace, change)
@@ -221,14 +221,14 @@ def test_a_trace_claiming_too_much_costs_no_forward_pass(lm, small_trace, case):
 
 @pytest.mark.model
 def test_the_end_token_ends_the_text(lm):
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     assert END in DecodeSession(lm).eos_ids()
 
 
 @pytest.mark.model
 def test_a_trace_that_fits_exactly_still_replays(lm, small_trace):
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     target = DecodeSession(lm, max_tokens=len(small_trace["prompt_tokens"]) + 3)
     with counted_passes(lm) as passes:

@@ -20,8 +20,8 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from gradio_client.utils import QueueError
 
-from model.admission import OpeningLimit
-from model.sessions import SessionStore
+from model.serving.admission import OpeningLimit
+from model.serving.sessions import SessionStore
 from ui.views.session_io import EXPORT_KEEP_S
 from served import DEFAULTS, served
 
@@ -238,7 +238,7 @@ def test_an_export_leaves_no_folder_in_the_temp_directory(client):
 # ---- 8. uploads have a size limit (and see test_bad_input.test_import_a_huge_file) ------------------------
 @pytest.mark.server
 def test_the_upload_limit_is_the_trace_limit(server):
-    from model.trace import MAX_TRACE_BYTES
+    from model.decoding.trace import MAX_TRACE_BYTES
 
     assert server[2].max_file_size == MAX_TRACE_BYTES
 
@@ -417,7 +417,7 @@ def raw_call_from(http: httpx.Client, url: str, api: str, data: list) -> str:
 def test_a_class_of_80_behind_one_address_gets_in_and_a_script_far_beyond_does_not(server):
     """80 Starts from one address (127.0.0.3) as fast as the server takes them: every one a session; then the
     same address keeps opening, to 300 in all: refused with the plain message once it holds a class and more."""
-    from model.admission import BURST, CLASS, PER_ADDRESS, REFILL_S
+    from model.serving.admission import BURST, CLASS, PER_ADDRESS, REFILL_S
 
     page, url, _ = server
     store = page.store

@@ -1,9 +1,9 @@
-"""The KV-cache calculator (model/kv.py): the formula's facts (what-it-teaches.md: Its size), its rows, its refusals."""
+"""The KV-cache calculator (model/decoding/kv.py): the formula's facts (what-it-teaches.md: Its size), its rows, its refusals."""
 import pytest
 
 from model.errors import SessionError
-from model.kv import DTYPE_BYTES, PRESETS, KVRow, kv_cache_bytes, kv_calculation, preset_shape
-from model.records import ModelInfo
+from model.decoding.kv import DTYPE_BYTES, PRESETS, KVRow, kv_cache_bytes, kv_calculation, preset_shape
+from model.decoding.records import ModelInfo
 
 GIB = 1 << 30
 SMOLLM2 = ModelInfo(name="smollm2", layers=30, heads=9, kv_heads=3, head_dim=64, hidden=576, vocab=49152,

@@ -13,13 +13,13 @@ import pytest
 import viz
 from viz.chain import chain_chart
 from viz.speculative import speculative_chart
-from model.branches import repeated_mask
-from model.chain import chain_rule
-from model.race import race
-from model.records import SamplingConfig, attention_matrix
-from model.speculative import speculative_decode
-from model.teacher import teacher_forcing
-from model.tokens import token_labels
+from model.decoding.branches import repeated_mask
+from model.inside.chain import chain_rule
+from model.strategies.race import race
+from model.decoding.records import SamplingConfig, attention_matrix
+from model.serving.speculative import speculative_decode
+from model.inside.teacher_forcing import teacher_forcing
+from model.decoding.tokens import token_labels
 from viz.branches import branch_compare_html, branch_logp_chart
 from viz.chain import gltr_html, teacher_chart
 from viz.offline import session_record
@@ -33,7 +33,7 @@ GREEDY = SamplingConfig(temperature=0)
 @pytest.fixture(scope="module")
 def written(lm):
     """A session: prompt 'a < b & c 今天', then forced `<`, `&`, 气's three bytes and the first byte of 好."""
-    from model.session import DecodeSession
+    from model.decoding.session import DecodeSession
 
     s = DecodeSession(lm)
     s.start("a < b & c 今天")

@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from model.errors import SessionError
-from model.lens import LENS_MAX_TOKENS, LENS_WINDOW, logit_lens
-from model.loading import available_models, load_model
-from model.race import RACE_MAX_STEPS, race
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.inside.lens import LENS_MAX_TOKENS, LENS_WINDOW, logit_lens
+from model.decoding.loading import available_models, load_model
+from model.strategies.race import RACE_MAX_STEPS, race
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 
 pytestmark = pytest.mark.model
 

@@ -3,9 +3,9 @@ says, in both languages."""
 import numpy as np
 import pytest
 
-from model.lens import LogitLens
-from model.race import Race, RaceSide, RaceStep
-from model.records import SamplingConfig, TokenInfo
+from model.inside.lens import LogitLens
+from model.strategies.race import Race, RaceSide, RaceStep
+from model.decoding.records import SamplingConfig, TokenInfo
 from viz.lens import TEXT_COLUMNS, lens_chart
 from viz.race import race_chart, race_html, settings_text
 

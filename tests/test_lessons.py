@@ -9,10 +9,10 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from model.quiz import predict_cache_bytes, size_choices
-from model.records import SamplingConfig
-from model.session import DecodeSession
-from model.sessions import SessionStore
+from model.classroom.quiz import predict_cache_bytes, size_choices
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
+from model.serving.sessions import SessionStore
 from ui.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from ui.views import VIEWS
 from ui.views.lesson import reveal_html
@@ -96,10 +96,10 @@ MODELS = {"en": "smollm2", "zh": "gemma3-270m"}  # the model each language's pag
 @pytest.fixture(scope="module")
 def models(lm):
     """The model each language's lessons run on: SmolLM2 for English, Gemma 3 270M for Chinese."""
-    from model.loading import available_models, load_model
+    from model.decoding.loading import available_models, load_model
 
     if "gemma3-270m" not in available_models():
-        pytest.skip("Gemma 3 270M is not installed (see model/loading.py): the Chinese lessons run on it")
+        pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
     return {"en": lm, "zh": load_model("gemma3-270m")}
 
 
@@ -126,7 +126,7 @@ def forward_top(lm, ids) -> int:
 def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons, lang):
     """Each question, asked in `lang` on that language's model: its choices are single tokens, the right answer is
     among them (checked against a plain forward pass), and the reveal's numbers are the engine's."""
-    from model.quiz import reveal_record
+    from model.classroom.quiz import reveal_record
 
     lm = models[lang]
     for lesson in lessons.values():

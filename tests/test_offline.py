@@ -8,7 +8,7 @@ import pytest
 from gradio_client import Client
 
 from browser import screenshot
-from model.records import ModelInfo, SamplingConfig
+from model.decoding.records import ModelInfo, SamplingConfig
 from viz.i18n import t
 from viz.attention import attention_chart
 from viz.style import format_prob

@@ -12,7 +12,7 @@ import pytest
 
 from model.errors import MESSAGES, SessionError, message
 from model.parse import parse_token_id, parse_whole, whole_number
-from model.records import SETTING_NAMES, SamplingConfig
+from model.decoding.records import SETTING_NAMES, SamplingConfig
 from model.words import LANGS, lookup
 from ui.handlers import page_handler, parse_view, plainly, whole
 from ui.strings import LANG_INPUT, PAGE, Refusal, t
@@ -147,7 +147,7 @@ def test_the_bounded_counts_of_the_views_are_read_by_the_one_reader(value):
 
 # ---- 3. the model lock ---------------------------------------------------------------------------------------
 def test_the_model_lock_is_fetched_one_way():
-    """Five ways once (one of them without the None check); now model.batcher.model_lock(batcher) only."""
+    """Five ways once (one of them without the None check); now model.decoding.batcher.model_lock(batcher) only."""
     found = [where(p, n) for p, tree in code().items() if p.name != "batcher.py" for n in ast.walk(tree)
              if isinstance(n, ast.Attribute) and n.attr == "model_lock"]
     assert not found, found
@@ -155,7 +155,7 @@ def test_the_model_lock_is_fetched_one_way():
 
 def test_a_models_end_tokens_are_read_one_way():
     """Five copies once (the session, speculative decoding, the race, self-consistency, constraints); now
-    model.loading.end_ids. Beam search keeps generate()'s ordered list (its K depends on how many there are)."""
+    model.decoding.loading.end_ids. Beam search keeps generate()'s ordered list (its K depends on how many there are)."""
     found = [where(p, n) for p, tree in code().items() if p.name not in ("loading.py", "beams.py")
              for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "eos_token_id"
              and isinstance(n.value, ast.Attribute) and n.value.attr == "generation_config"]
@@ -163,7 +163,7 @@ def test_a_models_end_tokens_are_read_one_way():
 
 
 def test_no_batcher_means_nothing_to_wait_for():
-    from model.batcher import StepBatcher, model_lock
+    from model.decoding.batcher import StepBatcher, model_lock
 
     assert isinstance(model_lock(None), contextlib.nullcontext)
     batcher = StepBatcher(None)

@@ -4,7 +4,7 @@ builds, every event's inputs and outputs are on the page, and the page's own con
 import pytest
 
 import app as app_module
-from model.sessions import ModelRegistry, SessionStore
+from model.serving.sessions import ModelRegistry, SessionStore
 from ui.views import VIEWS
 
 pytestmark = pytest.mark.model

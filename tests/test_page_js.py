@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from model.records import KVBytes, ModelInfo, PrefillRecord, Timings, TokenInfo
+from model.decoding.records import KVBytes, ModelInfo, PrefillRecord, Timings, TokenInfo
 from ui.protocol import ASSETS, JS_DIR, PAGE_JS, PLOTLY_JS, PROTOCOL, SCRIPT_ROUTE, page_assets
 from ui.server import add_script_route
 from viz.attention import attention_chart

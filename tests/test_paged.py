@@ -4,8 +4,8 @@ from dataclasses import asdict
 import pytest
 
 from model.errors import SessionError
-from model.paged import BLOCK_SIZE, block_hashes, bytes_per_token, paged_layout
-from model.records import ModelInfo
+from model.serving.paged import BLOCK_SIZE, block_hashes, bytes_per_token, paged_layout
+from model.decoding.records import ModelInfo
 
 pytestmark = pytest.mark.unit
 

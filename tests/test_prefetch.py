@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-import model.batcher as batcher_module
-from model.batcher import StepBatcher
-from model.records import SamplingConfig
-from model.session import DecodeSession
-from model.sessions import SessionStore
-from model.trace import replay, to_trace
+import model.decoding.batcher as batcher_module
+from model.decoding.batcher import StepBatcher
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
+from model.serving.sessions import SessionStore
+from model.decoding.trace import replay, to_trace
 
 pytestmark = pytest.mark.model
 
@@ -340,7 +340,7 @@ def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
 
 
 def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, monkeypatch):
-    import model.backend as session_module
+    import model.decoding.backend as session_module
 
     s = started(lm, batcher=StepBatcher(lm.model))
     derives = []
@@ -358,7 +358,7 @@ def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, mon
 
 @pytest.mark.parametrize("cfg", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
 def test_the_next_distribution_seen_ahead_is_what_the_next_step_shows(lm, cfg, monkeypatch):
-    import model.backend as session_module
+    import model.decoding.backend as session_module
 
     s, plain = started(lm, batcher=StepBatcher(lm.model)), started(lm)
     derives = []

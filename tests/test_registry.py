@@ -4,10 +4,10 @@ import threading
 
 import pytest
 
-import model.sessions as sessions
+import model.serving.sessions as sessions
 from model.errors import SessionError
-from model.loading import ModelLoadError, resolve
-from model.sessions import ModelRegistry
+from model.decoding.loading import ModelLoadError, resolve
+from model.serving.sessions import ModelRegistry
 
 
 @pytest.fixture

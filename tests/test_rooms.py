@@ -9,8 +9,8 @@ import pytest
 from gradio_client import Client
 from gradio_client.exceptions import AppError
 
-from model.records import SamplingConfig
-from model.sessions import SessionStore
+from model.decoding.records import SamplingConfig
+from model.serving.sessions import SessionStore
 from ui.protocol import carried_figure
 from ui.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
 from ui.strings import t

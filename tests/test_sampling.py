@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
-from model.records import SamplingConfig, TokenInfo
-from model.sampling import derive, draw_u, inverse_cdf, temperature_sweep
+from model.decoding.records import SamplingConfig, TokenInfo
+from model.decoding.sampling import derive, draw_u, inverse_cdf, temperature_sweep
 
 pytestmark = pytest.mark.unit
 

@@ -7,8 +7,8 @@ import torch
 from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
 
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.speculative import (GREEDY, SPEED_TEXTS, SpeculativeDecoder, lookup_draft, residual, speculative_decode)
+from model.decoding.records import SamplingConfig
+from model.serving.speculative import (GREEDY, SPEED_TEXTS, SpeculativeDecoder, lookup_draft, residual, speculative_decode)
 
 PROMPTS = {
     "code": SPEED_TEXTS["repeating"],

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from model.errors import MESSAGES
-from model.records import FATES, STAGES_TRANSFORMERS
+from model.decoding.records import FATES, STAGES_TRANSFORMERS
 from ui.strings import PAGE
 from viz.i18n import WORDS
 

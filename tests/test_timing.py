@@ -6,8 +6,8 @@ import pytest
 import torch
 from transformers import DynamicCache
 
-from model.records import SamplingConfig
-from model.timing import _prefix, _rewindable_cache, default_lengths, measure_cache_timing
+from model.decoding.records import SamplingConfig
+from model.decoding.timing import _prefix, _rewindable_cache, default_lengths, measure_cache_timing
 
 TEXT = "The history of the printing press begins in the fifteenth century, when movable type arrived. " * 9
 
@@ -137,7 +137,7 @@ def test_bad_arguments_are_refused(lm, ids, lengths, repeats):
 # ---- the rule every measurement follows: median, spread, too noisy to conclude (issue 20 item 11) --------------------
 @pytest.mark.unit
 def test_spread_is_the_median_with_the_fastest_and_slowest_run():
-    from model.timing import spread
+    from model.decoding.timing import spread
 
     s = spread([30.0, 10.0, 20.0, 90.0])
     assert (s.median, s.low, s.high, s.runs) == (25.0, 10.0, 90.0, 4)
@@ -154,16 +154,16 @@ def test_spread_is_the_median_with_the_fastest_and_slowest_run():
     ([4, 5, 6], [1, 2, 3], False),  # the other way round
 ])
 def test_a_difference_is_concluded_only_when_every_run_agrees(faster, slower, concluded):
-    from model.timing import separated, spread
+    from model.decoding.timing import separated, spread
 
     assert separated(spread(faster), spread(slower)) is concluded
 
 
 @pytest.mark.unit
 def test_each_views_verdict_follows_the_rule():
-    from model.chain import StepwiseComparison
-    from model.records import CacheTiming
-    from model.throughput import BatchPass, Throughput
+    from model.inside.chain import StepwiseComparison
+    from model.decoding.records import CacheTiming
+    from model.serving.throughput import BatchPass, Throughput
 
     cmp = StepwiseComparison([], 0.0, 0.0, parallel_ms=20, prefill_ms=500, steps_ms=[10, 10, 10], tokens=9, threads=2,
                              parallel_range=(18, 25), parallel_runs=3)
@@ -181,8 +181,8 @@ def test_each_views_verdict_follows_the_rule():
 def test_measurements_warm_up_and_compare_like_with_like(lm, ids, monkeypatch):
     """KV timing: an untimed pass without the cache before any timed one. Training vs generation: a warm-up and
     3 timed runs of the one pass, against the generated tokens' steps only (the prefill is itself one pass)."""
-    from model.session import DecodeSession
-    from model.teacher import compare_stepwise
+    from model.decoding.session import DecodeSession
+    from model.inside.teacher_forcing import compare_stepwise
 
     lengths = []
     forward = lm.model.forward

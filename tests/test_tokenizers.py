@@ -1,13 +1,13 @@
-"""Tokenizers side by side (model/tokenizers.py, viz/tokenizers.py): each model's tokens of the same text, their
+"""Tokenizers side by side (model/inside/tokenizers.py, viz/tokenizers.py): each model's tokens of the same text, their
 price by the KV formula from each model's config (docs/what-it-teaches.md: 46,080 B a token for SmolLM2 in
 float32), and the page's choice of model by language (ModelRegistry.for_language)."""
 import pytest
 
 from model.errors import SessionError
-from model.loading import available_models
-from model.sessions import ModelRegistry
-from model.tokenizers import MAX_CHARS, compare
-from model.tokens import token_bytes
+from model.decoding.loading import available_models
+from model.serving.sessions import ModelRegistry
+from model.inside.tokenizers import MAX_CHARS, compare
+from model.decoding.tokens import token_bytes
 from ui.controls import FIRST_PROMPT, model_choices
 from ui.strings import t
 from viz.tokenizers import tokenizers_html

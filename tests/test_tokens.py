@@ -2,7 +2,7 @@
 unfinished characters."""
 import pytest
 
-from model.tokens import display_piece
+from model.decoding.tokens import display_piece
 
 pytestmark = pytest.mark.unit
 
@@ -29,9 +29,9 @@ def test_special_tokens_are_shown_as_they_are():
     assert display_piece("<|im_end|>", True, special=True) == "<|im_end|>"
 
 
-# ---- byte runs grouped into characters (model.tokens.token_labels) -------------------------------------------------
-from model.records import TokenInfo  # noqa: E402
-from model.tokens import _byte_decoder, candidate_label, token_bytes, token_labels  # noqa: E402
+# ---- byte runs grouped into characters (model.decoding.tokens.token_labels) -------------------------------------------------
+from model.decoding.records import TokenInfo  # noqa: E402
+from model.decoding.tokens import _byte_decoder, candidate_label, token_bytes, token_labels  # noqa: E402
 
 _ENCODE = {b: ch for ch, b in _byte_decoder().items()}
 

@@ -7,10 +7,10 @@ import copy
 import pytest
 
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.session import DecodeSession
-from model.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices
-from model.trace import marked_steps, replay, to_trace
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
+from model.serving.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices
+from model.decoding.trace import marked_steps, replay, to_trace
 from viz.candidates import candidate_chart
 from viz.chips import chosen_how, token_chips_html
 from viz.i18n import t
@@ -113,7 +113,7 @@ def test_an_honest_sampled_trace_imports_with_no_step_marked(lm):
 
 # ---- item 4: the work a trace may ask for --------------------------------------------------------------------------
 def test_a_trace_over_the_work_bound_is_refused_before_any_forward_pass(lm, monkeypatch):
-    from model.trace import MAX_TRACE_STEPS
+    from model.decoding.trace import MAX_TRACE_STEPS
 
     session = DecodeSession(lm)
     session.start("One two three")
@@ -139,7 +139,7 @@ def test_a_trace_over_the_work_bound_is_refused_before_any_forward_pass(lm, monk
 
 def test_a_lesson_upload_has_a_lane_of_its_own_not_behind_a_trace_import(lm):
     import app as app_module
-    from model.sessions import ModelRegistry, SessionStore
+    from model.serving.sessions import ModelRegistry, SessionStore
     from ui.guard import SLOW_LANES
 
     demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore()), "smollm2")

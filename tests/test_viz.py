@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from model.records import (CacheTiming, Distribution, KVBytes, ModelInfo, SamplingConfig, StageSummary, StepRecord,
+from model.decoding.records import (CacheTiming, Distribution, KVBytes, ModelInfo, SamplingConfig, StageSummary, StepRecord,
                            Candidate, TemperatureSweep, Timings, TokenInfo)
 from viz import (FATE_COLORS, WORDS, attention_figure, cache_timing_figure, candidate_figure, format_bytes,
                  gqa_figure, kv_calculator_figure, kv_growth_figure, t, temperature_figure, token_chips_html)
@@ -496,7 +496,7 @@ def test_the_batching_page_states_bandwidth_in_the_binary_units_of_its_sizes():
 @pytest.mark.parametrize("lang, one_text, one_token, many", [("en", "1 text.", "1 token ·", "2 tokens ·"),
                                                                ("zh", "共 1 段文本。", "1 个词元 ·", "2 个词元 ·")])
 def test_the_branches_chart_counts_one_text_and_one_token_in_the_singular(lang, one_text, one_token, many):
-    from model.branches import BranchSummary
+    from model.decoding.branches import BranchSummary
     from ui.views.branches import branch_choices
     from viz.branches import branch_tree_chart
 

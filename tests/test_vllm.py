@@ -14,11 +14,11 @@ import pytest
 import torch
 
 from engine_server import REQUEST_S
-from model.engine import EngineClient, EngineTop, fault, parse_top
-from model.engine_session import EngineBackend, load_engine_model, tail_independent
+from model.decoding.engine import EngineClient, EngineTop, fault, parse_top
+from model.decoding.engine_session import EngineBackend, load_engine_model, tail_independent
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.session import DecodeSession
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
 from served import DEFAULTS, served
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time, a little", "1, 2, 3, 4,",
@@ -236,7 +236,7 @@ def test_engine_faults_leave_the_session_as_it_was(engine_lm, engine):
 def test_through_the_api_on_the_engine_model(engine_lm, lm):
     from gradio_client import Client
 
-    from model.sessions import ModelRegistry, SessionStore
+    from model.serving.sessions import ModelRegistry, SessionStore
     from ui.protocol import carried_figure
 
     models = ModelRegistry("smollm2", {"smollm2": lm})
@@ -285,7 +285,7 @@ def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
     """Headless Chromium: steps, a forced token, the candidate chart with its tail line, attention saying why not."""
     from browser import plot_drawn, screenshot, wait_for_step
 
-    from model.sessions import ModelRegistry, SessionStore
+    from model.serving.sessions import ModelRegistry, SessionStore
 
     models = ModelRegistry(engine_lm.name, {"smollm2": lm})  # the engine's model is the page's default here
     models.add_engine(engine_lm)
@@ -333,7 +333,7 @@ PAGE = {**DEFAULTS, **BRANCHING}
 @pytest.fixture(scope="module")
 def engine_app(engine_lm, lm):
     """The app on both models, launched once for the branch and trace tests: (its App, its URL)."""
-    from model.sessions import ModelRegistry, SessionStore
+    from model.serving.sessions import ModelRegistry, SessionStore
 
     models = ModelRegistry("smollm2", {"smollm2": lm})
     models.add_engine(engine_lm)

@@ -4,7 +4,7 @@ The teacher (the page that opened a room) asks every student's device to draw th
 distribution (the teacher's settings, the temperature set for the round), or starts a game over a short text;
 each student's page draws (its own u, from the browser's Math.random, checked into [0, 1)) or guesses, and the
 wall (the teacher's Room tab) shows the class's draws against p and the class's bits against the model's. The
-logic is model/class_draws.py and model/guess_game.py, the figures viz/class_sampler.py; ui/views/room.py only
+logic is model/classroom/class_draws.py and model/classroom/guess_game.py, the figures viz/class_sampler.py; ui/views/room.py only
 builds this (`build`) and adds its rows (`events`). State: ClassPlay, one entry per open room, bounded.
 """
 from __future__ import annotations
@@ -17,10 +17,10 @@ from dataclasses import asdict, dataclass, field
 import gradio as gr
 import plotly.graph_objects as go
 
-from model.batcher import model_lock
-from model.class_draws import MC_CLASSES, DrawRound, fresh_u
+from model.decoding.batcher import model_lock
+from model.classroom.class_draws import MC_CLASSES, DrawRound, fresh_u
 from model.errors import SessionError
-from model.guess_game import MAX_GUESS_CHARS, MAX_TEXT_CHARS, Game, matches, new_game
+from model.classroom.guess_game import MAX_GUESS_CHARS, MAX_TEXT_CHARS, Game, matches, new_game
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import Refusal, t

@@ -9,7 +9,7 @@ import gradio as gr
 import viz
 from model.errors import SessionError
 from model.parse import parse_token_id
-from model.records import SETTING_NAMES
+from model.decoding.records import SETTING_NAMES
 from ui.events import Event
 from ui.handlers import named_range, page_handler, whole
 from ui.labels import Labels, choices

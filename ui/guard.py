@@ -237,7 +237,7 @@ def forget_gone_sessions(demo: gr.Blocks, is_page, idle_s: float, closed_s: floa
 
 
 def return_freed_memory() -> None:
-    """glibc's free pages back to the system (as model/sessions.py does when a session closes; no torch here)."""
+    """glibc's free pages back to the system (as model/serving/sessions.py does when a session closes; no torch here)."""
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):

@@ -13,7 +13,7 @@ import gradio as gr
 
 from model.errors import SessionError
 from model.parse import shown, whole_number
-from model.records import SETTING_NAMES, SamplingConfig
+from model.decoding.records import SETTING_NAMES, SamplingConfig
 from ui.strings import Refusal, lang_of
 
 log = logging.getLogger("token-by-token")

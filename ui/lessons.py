@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 from model.errors import SessionError
-from model.kv import DTYPE_BYTES, PRESETS
-from model.quiz import CURRENT_MODEL  # cache_size: the model the page runs
+from model.decoding.kv import DTYPE_BYTES, PRESETS
+from model.classroom.quiz import CURRENT_MODEL  # cache_size: the model the page runs
 from ui.strings import Refusal, t
 
 LESSON_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
@@ -103,7 +103,7 @@ def _step(data, where: str, tabs) -> dict:
 
 
 def _settings(data, where: str) -> dict:
-    from model.records import SamplingConfig  # the engine's own range checks (a plain dataclass, no model)
+    from model.decoding.records import SamplingConfig  # the engine's own range checks (a plain dataclass, no model)
 
     settings = _object(data, where, set(SETTING_TYPES), required=())
     for name, value in settings.items():

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 from fastapi import HTTPException
 
-from model.batcher import bench_stats
+from model.decoding.batcher import bench_stats
 from model.errors import SessionError
 from ui.controls import GLOBALS, advance, hidden_button, hidden_html
 from ui.events import Event

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import html
 
-from model.records import Distribution, KVBytes
+from model.decoding.records import Distribution, KVBytes
 from ui.protocol import IDS, PROTOCOL
 from ui.strings import t
 from viz.labels import candidate_name

@@ -25,8 +25,8 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
-from model.quiz import NoToken
-from model.records import PrefillRecord, StepRecord
+from model.classroom.quiz import NoToken
+from model.decoding.records import PrefillRecord, StepRecord
 from ui.strings import LANGS, Refusal
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, none read as another (no I/1, O/0)
@@ -78,7 +78,7 @@ class Split:
     """How a room's class answered its question, as one follower may see it: counts only, no names.
 
     counts: each value of the question -> how many picked it (every value, zeros too); mine: this follower's pick
-    (None: no guess); scores: each value's reveal record (model.quiz.reveal_record: "right", and for a token
+    (None: no guess); scores: each value's reveal record (model.classroom.quiz.reveal_record: "right", and for a token
     "prob" in [0, 1] at T = 1 and "rank", 1 the most probable), empty before the reveal; followers: seats held."""
 
     counts: dict[str, int]
@@ -207,7 +207,7 @@ class Rooms:
 
     def reveal(self, teacher: str, score=None) -> None:
         """The teacher revealed the answer: no more guesses. `score(value)`: the reveal record of one of the
-        question's values (model.quiz.reveal_record, no model pass), kept so each follower sees how its own guess
+        question's values (model.classroom.quiz.reveal_record, no model pass), kept so each follower sees how its own guess
         did; it runs outside the lock, once per value, before the question closes."""
         with self._lock:
             room = self._rooms.get(self._by_teacher.get(teacher))

@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
 from ui import play
-from model.trace import MAX_TRACE_BYTES
+from model.decoding.trace import MAX_TRACE_BYTES
 from ui.guard import QUEUE_SIZE, fair_queue, gate, keep_forgetting, one_line_refusals, plain_input_check, plain_preprocess
 from ui.protocol import JS_DIR, SCRIPT_ROUTE, page_assets
 

@@ -9,11 +9,11 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
-from model.batcher import CPU
+from model.decoding.batcher import CPU
 from model.errors import SessionError
-from model.records import SamplingConfig
-from model.session import DecodeSession
-from model.sessions import ModelRegistry, SessionStore
+from model.decoding.records import SamplingConfig
+from model.decoding.session import DecodeSession
+from model.serving.sessions import ModelRegistry, SessionStore
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel

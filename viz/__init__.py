@@ -1,4 +1,4 @@
-"""Pictures of the decoder's records: pure functions from model.records values to plotly figures or HTML.
+"""Pictures of the decoder's records: pure functions from model.decoding.records values to plotly figures or HTML.
 
 The charts a step re-draws come twice: *_chart gives the plain {"data", "layout"} dicts the page draws,
 *_figure the same as a go.Figure.

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import plotly.graph_objects as go
 
-from model.records import ModelInfo
+from model.decoding.records import ModelInfo
 from viz.i18n import t
 from viz.style import (ATTENTION_SCALE, as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED,
                        SMALL_SIZE, base_layout, legend_key, narrow_layout, token_label, wrap_text)

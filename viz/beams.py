@@ -1,7 +1,7 @@
 """Beam search: the tree of a search up to a step (kept, finished and pruned candidates), and its finished beams
 set beside the greedy and the sampled text (log P, length, repeated n-grams).
 
-Pure functions of plain records (model.beams.BeamStep / TextSummary-like values); no torch, no gradio.
+Pure functions of plain records (model.strategies.beams.BeamStep / TextSummary-like values); no torch, no gradio.
 """
 from __future__ import annotations
 

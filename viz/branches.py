@@ -1,6 +1,6 @@
 """Branches: the tree of a prompt's texts from their fork points, and two of them side by side from where they split.
 
-Pure functions of plain values (model.branches.BranchSummary-like rows and StepRecords); no torch, no gradio.
+Pure functions of plain values (model.decoding.branches.BranchSummary-like rows and StepRecords); no torch, no gradio.
 """
 from __future__ import annotations
 
@@ -117,7 +117,7 @@ def _cell(step, repeated: bool, lang: str, name: str) -> str:
 def branch_compare_html(a_id: int, a_steps, a_repeated, b_id: int, b_steps, b_repeated, lang: str = "en") -> str:
     """Two texts side by side, aligned by step from a few tokens before they split: each token with its log p.
 
-    a_repeated / b_repeated: one bool per step, True where the token lies in a repeated n-gram (model.branches).
+    a_repeated / b_repeated: one bool per step, True where the token lies in a repeated n-gram (model.decoding.branches).
     The split column has a heavy left border; a summary line gives each side's log P after the split.
     """
     split = split_at(a_steps, b_steps)

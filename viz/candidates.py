@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import plotly.graph_objects as go
 
-from model.records import FATES, Candidate, Distribution, TokenInfo
+from model.decoding.records import FATES, Candidate, Distribution, TokenInfo
 from viz.chips import chosen_how
 from viz.i18n import t
 from viz.labels import candidate_name
@@ -117,7 +117,7 @@ def _hover(c: Candidate, dist: Distribution, lang: str, named=None) -> str:
     if penalized is not None:
         lines.insert(2, f"{t('hover_logit_penalized', lang)}: {penalized:.2f}")
     stages = list(dist.config.stages)
-    if "grammar" in c.stage_probs:  # a constraint's stage runs right after the repetition penalty (model/sampling.py)
+    if "grammar" in c.stage_probs:  # a constraint's stage runs right after the repetition penalty (model/decoding/sampling.py)
         stages.insert(stages.index("repetition_penalty") + 1, "grammar")
     for stage in stages:
         if stage in active and stage in c.stage_probs:
@@ -240,7 +240,7 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     T = 1 (hatched when a stage cut it) and a solid bar for the final probability, coloured by fate.
     Right: the inverse-CDF draw, the kept tokens' stretches of the running total in draw order with the
     uniform draw u (and the top-p threshold when top_p < 1). Hover shows every stage's probability.
-    grammar_mass: under a constraint (model/constrain.py), the probability its stage removed, said in the subtitle.
+    grammar_mass: under a constraint (model/strategies/constrain.py), the probability its stage removed, said in the subtitle.
     context: the last tokens of the text so far (TokenDisplay.tail), so a byte token is named by the character it
     finishes or starts (viz.labels.candidate_name).
     """
@@ -271,7 +271,7 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     if grammar_mass is not None:
         removed = next((s.removed for s in dist.stages if s.name == "grammar"), 0)
         subtitle += "<br>" + t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}")
-    if getattr(dist, "top_n", 0):  # from an engine (model/engine_session.py): only its top N are known
+    if getattr(dist, "top_n", 0):  # from an engine (model/decoding/engine_session.py): only its top N are known
         subtitle += "<br>" + t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
                                tail=format_prob(1 - dist.known_mass))
         if dist.approximate:

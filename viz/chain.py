@@ -4,7 +4,7 @@ from __future__ import annotations
 import html
 import math
 
-from model.chain import ChainRecord, StepwiseComparison, TeacherForcing
+from model.inside.chain import ChainRecord, StepwiseComparison, TeacherForcing
 from viz.i18n import t
 from viz.labels import names
 from viz.style import (CHOSEN_INK, FATE_COLORS, INK, KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, format_bits,

@@ -6,8 +6,8 @@ from functools import lru_cache
 
 from plotly.colors import sample_colorscale, unlabel_rgb
 
-from model.records import StepRecord, TokenInfo
-from model.tokens import TokenLabel, decoded_text, token_labels
+from model.decoding.records import StepRecord, TokenInfo
+from model.decoding.tokens import TokenLabel, decoded_text, token_labels
 from viz.labels import byte_note
 from viz.i18n import t
 from viz.style import format_prob

@@ -11,7 +11,7 @@ from viz.style import (FATE_COLORS, wrap_text, INK, MUTED, SMALL_SIZE, as_figure
                        narrow_layout, panel_title, stacked)
 
 if TYPE_CHECKING:  # the records only; viz never imports torch
-    from model.consistency import ConsistencyRun
+    from model.strategies.consistency import ConsistencyRun
 
 VOTE_COLOR = FATE_COLORS["kept"]
 GREEDY_COLOR = FATE_COLORS["chosen"]

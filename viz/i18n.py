@@ -388,7 +388,7 @@ WORDS: dict[str, tuple[str, str]] = {
         "一次解码计算，一个会话用了 **{ms1} 毫秒**，{n} 个会话用了 **{msn} 毫秒**：词元是 {n} 倍，时间是 {ratio} 倍，每个词元 {per} 毫秒。每次计算都要读一遍全部 {bytes} 权重，所以单个会话的一次计算至少以 **{bandwidth} GiB/s** 的速度读内存：解码在等内存。长提示词的预填充达到 **每秒 {prefill} 个词元**，一个一个解码只有 **每秒 {decode} 个**（{speed} 倍）：它读一遍权重就做完所有词元的运算，所以受算力限制。",
     ),
 
-    # An engine's model (model/engine_session.py): what it sends, and the views it cannot feed
+    # An engine's model (model/decoding/engine_session.py): what it sends, and the views it cannot feed
     "cand_engine_note": ("From the engine: its top {n} tokens hold {known} at T = 1; the other {tail} is unknown, "
                          "and the cuts and the draw use these {n} only",
                          "来自推理引擎：它给出的前 {n} 个词元在 T = 1 时共占 {known}；其余 {tail} 未知，截断和抽取只用这 {n} 个"),
@@ -513,7 +513,7 @@ WORDS: dict[str, tuple[str, str]] = {
                          "a stretch of 3 or more tokens that appeared before (prompt included), boxed in the text.",
                          "log P：每个词元在 T = 1 时 log p 之和（越接近 0 越可能；橙色条越长表示越低）。束得分：log P / 长度^惩罚，"
                          "搜索按它排序。重复：位于已出现过的 3 个以上词元片段（包括提示词）中的词元，在文本中加了方框。"),
-    # ---- constraints view ---- (model/constrain.py, viz/candidates.py)
+    # ---- constraints view ---- (model/strategies/constrain.py, viz/candidates.py)
     "fate_grammar": ("cut by the constraint (grammar)", "被约束（语法）截掉"),
     "stage_grammar": ("the constraint (grammar)", "约束（语法）"),
     "cand_grammar_note": ("✂ grammar: the constraint removed {removed} tokens holding {mass} of the probability; the rest share it",
@@ -534,7 +534,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "sc_legend_majority": ("majority answer {answer}", "多数答案 {answer}"),
     "sc_legend_greedy_share": ("greedy answer {answer}", "贪心答案 {answer}"),
     "sc_hover_sample": ("sample {k} (seed {seed}) · log P = {logprob}<br>{text}", "样本 {k}（种子 {seed}）· log P = {logprob}<br>{text}"),
-    # ---- chinese: bytes become characters ---- (model/tokens.py token_labels, viz/chips.py)
+    # ---- chinese: bytes become characters ---- (model/decoding/tokens.py token_labels, viz/chips.py)
     "chips_decoded": ("Decoded text:", "解码后的文本："),
     "bytes_part": ("bytes {hex}: token {part} of the {parts} that make {text}",
                    "字节 {hex}：组成 {text} 的 {parts} 个词元中的第 {part} 个"),

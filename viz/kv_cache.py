@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from model.records import CacheTiming, KVBytes, ModelInfo
+from model.decoding.records import CacheTiming, KVBytes, ModelInfo
 from viz import i18n
 from viz.style import (as_figure, chart, figure, FONT_SIZE, INK, KEY_COLOR, MUTED, SMALL_SIZE, VALUE_COLOR, base_layout,
                        bytes_unit, format_bytes, line_label, narrow_layout, text_px, vertical_line, wrap_text)

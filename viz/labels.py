@@ -1,11 +1,11 @@
-"""Tokens as every view names them: model.tokens.token_labels (byte runs grouped into the characters they make)
+"""Tokens as every view names them: model.decoding.tokens.token_labels (byte runs grouped into the characters they make)
 made into plotly-safe text, and the note a token that is only part of a character carries."""
 from __future__ import annotations
 
 import html
 
-from model.records import TokenInfo
-from model.tokens import TokenLabel, candidate_label, token_labels
+from model.decoding.records import TokenInfo
+from model.decoding.tokens import TokenLabel, candidate_label, token_labels
 from viz.i18n import t
 
 

@@ -1,6 +1,6 @@
 """The logit lens as a heatmap: layers (bottom: the embeddings, top: the model's output) by positions.
 
-Pure function of a plain record (model.lens.LogitLens: numpy arrays and TokenInfo lists); no torch, no gradio.
+Pure function of a plain record (model.inside.lens.LogitLens: numpy arrays and TokenInfo lists); no torch, no gradio.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A lesson's reveal as HTML: the engine's answer (a model/quiz.py reveal record) in the page's words."""
+"""A lesson's reveal as HTML: the engine's answer (a model/classroom/quiz.py reveal record) in the page's words."""
 from __future__ import annotations
 
 import html
@@ -24,7 +24,7 @@ def reveal_html(answer: dict, say: Say) -> str:
     """The reveal of a question's answer: the verdict and what the engine says, with its numbers in data-
     attributes too (data-kind, data-right; data-token-id and data-prob for a token; data-bytes for a cache).
 
-    `answer`: model.quiz.reveal_record's record; `say`: the page's words in its language. Token texts are
+    `answer`: model.classroom.quiz.reveal_record's record; `say`: the page's words in its language. Token texts are
     HTML-escaped; the words are the page's own (their **marks** become bold).
     """
     code = lambda s: f"<code>{html.escape(s)}</code>"  # noqa: E731

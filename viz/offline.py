@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from model.records import FATES, KVBytes, ModelInfo, PrefillRecord, StepRecord
+from model.decoding.records import FATES, KVBytes, ModelInfo, PrefillRecord, StepRecord
 from viz.chips import LIGHT_INK, chip_color, chosen_how
 from viz.i18n import t
-from model.tokens import token_labels
+from model.decoding.tokens import token_labels
 from viz.style import ATTENTION_SCALE, FATE_COLORS, FONT_FAMILY, MASK_FUTURE, bytes_unit, fate_label
 
 FORMAT = "token-by-token/page"

@@ -1,6 +1,6 @@
 """A sampler race drawn: the two texts side by side, where they split, and each step's log p and entropy.
 
-Pure functions of a plain record (model.race.Race: sides of RaceStep rows with TokenInfo); no torch, no gradio.
+Pure functions of a plain record (model.strategies.race.Race: sides of RaceStep rows with TokenInfo); no torch, no gradio.
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ FATE_COLORS = {
     "top_p": "#CC79A7",  # reddish purple
     "min_p": "#56B4E9",  # sky blue
     "greedy": "#999999",  # grey
-    "grammar": "#009E73",  # bluish green: a constraint's cut (model/constrain.py)
+    "grammar": "#009E73",  # bluish green: a constraint's cut (model/strategies/constrain.py)
 }
 # A second cue besides colour: cut tokens are hatched, each cut its own way.
 FATE_PATTERNS = {"chosen": "", "kept": "", "top_k": "/", "top_p": "\\", "min_p": "x", "greedy": ".", "grammar": "-"}

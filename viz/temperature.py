@@ -5,7 +5,7 @@ import math
 
 import plotly.graph_objects as go
 
-from model.records import FATES, Candidate, Distribution, TemperatureSweep
+from model.decoding.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
 from viz.labels import candidate_name
 from viz.style import (CHOSEN_INK, as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,

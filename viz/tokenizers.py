@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 
-from model.tokens import token_labels
+from model.decoding.tokens import token_labels
 from viz.i18n import t
 from viz.labels import byte_note
 from viz.style import format_bytes
@@ -42,7 +42,7 @@ def _block(reading, lang: str) -> str:
 
 
 def tokenizers_html(readings: list, example: list, lang: str = "en") -> str:
-    """`readings`: the text as each model reads it (model.tokenizers.compare); `example`: the same for the
+    """`readings`: the text as each model reads it (model.inside.tokenizers.compare); `example`: the same for the
     interview's subword example. Each model's chips and price, then what the difference means."""
     if len(readings) >= 2 and readings[0].tokens:
         a, b = readings[0], readings[1]

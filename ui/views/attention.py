@@ -4,8 +4,8 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
-from model.records import attention_matrix
-from model.tokens import token_labels
+from model.decoding.records import attention_matrix
+from model.decoding.tokens import token_labels
 from ui.controls import plot
 from ui.events import Event
 from ui.state import carrier

@@ -7,8 +7,8 @@ import time
 
 import gradio as gr
 
-from model.batcher import model_lock
-from model.throughput import measure_throughput
+from model.decoding.batcher import model_lock
+from model.serving.throughput import measure_throughput
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import t

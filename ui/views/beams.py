@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from model.batcher import model_lock
-from model.beams import (MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_WIDTH, BeamRun, beam_search, compare_texts,
+from model.decoding.batcher import model_lock
+from model.strategies.beams import (MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_WIDTH, BeamRun, beam_search, compare_texts,
                          sampled_continuation)
 from ui.events import Event
 from ui.handlers import named_range, whole
@@ -25,7 +25,7 @@ class Shown:
 
     prompt_ids: list[int]
     run: BeamRun
-    texts: list  # model.beams.TextSummary rows: the finished beams, greedy, sampled
+    texts: list  # model.strategies.beams.TextSummary rows: the finished beams, greedy, sampled
     shown: int  # steps drawn (1..len(run.steps))
     seconds: float  # wall time of the search, the greedy and the sampled text
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
-from model.branches import repeated_mask
+from model.decoding.branches import repeated_mask
 from model.errors import SessionError
 from model.parse import shown, whole_number
 from ui.controls import plot

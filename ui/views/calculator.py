@@ -1,11 +1,11 @@
 """KV calculator: the cache formula for any model shape, with presets, and MHA / GQA / MQA side by side.
-The arithmetic, presets and checks are model.kv's; this view only reads the boxes and labels the rows."""
+The arithmetic, presets and checks are model.decoding.kv's; this view only reads the boxes and labels the rows."""
 from __future__ import annotations
 
 import gradio as gr
 
 import viz
-from model.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
+from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.chain import chain_rule
+from model.inside.chain import chain_rule
 from ui.controls import plot
 from ui.state import carrier
 from ui.strings import t

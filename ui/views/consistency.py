@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.batcher import model_lock
-from model.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES, self_consistency, temperature_sweep
+from model.decoding.batcher import model_lock
+from model.strategies.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES, self_consistency, temperature_sweep
 from ui.events import Event
 from ui.handlers import whole
 from ui.strings import t

@@ -8,8 +8,8 @@ import threading
 
 import gradio as gr
 
-from model.batcher import model_lock
-from model.constrain import MAX_NEW_TOKENS, Constraint, constrained_decode
+from model.decoding.batcher import model_lock
+from model.strategies.constrain import MAX_NEW_TOKENS, Constraint, constrained_decode
 from ui.events import Event
 from ui.handlers import friendly, whole
 from ui.labels import choices

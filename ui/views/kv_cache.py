@@ -5,10 +5,10 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
-from model.batcher import model_lock
+from model.decoding.batcher import model_lock
 from model.errors import SessionError
-from model.backend import all_cores
-from model.timing import default_lengths, measure_cache_timing
+from model.decoding.backend import all_cores
+from model.decoding.timing import default_lengths, measure_cache_timing
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly

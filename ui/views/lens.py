@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.batcher import model_lock
+from model.decoding.batcher import model_lock
 from model.errors import SessionError
-from model.lens import LENS_WINDOW, logit_lens
+from model.inside.lens import LENS_WINDOW, logit_lens
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly, named_range, whole

@@ -15,13 +15,13 @@ import gradio as gr
 import plotly.graph_objects as go
 
 import viz
-from model.batcher import model_lock
-from model.kv import PRESETS, kv_calculation
+from model.decoding.batcher import model_lock
+from model.decoding.kv import PRESETS, kv_calculation
 from model.parse import a_name
-from model.records import SETTING_NAMES
-from model.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
-from model.speculative import SpeculativeDecoder
-from model.teacher import teacher_forcing
+from model.decoding.records import SETTING_NAMES
+from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
+from model.serving.speculative import SpeculativeDecoder
+from model.inside.teacher_forcing import teacher_forcing
 from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly
@@ -408,7 +408,7 @@ def token_label(text: str) -> str:
 
 
 def reveal_html(answer: dict, lang: str) -> str:
-    """The reveal of model.quiz.reveal_record's `answer`, in the page's words in `lang` (viz.lesson)."""
+    """The reveal of model.classroom.quiz.reveal_record's `answer`, in the page's words in `lang` (viz.lesson)."""
     return reveal_in(answer, functools.partial(t, lang=lang))
 
 

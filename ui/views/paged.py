@@ -1,12 +1,12 @@
-"""Paged KV blocks: this server's live sessions laid out by a model of vLLM's block allocator (model/paged.py),
+"""Paged KV blocks: this server's live sessions laid out by a model of vLLM's block allocator (model/serving/paged.py),
 from their real lengths and prompt ids. Only counts and bytes reach the page; the user's own row is marked,
 every other session is anonymous."""
 from __future__ import annotations
 
 import gradio as gr
 
-from model.paged import BLOCK_SIZE, paged_layout
-from model.session import MAX_TOKENS
+from model.serving.paged import BLOCK_SIZE, paged_layout
+from model.decoding.session import MAX_TOKENS
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import t

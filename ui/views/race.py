@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import gradio as gr
 
-from model.batcher import model_lock
+from model.decoding.batcher import model_lock
 from model.errors import SessionError
-from model.race import RACE_MAX_STEPS, race
+from model.strategies.race import RACE_MAX_STEPS, race
 from ui.events import Event
 from ui.handlers import named_range, whole
 from ui.labels import choices

@@ -10,7 +10,7 @@ from pathlib import Path
 import gradio as gr
 
 from model.errors import SessionError
-from model.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
+from model.decoding.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
 from viz.offline import session_page, session_record, shown_layers
 from ui.controls import client_of
 from ui.events import Event

@@ -6,8 +6,8 @@ import threading
 
 import gradio as gr
 
-from model.batcher import model_lock
-from model.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices, speed_report
+from model.decoding.batcher import model_lock
+from model.serving.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices, speed_report
 from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly, whole
@@ -19,7 +19,7 @@ MAX_NEW_TOKENS = 48  # tokens one request may write: bounds its passes (one per 
 DEFAULT_DRAFT = 4
 DRAFT_SLIDER_MAX = 8  # the slider; the engine (and the API) takes up to MAX_DRAFT
 MEASURE_TOKENS = 32  # tokens per text of the speed measurement (x 2 texts x plain and speculative)
-SPEED_TEXT_WORDS = {"repeating": "spec_speed_repeating", "prose": "spec_speed_prose"}  # model.speculative.SPEED_TEXTS
+SPEED_TEXT_WORDS = {"repeating": "spec_speed_repeating", "prose": "spec_speed_prose"}  # model.serving.speculative.SPEED_TEXTS
 
 
 def run_summary(run) -> dict:

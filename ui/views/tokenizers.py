@@ -1,10 +1,10 @@
 """Tokenizers side by side: the same text through each packaged model's tokenizer, what each token costs.
-The reading and the arithmetic are model.tokenizers'; this view reads the box and shows the HTML."""
+The reading and the arithmetic are model.inside.tokenizers'; this view reads the box and shows the HTML."""
 from __future__ import annotations
 
 import gradio as gr
 
-from model.tokenizers import MAX_CHARS, SUBWORD_EXAMPLE, compare
+from model.inside.tokenizers import MAX_CHARS, SUBWORD_EXAMPLE, compare
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import t

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.batcher import model_lock
+from model.decoding.batcher import model_lock
 from model.errors import SessionError
-from model.teacher import compare_stepwise, score_text
+from model.inside.teacher_forcing import compare_stepwise, score_text
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly

@@ -1,0 +1,1 @@
+"""The classroom: lessons' questions and their answers, the class as the sampler, the guessing game."""

@@ -1,0 +1,1 @@
+"""The decoding core: a model loaded once, one user's decode session over its backend (the local weights or an engine), the sampling pipeline and its draw, the KV cache and its accounting, the step batcher, branches and traces."""

@@ -1,0 +1,201 @@
+"""What a decode session runs on: a backend (the model's weights here, or an engine) that says what it can do.
+
+One DecodeSession (session.py) keeps the text and its records and writes every change once (start, step, back,
+branches, adopt); its backend makes the numbers: the logits after a text, and whatever else it can give. Each
+backend declares that in its Capabilities, and the session and the views read them instead of asking which kind
+of model this is:
+
+    LocalBackend (here)                the weights in this process: a KV cache, attention rows, passes ahead
+    EngineBackend (engine_session.py)  a serving engine asked for its top N log-probabilities, nothing else
+
+A backend's state follows the session's text: every call below leaves it holding exactly the ids it was given
+(or, if the call fails, what it held before).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from transformers import DynamicCache
+
+from model.decoding.batcher import StepBatcher, forward_one, model_lock
+from model.decoding.cache_surgery import crop_to, restore, snapshot
+from model.decoding.kv import kv_bytes
+from model.decoding.loading import LoadedModel, end_ids
+from model.decoding.lookahead import LookAhead
+from model.decoding.records import Distribution, KVBytes, SamplingConfig
+from model.decoding.sampling import derive
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend gives beyond the next token's logits (which every backend gives)."""
+
+    attention: bool  # attention weights with every pass: the prefill's matrix and each step's row
+    cache_tensors: bool  # the KV cache's tensors are here: its bytes are measured, its timing can be taken
+    runs_locally: bool  # the weights are here: views that run the model themselves (speculative, teacher) can
+    prefetch: bool  # the next token's pass can run ahead while the page draws (a batcher to run it in)
+
+
+class Backend(Protocol):
+    """The calls a DecodeSession makes on its backend. `ids` is always the session's whole text (prompt + generated).
+
+    logits are (V,) raw scores for the position after the text. When capabilities.prefetch is True the backend is
+    also a LookAhead (lookahead.py): prefetch(ids, token), held(), and its prefetch_hits / prefetch_misses.
+    """
+
+    lm: object  # the model it runs (LoadedModel, or engine_session.EngineModel)
+    capabilities: Capabilities
+    batcher: StepBatcher | None  # shared passes of a local model on a server; None: run alone, or on an engine
+
+    def eos_ids(self) -> set[int]:
+        """The token ids that end a text."""
+
+    def start(self, ids: list[int]) -> tuple[torch.Tensor, object, KVBytes, float]:
+        """A new text, the prompt `ids`: (logits, attention (layers, heads, P, P) float16 or None, KV bytes, ms)."""
+
+    def derive(self, logits: torch.Tensor, ids: list[int], cfg: SamplingConfig,
+               force_token: int | None = None) -> Distribution:
+        """The next token's Distribution after `ids` under cfg (sampling.derive, plus what this backend knows)."""
+
+    def advance(self, ids: list[int], dist: Distribution) -> tuple[Distribution, torch.Tensor, object, KVBytes, float]:
+        """dist's chosen token after `ids`: (the distribution as recorded, logits after it, its attention row
+        (layers, heads, t) or None, KV bytes, ms of the pass that made it)."""
+
+    def back(self, ids: list[int], keep: int, prompt_len: int, prompt_logits: torch.Tensor) -> torch.Tensor:
+        """Cut back to ids[:keep] (at least the prompt): the logits after them."""
+
+    def answers(self) -> list | None:
+        """What a kept branch holds of this backend for the text (an engine's answers), or None: nothing."""
+
+    def resume(self, ids: list[int], answers: list | None = None, keep: int = 1) -> torch.Tensor:
+        """Hold `ids` from scratch (answers: a branch's, from answers()): (keep, V) logits after its last `keep` ids."""
+
+    def adopt(self, other: "Backend") -> None:
+        """Take over another backend's state (of the same kind, on the same model)."""
+
+
+class LocalBackend(LookAhead):
+    """The model's weights in this process: a DynamicCache of the text, one forward pass per token (shared with
+    other sessions' passes through the batcher), attention rows, and the next pass run ahead (LookAhead)."""
+
+    def __init__(self, lm: LoadedModel, batcher: StepBatcher | None = None):
+        self.lm = lm
+        self.batcher = batcher
+        self.capabilities = Capabilities(attention=True, cache_tensors=True, runs_locally=True,
+                                         prefetch=batcher is not None)
+        self.cache: DynamicCache | None = None  # the text's keys and values; the pass ahead may be writing to it
+        self._ahead = None  # LookAhead's pass held, or None
+        self.prefetch_hits = 0  # prefetches a step used
+        self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
+
+    def eos_ids(self) -> set[int]:
+        return end_ids(self.lm)
+
+    @torch.no_grad()
+    def start(self, ids):
+        self.settle()  # before taking the model lock, which the prefetch's pass needs; kept if the prefill fails
+        # Only the last position's logits are used: the lm head over every prompt position was 30 % of a
+        # 338-token prefill (1.5 s -> 1.06 s here), and 530 MB for Gemma's 262k-token vocabulary.
+        cache, out, forward_ms = self._prefill(ids, output_attentions=True, logits_to_keep=1)
+        attention = torch.cat(out.attentions, 0).to(torch.float16).numpy()  # (layers, heads, P, P)
+        self.cache = cache
+        return out.logits[0, -1].clone(), attention, kv_bytes(cache, self.lm.info), forward_ms
+
+    def derive(self, logits, ids, cfg, force_token=None):
+        return derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)
+
+    @torch.no_grad()
+    def advance(self, ids, dist):
+        """The chosen token's pass, or the one run ahead for it; a failure leaves the cache as it was."""
+        result = self.settle(dist.chosen.id)  # a hit: the cache holds the chosen token already
+        if result is None:
+            before = snapshot(self.cache)
+            try:
+                result = self._forward_one(dist.chosen.id)
+            except BaseException:
+                restore(self.cache, before)  # the forward may have appended to some layers before failing
+                raise
+        logits, row, forward_ms = result  # forward_ms: the pass that made this result, ahead or now
+        return dist, logits, row, kv_bytes(self.cache, self.lm.info), forward_ms
+
+    @torch.no_grad()
+    def back(self, ids, keep, prompt_len, prompt_logits):
+        """Crop the cache; nothing before the kept tokens is recomputed (but see below).
+
+        Only the last kept token's logits must be found again: the prompt's are stored; for a generated token,
+        that one token is run again on the cropped cache (same inputs, same result). A cache past a sliding
+        window cannot be cropped: its window layers have dropped the oldest tokens, which the shorter text needs
+        again. Then, and only then, the kept ids are prefilled again (_rebuild).
+        """
+        self.settle()
+        before = snapshot(self.cache)
+        if keep == prompt_len and crop_to(self.cache, keep):
+            return prompt_logits
+        if keep > prompt_len and crop_to(self.cache, keep - 1):
+            try:
+                return self._forward_one(ids[keep - 1])[0]
+            except BaseException:
+                restore(self.cache, before)
+                raise
+        return self._rebuild(ids[:keep])  # a new cache, set only if the prefill succeeds
+
+    def answers(self):
+        return None  # a branch keeps no cache: choosing it again prefills its ids once
+
+    @torch.no_grad()
+    def resume(self, ids, answers=None, keep=1):
+        self.settle()
+        self.cache, out, _ = self._prefill(ids, logits_to_keep=keep)  # set only if the prefill succeeds
+        return out.logits[0].clone()
+
+    def adopt(self, other: "LocalBackend") -> None:
+        self.settle()
+        other.settle()  # its cache becomes ours: nothing may still be writing into it
+        self.cache = other.cache
+
+    # ---- passes ----------------------------------------------------------------------------------------
+    @torch.no_grad()
+    def _prefill(self, ids: list[int], **kwargs) -> tuple[DynamicCache, object, float]:
+        """ids through the model in one parallel pass into a new cache: (cache, model output, ms)."""
+        cache = DynamicCache(config=self.lm.model.config)
+        with model_lock(self.batcher), all_cores():
+            t0 = time.perf_counter()  # one pass at a time: the batcher's decode passes wait for the lock
+            out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, **kwargs)
+            return cache, out, (time.perf_counter() - t0) * 1000
+
+    def _rebuild(self, ids: list[int]) -> torch.Tensor:
+        """Recompute the cache of `ids` by a prefill; returns the logits after them (V,).
+
+        Only for a cache that cannot be cut back (see cache_surgery.crop_to): a sliding-window layer past its window has
+        dropped the tokens a shorter text needs, and nothing but running the model again brings them back.
+        """
+        self.cache, out, _ = self._prefill(ids, logits_to_keep=1)
+        return out.logits[0, -1].clone()
+
+    def _forward_one(self, token_id: int):
+        """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms).
+
+        With a batcher, the pass is shared with other sessions' steps that arrive at the same time.
+        """
+        if self.batcher is not None:
+            return self.batcher.forward(self.cache, token_id)
+        return forward_one(self.lm.model, self.cache, token_id)
+
+
+@contextlib.contextmanager
+def all_cores():
+    """Every core for a pass over many tokens, a prefill (338 tokens: 0.9 s on 2 threads, 1.6 s on 1).
+
+    torch's thread count is set per thread (OpenMP): this thread's own count comes back after the pass.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or 1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

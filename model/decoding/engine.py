@@ -1,0 +1,184 @@
+"""A client for a serving engine's OpenAI-compatible completions API (vLLM, or any server with log-probabilities).
+
+One call asks for one token over the exact token ids of the text so far, greedy (temperature 0, max_tokens 1),
+with the largest number of top log-probabilities the engine allows, and returns a plain EngineTop record. The
+engine's URL comes only from the server's command line or environment (app.py), never from a page.
+
+Every fault is one keyed SessionError (model/errors.py): down, slow, unknown model, context too long, rate
+limited, anything else. After a failure the client refuses at once, with the same error, for a back-off that
+doubles (1 s up to 16 s) while the engine keeps failing, so a class of clicking students does not hammer it.
+"""
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from model.errors import SessionError
+
+TOP_N = 20  # vLLM's default max_logprobs; a server allowing fewer (or more) says so and the client adopts it
+TIMEOUT_S = 30.0  # one token of a small model takes well under a second; a loaded GPU box a few
+BACKOFF_S = (1.0, 16.0)  # first and longest pause after a failure
+_MAX_ALLOWED = re.compile(r"max(?:imum)? allowed:?\s*(\d+)", re.I)  # vLLM: "... greater than max allowed: 20"
+_CONTEXT = re.compile(r"maximum (?:context|model) length is (\d+)", re.I)
+
+
+@dataclass(frozen=True)
+class EngineTop:
+    """The engine's answer for the position after `length` tokens.
+
+    ids / logprobs: the top N token ids and their natural log-probabilities at T = 1, most probable first
+    (raw: before any of the engine's own sampling stages). tail_mass: 1 - sum(exp(logprobs)), the T = 1
+    probability of every other token, of which nothing else is known. last_logprob / last_rank: the log-probability
+    and rank (1 = most probable) of the text's last token at its own position, when asked for (a forced token
+    outside the previous top N), else None.
+    """
+
+    length: int
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    tail_mass: float
+    last_logprob: float | None = None
+    last_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class EngineCard:
+    """What the engine says about a model it serves (GET /v1/models): its id and context length, if given."""
+
+    model: str
+    context: int | None
+
+
+class EngineClient:
+    """The completions API of one engine, for one of its models. Thread-safe; shared by every session on it."""
+
+    def __init__(self, url: str, model: str, timeout: float = TIMEOUT_S, top_n: int = TOP_N,
+                 transport: httpx.BaseTransport | None = None, clock=time.monotonic):
+        self.url = url.rstrip("/")
+        self.model = model
+        self.timeout = timeout
+        self.top_n = top_n
+        self.clock = clock
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, transport=transport, trust_env=False)
+        self._lock = threading.Lock()
+        self._failed: SessionError | None = None  # the last failure, repeated during the back-off
+        self._retry_at = 0.0
+        self._pause = BACKOFF_S[0]
+
+    # ---- the calls -----------------------------------------------------------------------------------
+    def card(self) -> EngineCard:
+        """The engine's card of this model (context length: vLLM's max_model_len); unknown_model if not served."""
+        body = self._call("GET", "/models")
+        for entry in body.get("data", []):
+            if entry.get("id") == self.model:
+                return EngineCard(self.model, entry.get("max_model_len"))
+        raise self._fail(SessionError("engine_model_unknown", model=self.model))
+
+    def next_token(self, ids: list[int], last_logprob: bool = False) -> EngineTop:
+        """The top log-probabilities of the token after `ids` (asked as token ids, never as text)."""
+        payload = {
+            "model": self.model,
+            "prompt": list(ids),
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "logprobs": self.top_n,
+            "return_tokens_as_token_ids": True,  # "token_id:123" keys: two ids that decode alike stay two
+        }
+        if last_logprob:
+            payload["prompt_logprobs"] = 0  # vLLM: the prompt tokens' own log-probabilities (and ranks)
+        try:
+            body = self._call("POST", "/completions", payload)
+        except SessionError as err:
+            allowed = _MAX_ALLOWED.search(str(err.params.get("detail", "")))
+            if err.key != "engine_refused" or not allowed or int(allowed.group(1)) >= self.top_n:
+                raise
+            with self._lock:  # the engine allows fewer: adopt its maximum and ask once more
+                self.top_n, self._failed, self._retry_at = max(1, int(allowed.group(1))), None, 0.0
+            return self.next_token(ids, last_logprob)
+        return parse_top(body, ids, last_logprob)
+
+    # ---- transport, faults and the back-off ------------------------------------------------------------
+    def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
+        with self._lock:
+            if self._failed is not None and self.clock() < self._retry_at:
+                raise self._failed
+        try:
+            response = self._http.request(method, path, json=payload)
+        except httpx.TimeoutException:
+            raise self._fail(SessionError("engine_slow", seconds=round(self.timeout))) from None
+        except httpx.HTTPError:
+            raise self._fail(SessionError("engine_down")) from None
+        if response.status_code >= 400:
+            raise self._fail(fault(response.status_code, _detail(response), self.model))
+        with self._lock:
+            self._failed, self._pause = None, BACKOFF_S[0]
+        try:
+            return response.json()
+        except ValueError:
+            raise self._fail(SessionError("engine_bad_answer")) from None
+
+    def _fail(self, err: SessionError) -> SessionError:
+        """Remember a failure: the same error is raised at once until the back-off has passed (refusals of the
+        request itself, a context too long, are the user's text, not the engine's health: no back-off)."""
+        if err.key in ("engine_context",) or (err.key == "engine_refused" and _MAX_ALLOWED.search(err.params["detail"])):
+            return err
+        with self._lock:
+            self._failed, self._retry_at = err, self.clock() + self._pause
+            self._pause = min(self._pause * 2, BACKOFF_S[1])
+        return err
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _detail(response: httpx.Response) -> str:
+    """The engine's own words about an error (OpenAI style {"error": {"message"}}, or FastAPI's {"detail"})."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:300]
+    error = body.get("error", body) if isinstance(body, dict) else body
+    text = error.get("message") or error.get("detail") if isinstance(error, dict) else error
+    return str(text)[:300]
+
+
+def fault(status: int, detail: str, model: str) -> SessionError:
+    """One keyed sentence for an engine's error answer."""
+    context = _CONTEXT.search(detail)
+    if context:
+        return SessionError("engine_context", limit=int(context.group(1)))
+    if status == 404 or (status == 400 and "does not exist" in detail):
+        return SessionError("engine_model_unknown", model=model)
+    if status == 429:
+        return SessionError("engine_rate_limited")
+    if status >= 500:
+        return SessionError("engine_error", status=status)
+    return SessionError("engine_refused", status=status, detail=detail)
+
+
+def _token_id(key: str) -> int:
+    """"token_id:123" -> 123 (vLLM's return_tokens_as_token_ids)."""
+    return int(key.rsplit(":", 1)[1])
+
+
+def parse_top(body: dict, ids: list[int], last_logprob: bool = False) -> EngineTop:
+    """An EngineTop from a completions answer; engine_bad_answer if it holds no log-probabilities."""
+    try:
+        choice = body["choices"][0]
+        top = choice["logprobs"]["top_logprobs"][0]  # {"token_id:123": logprob, ...} for the one generated token
+        pairs = sorted(((_token_id(k), float(v)) for k, v in top.items()), key=lambda p: (-p[1], p[0]))
+        last_lp = last_rank = None
+        if last_logprob:
+            entry = choice["prompt_logprobs"][-1]  # {"123": {"logprob", "rank", "decoded_token"}} at the last token
+            last = entry[str(ids[-1])]
+            last_lp, last_rank = float(last["logprob"]), int(last["rank"])
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise SessionError("engine_bad_answer") from None
+    logprobs = tuple(lp for _, lp in pairs)
+    tail = max(0.0, 1.0 - math.fsum(math.exp(lp) for lp in logprobs))
+    return EngineTop(len(ids), tuple(i for i, _ in pairs), logprobs, tail, last_lp, last_rank)

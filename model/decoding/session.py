@@ -1,0 +1,473 @@
+"""One user's decode session: token ids, a record of every step, and the backend that makes the numbers.
+
+prefill -> (preview / step / step with a forced token / back / reset)*. Every change is written here once, for
+every kind of model; the backend (backend.py) runs the model: LocalBackend on the weights here (a DynamicCache,
+attention rows, the next pass computed ahead, lookahead.py), EngineBackend on a serving engine (engine_session.py).
+What a backend can give is its `capabilities`. The model is shared and read-only; everything here belongs to one user.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+
+import torch
+
+from model.decoding.backend import Backend, Capabilities, LocalBackend
+from model.decoding.batcher import CPU, StepBatcher
+from model.decoding.branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
+from model.decoding.engine_session import EngineBackend, EngineModel
+from model.errors import SessionBusy, SessionError
+from model.decoding.loading import LoadedModel
+from model.decoding.records import Distribution, PrefillRecord, SamplingConfig, SpecChoice, StepRecord, TemperatureSweep, Timings
+from model.decoding.sampling import temperature_sweep
+
+MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
+MAX_PROMPT_TOKENS = 448
+MAX_TOKENS = 512  # prompt + generated: bounds one session's memory (attention rows grow as t^2)
+
+
+def backend_for(lm: LoadedModel | EngineModel, batcher: StepBatcher | None = None) -> Backend:
+    """The backend a model runs on: an engine's model asks its engine (which batches its own users); a local one
+    runs its weights here, sharing passes with other sessions through `batcher` (None: run alone)."""
+    if isinstance(lm, EngineModel):
+        return EngineBackend(lm)
+    return LocalBackend(lm, batcher)
+
+
+class DecodeSession:
+    """Stepwise decoding on a shared model, recording everything the views draw, over the model's backend."""
+
+    def __init__(self, lm: LoadedModel | EngineModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS,
+                 max_tokens: int = MAX_TOKENS, batcher: StepBatcher | None = None):
+        self.backend = backend_for(lm, batcher)
+        self.max_prompt_tokens = max_prompt_tokens
+        self.max_tokens = max_tokens
+        self._lock = threading.RLock()  # re-entrant: step() reads through preview() while holding it
+        self.prefill: PrefillRecord | None = None
+        self.steps: list[StepRecord] = []
+        self.ids: list[int] = []
+        self._next_logits: torch.Tensor | None = None  # (V,) logits for the next position
+        self._prefill_logits: torch.Tensor | None = None  # kept so going back to the prompt recomputes nothing
+        self._replay: list[tuple[SamplingConfig, int, bool]] = []  # a loaded trace's steps still to play back
+        self._preview_memo: list[tuple[tuple, Distribution]] = []  # preview()'s last answers (this position, ahead)
+        self.branches = BranchBook()  # continuations kept when going back and stepping differently (branches.py)
+
+    # ---- state -------------------------------------------------------------------------------------
+    @property
+    def lm(self) -> LoadedModel | EngineModel:
+        """The model this session runs on (its backend's)."""
+        return self.backend.lm
+
+    @lm.setter
+    def lm(self, lm) -> None:
+        """Another handle on the same model (say, an engine's model with another client): the backend follows."""
+        self.backend.lm = lm
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this session's backend gives beyond the logits: attention, cache tensors, local weights, prefetch."""
+        return self.backend.capabilities
+
+    @property
+    def batcher(self) -> StepBatcher | None:
+        """The batcher sharing this session's passes (and its model lock) with others; None: alone, or an engine."""
+        return self.backend.batcher
+
+    @property
+    def started(self) -> bool:
+        return self.prefill is not None
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prefill.tokens) if self.prefill else 0
+
+    @property
+    def text(self) -> str:
+        """The generated text so far (the prompt not included)."""
+        return self.lm.tokens.text(self.ids[self.prompt_len :])
+
+    @property
+    def next_logits(self) -> torch.Tensor:
+        """(V,) raw logits for the next position, from the last forward pass (a copy)."""
+        self._require_started()
+        return self._next_logits.clone()
+
+    @property
+    def finished(self) -> bool:
+        """True when the last token ended the text (an end-of-sequence token)."""
+        return bool(self.steps) and self.steps[-1].token.id in self.eos_ids()
+
+    def eos_ids(self) -> set[int]:
+        """The token ids that end a text."""
+        return self.backend.eos_ids()
+
+    def _locked(self):
+        """Hold the session for a change; refused at once if another change is under way (a double click)."""
+        if not self._lock.acquire(blocking=False):
+            raise SessionBusy("session_busy_stepping")
+        return _Release(self._lock)
+
+    def reading(self, timeout: float = 10.0):
+        """Hold the session while reading several things that must agree (a render); waits for a change to end."""
+        if not self._lock.acquire(timeout=timeout):
+            raise SessionBusy("session_busy")
+        return _Release(self._lock)
+
+    # ---- prompting ---------------------------------------------------------------------------------
+    def encode_prompt(self, prompt: str, chat: bool) -> list[int]:
+        """The exact token ids the model will see, or SessionError saying what is wrong with the prompt."""
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise SessionError("prompt_empty")
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise SessionError("prompt_too_long", n=len(prompt), limit=MAX_PROMPT_CHARS)
+        try:
+            prompt.encode("utf-8")
+        except UnicodeEncodeError:
+            raise SessionError("prompt_invalid_text") from None
+        tok = self.lm.tokenizer
+        # Every added token marked special is one control token when typed (all_special_tokens lists only the
+        # named ones: 3 of SmolLM2's 17, without <file_sep>, <jupyter_code>, <empty_output>, ...).
+        special = {t.content for t in tok.added_tokens_decoder.values() if t.special} | set(tok.all_special_tokens)
+        typed = [s for s in special if s and s in prompt]
+        if typed:
+            raise SessionError("prompt_special_token", token=min(typed, key=prompt.find))  # the first one typed
+        if chat:
+            if not tok.chat_template:
+                raise SessionError("no_chat_template", model=self.lm.name)
+            ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
+            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+        else:
+            ids = tok(prompt, add_special_tokens=True)["input_ids"]
+        if len(ids) > self.max_prompt_tokens:
+            raise SessionError("prompt_too_many_tokens", n=len(ids), limit=self.max_prompt_tokens)
+        return list(ids)
+
+    def start(self, prompt: str, chat: bool = False) -> PrefillRecord:
+        """Prefill a prompt (one parallel pass, or one engine request); the old state is replaced only if this
+        succeeds."""
+        with self._locked():
+            ids = self.encode_prompt(prompt, chat)
+            logits, attention, kv, forward_ms = self.backend.start(ids)
+            record = PrefillRecord(
+                prompt=prompt,
+                chat=chat,
+                tokens=[self.lm.tokens.info(i) for i in ids],
+                attention=attention,
+                kv=kv,
+                timings=Timings(forward_ms),
+            )
+            self.prefill, self.steps, self.ids = record, [], ids
+            self._replay = []
+            self._next_logits = self._prefill_logits = logits
+            self.branches.clear()  # a new prompt starts a new tree
+            return record
+
+    def take_records(self, prefill: PrefillRecord, steps: list[StepRecord], ids: list[int]) -> None:
+        """Hold a text made elsewhere (a room's teacher's): its records as they are (never changed), the backend's
+        state made for its ids at once (one prefill on a local model), not step by step."""
+        with self._locked():
+            prompt_len = len(prefill.tokens)
+            logits = self.backend.resume(list(ids), keep=len(ids) - prompt_len + 1)  # after the prompt .. the last
+            self.prefill, self.steps, self.ids = prefill, list(steps), list(ids)
+            self._prefill_logits, self._next_logits = logits[0].clone(), logits[-1].clone()
+            self._replay = []
+            self.branches.clear()
+
+    # ---- one step ----------------------------------------------------------------------------------
+    def _require_started(self):
+        if not self.started:
+            raise SessionError("not_started")
+
+    def preview(self, cfg: SamplingConfig, force_token: int | None = None) -> Distribution:
+        """The next token's distribution under cfg, and the token it would draw. No model run.
+
+        The last answer is kept: a step's page, its prefetch and the next step all ask for the same one.
+        It is keyed by the logits tensor itself (each prefix's logits are their own tensor, held by the key).
+        """
+        with self.reading():
+            self._require_started()
+            return self._derive(self._next_logits, self.ids, cfg, force_token)
+
+    def _derive(self, logits: torch.Tensor, ids: list[int], cfg: SamplingConfig, force_token: int | None = None):
+        """derive() for the position after `ids`, remembering its last two answers (keyed by the logits tensor)."""
+        key = (logits, len(ids), cfg, force_token)
+        for (k, dist) in self._preview_memo:
+            if k[0] is logits and k[1:] == key[1:]:
+                return dist
+        with CPU.part("derive"):  # the sampling pipeline over the whole vocabulary, once per position and settings
+            dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
+        self._preview_memo = [(key, dist), *self._preview_memo[:1]]
+        return dist
+
+    def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
+        """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""
+        with self.reading():
+            self._require_started()
+            cfg.validate()
+            return temperature_sweep(self._next_logits, torch.tensor([self.ids]), cfg, temperatures)
+
+    def step(self, cfg: SamplingConfig, force_token: int | None = None,
+             forced: bool | SpecChoice | None = None) -> StepRecord:
+        """Choose the next token (drawn, or forced by the user), append it, and run it through the model.
+
+        `forced` says what chose force_token instead (a replay forces the recorded token but keeps its flag; a kept
+        speculative token passes its SpecChoice): a claim checked against the settings and seed (_claimed).
+        A step of the user's own ends a trace's play-back. If anything fails, the session is as it was.
+        """
+        with CPU.part("step"):  # its wall time includes waiting for the batcher's pass; its CPU does not
+            record = self._step(cfg, force_token, forced)
+        self._replay = []
+        return record
+
+    # ---- computing ahead (a backend with capabilities.prefetch: see lookahead.py) ------------------------
+    @property
+    def prefetched(self) -> int | None:
+        """The token id whose forward pass is being (or has been) computed ahead, or None."""
+        ahead = self.backend.held() if self.capabilities.prefetch else None
+        return ahead.token if ahead else None
+
+    def prefetch(self, cfg: SamplingConfig) -> bool:
+        """Start the forward pass of the token step(cfg) would choose (replay_next()'s, during a play-back).
+
+        Returns at once: True if a pass was started. False, doing nothing, when the backend cannot (no batcher to
+        overlap with, or an engine, which batches its own users), when the session is busy, not started, finished
+        or full, when cfg is invalid, and when a prefetch of this token is already held (or another one is still
+        running). The pass runs in the batcher's worker without the session lock: renders never wait for it.
+        """
+        if not self.capabilities.prefetch or not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if not self.started or self.finished or len(self.ids) >= self.max_tokens:
+                return False
+            try:
+                token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
+            except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
+                return False
+            with CPU.part("prefetch"):
+                return self.backend.prefetch(self.ids, token)
+        finally:
+            self._lock.release()
+
+    def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0) -> tuple[list[int], Distribution] | None:
+        """What the next step(cfg) will show: (the ids then, the next distribution), from the prefetched pass.
+
+        Holds the session only to look (a Next token meanwhile must not find it busy): it waits for the pass,
+        and derives from the pass's own logits, without it. None when nothing is computed ahead for these
+        settings (or a trace plays back), the pass failed or was taken back, or the session changed. The
+        answer is remembered, so that the step then derives nothing.
+        """
+        if not self.capabilities.prefetch:
+            return None
+        with self.reading():
+            ahead = self.backend.held()
+            if ahead is None or self._replay or self.preview(cfg).chosen.id != ahead.token:
+                return None
+        if not ahead.wait(timeout):
+            return None
+        with self.reading():
+            if self.backend.held() is not ahead:
+                return None
+            ids = [*self.ids, ahead.token]
+        return ids, self._derive(ahead.logits, ids, cfg)
+
+    # ---- playing back a loaded trace ---------------------------------------------------------------
+    def queue_replay(self, steps: list[tuple[SamplingConfig, int, bool]]) -> None:
+        """Steps (settings, token id, forced) that replay_next() will take one at a time."""
+        self._replay = list(steps)
+
+    @property
+    def replay_left(self) -> int:
+        return len(self._replay)
+
+    def replay_config(self) -> SamplingConfig | None:
+        """The recorded settings of the next step to play back, or None when nothing is queued."""
+        return self._replay[0][0] if self._replay else None
+
+    def replay_next(self) -> StepRecord:
+        """Take the next recorded step: its token, with the settings it was taken with."""
+        if not self._replay:
+            raise SessionError("nothing_to_replay")
+        cfg, token, forced = self._replay[0]
+        record = self._step(cfg, token, forced)
+        self._replay.pop(0)
+        return record
+
+    def _step(self, cfg: SamplingConfig, force_token: int | None = None,
+              forced: bool | SpecChoice | None = None) -> StepRecord:
+        with self._locked():
+            self._require_started()
+            if len(self.ids) >= self.max_tokens:
+                raise SessionError("token_limit", limit=self.max_tokens)
+            if self.finished:
+                raise SessionError("text_ended")
+            t0 = time.perf_counter()
+            dist = self.preview(cfg, force_token)
+            if forced is not None:
+                dist = self._claimed(dist, cfg, forced)
+            sampling_ms = (time.perf_counter() - t0) * 1000
+            at = len(self.steps)
+            self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
+            dist, logits, row, kv, forward_ms = self.backend.advance(self.ids, dist)  # a failure changes nothing
+            self.ids.append(dist.chosen.id)
+            self._next_logits = logits
+            record = StepRecord(
+                step=len(self.steps) + 1,
+                position=dist.position,
+                distribution=dist,
+                attention=row,
+                kv=kv,
+                timings=Timings(forward_ms, sampling_ms),
+                text=self.text,
+            )
+            self.steps.append(record)
+            self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
+            return record
+
+    def _claimed(self, dist: Distribution, cfg: SamplingConfig, claim) -> Distribution:
+        """The step as what really chose its token, whatever the caller (a trace, a speculative run) claims.
+
+        claim True: forced. A SpecChoice: checked again (model/speculative.reproduce_choice), with the numbers
+        recomputed; False: drawn, if the settings and seed draw this token here. A claim they do not reproduce
+        is recorded as forced, marked so (issue 20 items 8, 9).
+        """
+        if claim is True:
+            return replace(dist, forced=True)
+        if isinstance(claim, SpecChoice):
+            from model.serving.speculative import reproduce_choice  # speculative imports what session does not need
+            spec = reproduce_choice(self._next_logits, self.ids, cfg, dist.chosen.id, claim)
+            return replace(dist, forced=spec is None, speculative=spec, marked_forced=spec is None)
+        drawn = self.preview(cfg).chosen.id == dist.chosen.id
+        return replace(dist, forced=not drawn, marked_forced=not drawn)
+
+    # ---- going back ------------------------------------------------------------------------------
+    def back(self, n: int = 1) -> None:
+        """Undo the last n steps: the backend cut back (a local cache cropped, an engine's answers kept: nothing
+        asked again; see LocalBackend.back), the cut steps kept as the pending branch. A failure changes nothing."""
+        with self._locked():
+            self._require_started()
+            if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+                raise SessionError("back_count_invalid", n=n)
+            if n > len(self.steps):
+                raise SessionError("back_too_far", n=n, generated=len(self.steps))
+            keep = len(self.ids) - n
+            answers = self.backend.answers()  # the backend's, along the whole text, before it is cut back
+            logits = self.backend.back(self.ids, keep, self.prompt_len, self._prefill_logits)
+            self.branches.cut(self.steps, self.ids, self._next_logits, answers)  # kept if the next step goes another way
+            del self.steps[-n:]
+            del self.ids[keep:]
+            self._next_logits = logits
+            self._replay = []
+
+    def reset(self) -> None:
+        """Back to just after the prompt (every generated token undone)."""
+        if self.steps:
+            self.back(len(self.steps))
+
+    def go_to(self, step: int) -> None:
+        """Keep steps 1..step (0 = only the prompt)."""
+        self._require_started()
+        if not isinstance(step, int) or not 0 <= step <= len(self.steps):
+            raise SessionError("step_out_of_range", last=len(self.steps), step=step)
+        if step < len(self.steps):
+            self.back(len(self.steps) - step)
+
+    def adopt(self, other: "DecodeSession") -> None:
+        """Take over another session's whole state (a replay built aside, then swapped in at once)."""
+        with self._locked(), other._locked():
+            self.backend.adopt(other.backend)
+            self.prefill, self.steps, self.ids = other.prefill, other.steps, other.ids
+            self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
+            self._replay = list(other._replay)
+            self.branches.adopt(other.branches)
+
+    # ---- branches ----------------------------------------------------------------------------------
+    def _as_branch(self) -> Branch:
+        """The current text as a Branch record (its pending whole, if the user went back along it)."""
+        return self.branches.leave(self.steps, self.ids, self._next_logits, self.backend.answers())
+
+    def switch_branch(self, branch_id: int) -> None:
+        """Make a kept branch the current text; the current one is kept in its place.
+
+        The backend holds its ids again (a local cache by one prefill; an engine's answers kept along it, nothing
+        asked); its steps are the StepRecords it had and its next logits the ones it had, so every view of it is
+        what it was. Refused (nothing changed) for a missing one.
+        """
+        with self._locked():
+            self._require_started()
+            chosen = self.branches.get(branch_id)
+            leaving = self._as_branch()
+            self.backend.resume(chosen.ids, chosen.answers)  # a failure changes nothing
+            self.branches.switch(chosen, leaving)
+            self.steps, self.ids = list(chosen.steps), list(chosen.ids)
+            self._next_logits = chosen.next_logits
+            self._replay = []
+
+    def add_branch(self, branch_id: int, parent: int | None, fork: int, steps: list[tuple[SamplingConfig, int, bool]]):
+        """Keep, as branch `branch_id`, the text that follows `parent`'s first `fork` steps with these (settings,
+        token, forced) steps (a replayed trace; None = from the prompt). Its prefix records are the parent's; its
+        own are made by a prefill of the prefix (or the parent's engine answers) and one pass per step, on a session
+        of its own: this one is not touched until the branch is complete."""
+        base = self.branch_record(parent) if parent is not None else self._prompt_branch()
+        if not 0 <= fork <= base.length or branch_id in self.branches.kept or branch_id == self.branches.current_id:
+            raise SessionError("trace_branch_damaged", branch=branch_id)
+        work = self.sibling()
+        work.prefill, work._prefill_logits = self.prefill, self._prefill_logits
+        work.ids, work.steps = base.ids[: self.prompt_len + fork], list(base.steps[:fork])
+        logits = work.backend.resume(work.ids, None if base.answers is None else base.answers[: fork + 1])
+        work._next_logits = self._prefill_logits if fork == 0 else logits[-1].clone()
+        for config, token, forced in steps:
+            work.step(config, force_token=token, forced=forced)
+        with self._locked():
+            self.branches.kept[branch_id] = replace(work._as_branch(), id=branch_id, parent=parent, fork=fork)
+
+    def sibling(self) -> "DecodeSession":
+        """A new, empty session on the same model with the same limits (a trace or a branch rebuilt aside)."""
+        return DecodeSession(self.lm, self.max_prompt_tokens, self.max_tokens, self.batcher)
+
+    def _prompt_branch(self) -> Branch:
+        """The prompt alone, as the base of a branch that forks at step 0."""
+        answers = self.backend.answers()
+        return Branch(-1, None, 0, self.ids[: self.prompt_len], [], answers=None if answers is None else answers[:1])
+
+    def delete_branch(self, branch_id: int) -> None:
+        """Forget a kept branch (not the current text); refused for a missing one."""
+        with self._locked():
+            self._require_started()
+            self.branches.delete(branch_id)
+
+    def branch_tree(self) -> list[BranchSummary]:
+        """Every text of this prompt's tree, by id, the current one marked."""
+        with self.reading():
+            self._require_started()
+            return branch_summaries(self.branches, self._as_branch(), self.lm.tokens.text, len(self.steps))
+
+    def branch_record(self, branch_id: int) -> Branch:
+        """A branch's records by id: the current text (whole, with a pending tail) or a kept one."""
+        with self.reading():
+            self._require_started()
+            if branch_id == self.branches.current_id and not isinstance(branch_id, bool):
+                return self._as_branch()
+            return self.branches.get(branch_id)
+
+    def branch_memory(self) -> int:
+        """Bytes held by every text of the tree in attention rows and logits, each array once."""
+        with self.reading():
+            return branch_bytes(self.branches, self._as_branch()) if self.started else 0
+
+    # ---- the whole session -------------------------------------------------------------------------
+    def logprob_t1(self) -> float:
+        """Natural log-probability of the generated text under the model's own T = 1 distribution."""
+        return float(sum(s.distribution.chosen_logprob_t1 for s in self.steps))
+
+
+class _Release:
+    def __init__(self, lock):
+        self.lock = lock
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.lock.release()
+        return False

@@ -1,0 +1,121 @@
+"""The logit lens: every layer's residual stream read as if it were the last one.
+
+One forward pass over the text with output_hidden_states=True gives the residual stream after the embeddings and
+after each decoder layer. Each of those, put through the model's final norm and its LM head (the unembedding), is
+a distribution over the vocabulary: the layer's "guess" at the next token. The last layer's is the model's real
+output. The other layers were never trained to be read this way: a lens shows where in the stack the final answer
+becomes readable, not what a layer "thinks".
+"""
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from model.errors import SessionError
+from model.decoding.loading import LoadedModel
+from model.decoding.records import TokenInfo
+from model.decoding.backend import all_cores
+from model.decoding.session import MAX_TOKENS
+
+LENS_WINDOW = 48  # positions read (the last ones), as many as the attention view shows
+LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session's own limit
+
+
+@dataclass
+class LogitLens:
+    """Layer x position readings of one text. Row 0 is the embeddings, row l (1..layers) decoder layer l's output.
+
+    Column j is position start + j of the text; the lens there predicts the token at start + j + 1.
+    """
+
+    tokens: list[TokenInfo]  # the input token at each position shown (W,)
+    start: int  # the first position shown (0-based, in the whole text)
+    targets: list[TokenInfo]  # per position, the token compared: the next token of the text; at the last position
+    #                           (no next token yet) the final layer's top token
+    target_is_next: list[bool]  # (W,) True where the target is the text's own next token
+    top_ids: np.ndarray  # (layers + 1, W) int64: the most probable token of each layer's reading
+    top_tokens: list[list[TokenInfo]]  # the same, as tokens
+    top_prob: np.ndarray  # (layers + 1, W) float32: its probability, in [0, 1]
+    target_prob: np.ndarray  # (layers + 1, W) float32: the target's probability under each layer's reading
+    target_rank: np.ndarray  # (layers + 1, W) int64: the target's rank (1 = top) under each layer's reading
+    final_max_abs_diff: float  # the last layer's lens against the model's own logits, max |difference|
+    ms: float  # wall time of the pass and the readings (inside the model lock)
+
+    @property
+    def layers(self) -> int:
+        """Decoder layers (rows minus the embeddings)."""
+        return self.top_prob.shape[0] - 1
+
+
+def lens_logits(model, hidden: torch.Tensor, normed: bool = False) -> torch.Tensor:
+    """(..., d) residual stream -> (..., V) logits: the final norm (unless already `normed`), the LM head, and the
+    final logit soft-capping if the model has one (Gemma 2 does; SmolLM2 and Gemma 3 270M have none)."""
+    x = hidden if normed else model.model.norm(hidden)
+    logits = model.lm_head(x)  # SmolLM2's is tied to its embedding matrix: the same weights, read back
+    cap = getattr(model.config, "final_logit_softcapping", None)
+    if cap:
+        logits = torch.tanh(logits / cap) * cap
+    return logits
+
+
+def check_lens_text(ids: list[int], window: int) -> None:
+    """Refuse a lens the bounds do not allow: positions 1..LENS_WINDOW, a text of 1..LENS_MAX_TOKENS tokens."""
+    if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= LENS_WINDOW:
+        raise SessionError("lens_window_range", value=window, high=LENS_WINDOW)
+    if not ids:
+        raise SessionError("not_started")
+    if len(ids) > LENS_MAX_TOKENS:
+        raise SessionError("lens_too_long", n=len(ids), limit=LENS_MAX_TOKENS)
+
+
+@torch.no_grad()
+def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, lock=None) -> LogitLens:
+    """The logit lens of the last `window` positions of `ids`, from ONE pass with output_hidden_states=True.
+
+    `lock` is held around the pass and the readings (the step batcher's model_lock on a server); None runs at once.
+    transformers hands back num_layers + 1 hidden states: the embeddings (Gemma's already scaled by sqrt(d)), then
+    each decoder layer's output, the last one with the final norm already applied: it goes to the LM head as it is,
+    so that row is the model's real output.
+    """
+    check_lens_text(ids, window)
+    model = lm.model
+    n = len(ids)
+    start = max(0, n - window)
+    with lock if lock is not None else contextlib.nullcontext(), all_cores():
+        t0 = time.perf_counter()
+        out = model(input_ids=torch.tensor([ids]), use_cache=False, output_hidden_states=True,
+                    logits_to_keep=n - start)
+        states = out.hidden_states  # (layers + 1) x (1, n, d)
+        final = lens_logits(model, states[-1][0, start:], normed=True).float()  # (W, V)
+        final_diff = float((final - out.logits[0].float()).abs().max())
+        target = torch.tensor(ids[start + 1:] + [int(final[-1].argmax())])  # (W,)
+        tops, top_ps, target_p, target_rank = [], [], [], []
+        for layer, h in enumerate(states):  # one layer's (W, V) at a time: Gemma's 262k-token vocabulary is large
+            logits = final if layer == len(states) - 1 else lens_logits(model, h[0, start:]).float()
+            probs = torch.softmax(logits, -1)  # over the whole vocabulary
+            top_p, top = probs.max(-1)  # (W,)
+            p = probs.gather(1, target[:, None])  # (W, 1)
+            tops.append(top)
+            top_ps.append(top_p)
+            target_p.append(p[:, 0])
+            target_rank.append((probs > p).sum(1) + 1)  # tokens strictly more probable, plus one (as derive())
+        ms = (time.perf_counter() - t0) * 1000
+    top_ids = torch.stack(tops).numpy()
+    info = lm.tokens.info
+    return LogitLens(
+        tokens=[info(i) for i in ids[start:]],
+        start=start,
+        targets=[info(int(i)) for i in target],
+        target_is_next=[True] * (n - start - 1) + [False],
+        top_ids=top_ids,
+        top_tokens=[[info(int(i)) for i in row] for row in top_ids],
+        top_prob=torch.stack(top_ps).numpy(),
+        target_prob=torch.stack(target_p).numpy(),
+        target_rank=torch.stack(target_rank).numpy(),
+        final_max_abs_diff=final_diff,
+        ms=ms,
+    )

@@ -1,0 +1,152 @@
+"""Training versus generation: one parallel forward pass scores every position of a text (teacher forcing).
+
+Generation is serial: step t needs the token chosen at step t - 1. Training is not: every input is a true token,
+so one pass over the whole text gives the next-token distribution at every position at once
+(docs/what-it-teaches.md: Training versus generation). Here: that pass over any token ids, its comparison
+with a session's stepwise cached decoding (same logits up to float error, far less time), and scoring a pasted
+text GLTR-style. Records: model/inside/chain.py.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from typing import NamedTuple
+
+import torch
+
+from model.inside.chain import GLTR_EDGES, RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
+from model.errors import SessionError
+from model.decoding.loading import LoadedModel
+from model.decoding.backend import all_cores
+from model.decoding.session import MAX_PROMPT_TOKENS, DecodeSession
+from model.decoding.timing import spread
+
+LN2 = math.log(2)
+# A pasted text is refused for the same reasons as a prompt; the words say 'text', since nothing continues it.
+_TEXT_REFUSALS = {"prompt_empty": "score_empty", "prompt_too_long": "score_too_long",
+                  "prompt_invalid_text": "score_invalid_text", "prompt_special_token": "score_special_token",
+                  "prompt_too_many_tokens": "score_too_many_tokens"}
+
+
+class ParallelPass(NamedTuple):
+    """The logits of one forward pass over a whole sequence."""
+
+    logits: torch.Tensor  # (T, V) float32: row t is the distribution of the token at t + 1
+    ms: float  # wall time of the model call (inside the lock: waiting for it is not counted)
+    threads: int  # torch threads it ran on
+
+
+@torch.no_grad()
+def parallel_pass(lm: LoadedModel, ids: list[int], lock=None) -> ParallelPass:
+    """ids through the model in ONE pass, no cache, logits kept for every position, on every core.
+
+    `lock` is a context manager held around the call (the UI passes the step batcher's model_lock, so no decode
+    pass runs at the same time); None runs at once.
+    """
+    if len(ids) < 2:
+        raise SessionError("teacher_too_short", n=len(ids))
+    with lock if lock is not None else contextlib.nullcontext(), all_cores():
+        threads = torch.get_num_threads()
+        t0 = time.perf_counter()
+        out = lm.model(input_ids=torch.tensor([ids]), use_cache=False)  # causal mask built inside the model
+        ms = (time.perf_counter() - t0) * 1000
+    return ParallelPass(out.logits[0].float(), ms, threads)
+
+
+@torch.no_grad()
+def score_positions(lm: LoadedModel, ids: list[int], run: ParallelPass, prompt_len: int = 0,
+                    edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
+    """The TeacherForcing record of one pass: per position t >= 1, how the model predicted ids[t] from ids[:t]."""
+    logits = run.logits[:-1]  # (T - 1, V): the last row predicts a token not in the text
+    target = torch.tensor(ids[1:])  # (T - 1,)
+    logp = torch.log_softmax(logits, -1)  # normalised over the full vocabulary
+    probs = logp.exp()
+    lp = logp.gather(1, target[:, None])[:, 0]  # (T - 1,) ln P(x_t | x_<t)
+    p = probs.gather(1, target[:, None])  # (T - 1, 1)
+    ranks = ((probs > p).sum(1) + 1).tolist()  # as derive() counts a rank: tokens strictly more probable, plus one
+    top1_p, top1 = probs.max(1)
+    entropy = (torch.special.entr(probs).sum(1) / LN2).tolist()  # bits
+    lp_list, top1, top1_p = lp.tolist(), top1.tolist(), top1_p.tolist()
+    positions = []
+    for i, (token, rank) in enumerate(zip(ids[1:], ranks)):
+        positions.append(PositionScore(
+            position=i + 1, token=lm.tokens.info(token), prob=math.exp(lp_list[i]), logprob=lp_list[i], rank=rank,
+            top1=lm.tokens.info(top1[i]), top1_prob=top1_p[i], differs=top1[i] != token,
+            cross_entropy_nats=-lp_list[i], cross_entropy_bits=-lp_list[i] / LN2, entropy_bits=entropy[i],
+            bucket=rank_bucket(rank, edges), in_prompt=i + 1 < prompt_len,
+        ))
+    total = sum(lp_list)
+    loss = -total / len(lp_list)
+    return TeacherForcing(
+        tokens=[lm.tokens.info(i) for i in ids], positions=positions, prompt_len=prompt_len, mean_loss_nats=loss,
+        total_logprob=total, perplexity=math.exp(loss), forward_ms=run.ms, threads=run.threads, edges=tuple(edges),
+    )
+
+
+def teacher_forcing(lm: LoadedModel, ids: list[int], prompt_len: int = 0, lock=None,
+                    edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
+    """Every position of `ids` scored in one parallel pass; tokens before `prompt_len` are marked in_prompt."""
+    return score_positions(lm, ids, parallel_pass(lm, ids, lock), prompt_len, edges)
+
+
+PARALLEL_RUNS = 3  # timed runs of the one pass, after a warm-up; the median is shown with its range
+
+
+def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing, StepwiseComparison]:
+    """One parallel pass over a session's prompt and generated tokens, against the steps that generated them.
+
+    Returns the pass's teacher-forcing record (the prompt's own positions included: the prefill kept only its
+    last position's logits) and the comparison: at each step, the largest |logit difference| over the step's
+    recorded candidates (Candidate.logit, raw model logits) and on the chosen token; over the whole vocabulary at
+    the position after the last token; and the measured time of the one pass (an untimed warm-up, then the median
+    of PARALLEL_RUNS with their range) against the generated tokens' own steps (not the prefill, itself one pass).
+    """
+    with session.reading():  # ids, steps and next logits that belong together
+        session._require_started()
+        ids, steps, prompt_len = list(session.ids), list(session.steps), session.prompt_len
+        prefill_ms, next_logits = session.prefill.timings.forward_ms, session.next_logits
+    parallel_pass(session.lm, ids, lock)  # untimed warm-up: a first pass of a new length runs slow
+    runs = [parallel_pass(session.lm, ids, lock) for _ in range(PARALLEL_RUNS)]
+    timed = spread([r.ms for r in runs])
+    run = min(runs, key=lambda r: abs(r.ms - timed.median))  # the median run (3 runs): its logits and its time
+    record = score_positions(session.lm, ids, run, prompt_len)
+    diffs = []
+    for s in steps:
+        row = run.logits[s.position - 1]  # the logits the step's token was chosen from
+        cands = s.distribution.candidates
+        parallel = row[torch.tensor([c.token.id for c in cands])].double()
+        stepwise = torch.tensor([c.logit for c in cands], dtype=torch.float64)
+        gaps = (parallel - stepwise).abs()
+        chosen = next(i for i, c in enumerate(cands) if c.token.id == s.token.id)
+        diffs.append(LogitDiff(step=s.step, position=s.position, max_abs_diff=float(gaps.max()),
+                               chosen_abs_diff=float(gaps[chosen]),
+                               same_top1=int(parallel.argmax()) == int(stepwise.argmax())))
+    comparison = StepwiseComparison(
+        diffs=diffs, max_abs_diff=max((d.max_abs_diff for d in diffs), default=0.0),
+        next_max_abs_diff=float((run.logits[-1] - next_logits.float()).abs().max()), parallel_ms=timed.median,
+        prefill_ms=prefill_ms, steps_ms=[s.timings.forward_ms for s in steps], tokens=len(ids), threads=run.threads,
+        parallel_range=(timed.low, timed.high), parallel_runs=timed.runs,
+    )
+    return record, comparison
+
+
+def score_text(lm: LoadedModel, text: str, lock=None, max_tokens: int = MAX_PROMPT_TOKENS,
+               edges: tuple[int, ...] = GLTR_EDGES) -> TeacherForcing:
+    """Score a pasted text (raw, no chat template) as GLTR does: each token's rank and probability, in one pass,
+    bucketed by GLTR's own edges (top 10 / 100 / 1,000 / beyond) unless `edges` says otherwise.
+
+    It is tokenized exactly as a raw prompt is (DecodeSession.encode_prompt: the same limits, special tokens
+    refused), and refused with a SessionError keyed score_*; the first token has nothing before it to predict it
+    from, so a text needs at least two tokens.
+    """
+    try:
+        ids = DecodeSession(lm, max_prompt_tokens=max_tokens).encode_prompt(text, chat=False)
+    except SessionError as err:
+        if err.key not in _TEXT_REFUSALS:
+            raise
+        key = _TEXT_REFUSALS[err.key]  # the same reason, said of a text
+        raise SessionError(key, **err.params) from None
+    if len(ids) < 2:
+        raise SessionError("score_too_short", n=len(ids))
+    return teacher_forcing(lm, ids, prompt_len=0, lock=lock, edges=edges)

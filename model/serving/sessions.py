@@ -1,0 +1,219 @@
+"""Every user's DecodeSession, by session id: a cap on how many are live, and an idle time-out."""
+from __future__ import annotations
+
+import ctypes
+import logging
+import threading
+import time
+from collections import OrderedDict
+
+from model.decoding.batcher import StepBatcher
+from model.serving.admission import PER_ADDRESS, OpeningLimit
+from model.errors import SessionError, SessionExpired
+from model.decoding.loading import LoadedModel, ModelLoadError, available_models, load_model
+from model.decoding.engine_session import EngineModel
+from model.decoding.session import DecodeSession
+
+MAX_SESSIONS = 120
+IDLE_SECONDS = 30 * 60
+UNCONNECTED_SECONDS = 2 * 60  # a session whose page never connected (no heartbeat) is freed after this idle
+log = logging.getLogger(__name__)
+
+
+def return_freed_memory() -> None:
+    """Hand the heap's free pages back to the system (glibc keeps them otherwise: bench.memory measured 1.69 GB
+    resident after 60 sessions were freed, 1.00 GB after this). A no-op where there is no glibc."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class SessionStore:
+    """Sessions keyed by the web session id. Each user sees only their own; idle ones are freed.
+
+    A page keeps a heartbeat connection open (connected()); a session whose page never connected, which only a
+    script makes, is freed after UNCONNECTED_SECONDS idle instead of the full idle time-out. New sessions are
+    admitted by `opening`, per client address (model/serving/admission.py).
+    """
+
+    def __init__(self, max_sessions: int = MAX_SESSIONS, idle_seconds: float = IDLE_SECONDS, clock=time.monotonic,
+                 unconnected_seconds: float = UNCONNECTED_SECONDS, opening: OpeningLimit | None = None,
+                 per_address: int = PER_ADDRESS):
+        self.max_sessions = max_sessions
+        self.per_address = per_address
+        self.idle_seconds = idle_seconds
+        self.unconnected_seconds = unconnected_seconds
+        self.clock = clock
+        self.opening = opening if opening is not None else OpeningLimit(clock=clock)
+        self._lock = threading.Lock()
+        self._live: OrderedDict[str, tuple[DecodeSession, float]] = OrderedDict()  # least recently used first
+        self._expired: OrderedDict[str, None] = OrderedDict()  # ids freed for idleness, to say so
+        self._connected: set[str] = set()  # ids whose page has a heartbeat connection (or had one)
+        self._address: dict[str, str | None] = {}  # id: the address that opened it
+
+    def __len__(self) -> int:
+        return len(self._live)
+
+    def connected(self, key: str) -> None:
+        """The page of session id `key` opened its heartbeat connection: it is a real page."""
+        with self._lock:
+            if len(self._connected) > 10 * self.max_sessions:  # ids of pages long gone
+                self._connected &= set(self._live)
+            self._connected.add(key)
+
+    def is_page(self, key: str) -> bool:
+        """Whether session id `key` has (or had) a page: its heartbeat connection opened."""
+        return key in self._connected
+
+    def _expire_idle(self) -> None:
+        now, freed = self.clock(), False
+        shortest = min(self.idle_seconds, self.unconnected_seconds)
+        for key, (_, used) in list(self._live.items()):  # least recently used first
+            if now - used < shortest:
+                break
+            if key in self._connected and now - used < self.idle_seconds:
+                continue
+            del self._live[key]
+            self._connected.discard(key)
+            self._address.pop(key, None)
+            self._expired[key] = None
+            if len(self._expired) > 10_000:
+                self._expired.popitem(last=False)
+            freed = True
+        if freed:
+            return_freed_memory()
+
+    def get(self, key: str) -> DecodeSession:
+        """The user's session, or SessionError saying to start (or that theirs expired)."""
+        with self._lock:
+            self._expire_idle()
+            if key not in self._live:
+                if key in self._expired:
+                    raise SessionExpired("session_expired", minutes=self.idle_seconds // 60)
+                raise SessionError("no_session")
+            session, _ = self._live.pop(key)
+            self._live[key] = (session, self.clock())
+            return session
+
+    def may_open(self, key: str, client: str | None = None) -> None:
+        """SessionError if put(key, ..., client) would be refused now (nothing is taken): asked before the work of
+        making a session (its prompt's pass), so a script refused does not cost the class a pass each time."""
+        with self._lock:
+            self._expire_idle()
+            new = key not in self._live
+            if new:
+                self._refuse_new(client)
+        if new:
+            self.opening.check(client)
+
+    def _refuse_new(self, client: str | None) -> None:
+        if len(self._live) >= self.max_sessions:
+            raise SessionError("server_full", limit=self.max_sessions)
+        if sum(1 for a in self._address.values() if a == client) >= self.per_address:
+            raise SessionError("network_full", limit=self.per_address)
+
+    def put(self, key: str, session: DecodeSession, client: str | None = None) -> None:
+        """Store (or replace) the user's session; a new one is refused when the server holds max_sessions others,
+        when `client` (its address) holds per_address already, or opens them faster than `opening` admits."""
+        with self._lock:
+            self._expire_idle()
+            if key not in self._live:
+                self._refuse_new(client)
+                self.opening.admit(client)
+                self._address[key] = client
+            self._live.pop(key, None)
+            self._expired.pop(key, None)
+            self._live[key] = (session, self.clock())
+
+    def live(self) -> list[tuple[str, DecodeSession]]:
+        """Every live session with its id, least recently used first (a copy: for counting, never for showing
+        one user's text to another)."""
+        with self._lock:
+            self._expire_idle()
+            return [(key, session) for key, (session, _) in self._live.items()]
+
+    def drop(self, key: str) -> None:
+        """Free the user's session (their tab closed), and give the memory back to the system."""
+        with self._lock:
+            dropped = self._live.pop(key, None)
+            self._connected.discard(key)
+            self._address.pop(key, None)
+        if dropped is not None:
+            del dropped
+            return_freed_memory()
+
+
+class ModelRegistry:
+    """Models loaded once, on first use, shared read-only by every session.
+
+    A model loads under its own lock: a user asking for a model not loaded yet waits for it (tens of seconds the
+    first time), while everyone on a loaded model is served at once; two users asking for the same one load it once.
+    """
+
+    def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None,
+                 by_language: dict[str, str] | None = None):
+        self.default = default
+        # the model a page in a language starts on ({"zh": "gemma3-270m"}); empty: every page on the default
+        self.by_language = dict(by_language or {})
+        self._models: dict[str, LoadedModel] = dict(preloaded or {})
+        self._batchers: dict[str, StepBatcher] = {}
+        self._lock = threading.Lock()  # guards the dicts only, held for no load
+        self._loading: dict[str, threading.Lock] = {}  # one per model name: held while that model loads
+        self._engines: dict[str, EngineModel] = {}  # models an engine serves (model/decoding/engine_session.py), by name
+
+    def add_engine(self, lm: EngineModel) -> None:
+        """A model served by an engine ("vllm:<name>"), offered in the picker beside the local ones."""
+        with self._lock:
+            self._engines[lm.name] = lm
+
+    def for_language(self, lang: str) -> str:
+        """The model a page in `lang` starts on (and a lesson in that language runs on): the operator's one model
+        when they fixed one (--model), else the one that writes that language (Chinese: Gemma 3 270M)."""
+        return self.by_language.get(lang, self.default)
+
+    def preload(self) -> None:
+        """Load the default and every language's model now, so no student waits behind a load in class."""
+        for name in dict.fromkeys([self.default, *self.by_language.values()]):
+            self.get(name)
+
+    def names(self) -> list[str]:
+        return list(dict.fromkeys([self.default, *self._models, *available_models(), *self._engines]))
+
+    def get(self, name: str | None = None) -> LoadedModel:
+        """A loaded model (the default if no name), loading it on first use; SessionError if it cannot be."""
+        name = name or self.default
+        if name not in self.names():
+            raise SessionError("unknown_model", name=name, choices=self.names())
+        if name in self._engines:
+            return self._engines[name]
+        with self._lock:
+            if name in self._models:
+                return self._models[name]
+            loading = self._loading.setdefault(name, threading.Lock())
+        with loading:
+            with self._lock:
+                if name in self._models:  # loaded by whoever held `loading` before us
+                    return self._models[name]
+            try:
+                lm = load_model(name)
+            except ModelLoadError as err:
+                log.error("Could not load model %r: %s", name, err)  # the log may name server paths, the page not
+                raise SessionError(err.key, **err.params) from None
+            with self._lock:
+                self._models[name] = lm
+            return lm
+
+    def new_session(self, name: str | None = None) -> DecodeSession:
+        """A session on a model, sharing that model's batcher with every other session on it."""
+        lm = self.get(name)
+        if isinstance(lm, EngineModel):
+            return DecodeSession(lm)  # on the engine's backend: the engine batches its own users
+        with self._lock:
+            if lm.name not in self._batchers:
+                self._batchers[lm.name] = StepBatcher(lm.model, name=lm.name)
+            return DecodeSession(lm, batcher=self._batchers[lm.name])
+
+    def batcher(self, name: str | None = None) -> StepBatcher | None:
+        """The batcher of a model (made with its first session), or None before that or for an engine's model."""
+        return self._batchers.get(self.get(name).name)
