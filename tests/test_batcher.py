@@ -89,7 +89,7 @@ def test_a_servers_batch_pass_reuses_its_memory_instead_of_faulting_it_in(lm):
     ids = (lm.tokenizer("The history of the printing press begins in the fifteenth century")["input_ids"] * 20)[:240]
     caches = [DecodeSession(lm) for _ in range(16)]
     for i, s in enumerate(caches):
-        s.backend.cache, _, _ = s.backend._prefill(ids[: 240 - i])
+        s.backend.cache = s.backend._prefill(ids[: 240 - i]).cache
     caches = [s.backend.cache for s in caches]
     lengths = [c.get_seq_length() for c in caches]
     faults = []

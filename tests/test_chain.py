@@ -1,7 +1,6 @@
 """The chain rule and teacher forcing, checked against one full forward pass computed here, on the real model."""
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -198,23 +197,16 @@ def test_teacher_forcing_argmax_rank_and_cross_entropy_equal_an_independent_comp
 
 
 @pytest.mark.model
-def test_the_lock_is_held_around_the_pass(lm):
-    held, calls = [], []
+def test_the_pass_holds_the_models_door(lm):
+    from model.decoding.door import door_of
 
-    @contextlib.contextmanager
-    def lock():
-        held.append(True)
-        try:
-            yield
-        finally:
-            held.pop()
-
-    hook = lm.model.register_forward_pre_hook(lambda module, args: calls.append(bool(held)))
+    door, calls = door_of(lm.model), []
+    hook = lm.model.register_forward_pre_hook(lambda module, args: calls.append(door.held()))
     try:
-        teacher_forcing(lm, lm.tokenizer("Hello there, world")["input_ids"], lock=lock())
+        teacher_forcing(lm, lm.tokenizer("Hello there, world")["input_ids"])
     finally:
         hook.remove()
-    assert calls == [True] and held == []
+    assert calls == [True] and not door.held()
     with pytest.raises(SessionError) as err:
         teacher_forcing(lm, [1])
     assert err.value.key == "teacher_too_short"

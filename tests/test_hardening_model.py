@@ -267,20 +267,22 @@ def test_text_with_angle_brackets_still_works(lm, session, chat):
 
 # ---- 5. the cache timing lets others use the model between its passes ------------------------------------
 @pytest.mark.model
-def test_measuring_takes_the_model_lock_per_pass(lm):
+def test_measuring_takes_the_models_door_per_pass(lm):
+    from model.decoding.door import door_of
+
     ids = lm.tokenizer("The history of the printing press begins in the fifteenth century. " * 8)["input_ids"][:96]
-    model_lock, measuring, passes_unlocked = threading.Lock(), threading.Event(), []
+    door, measuring, passes_unlocked = door_of(lm.model), threading.Event(), []
     got_in = []
     forward = lm.model.forward
 
     def checked(*args, **kwargs):
-        passes_unlocked.append(not model_lock.locked())
+        passes_unlocked.append(not door.held())
         return forward(*args, **kwargs)
 
-    def other_user():
+    def other_user():  # a decode step's way in: it goes first whenever it waits
         measuring.wait(10)
         while measuring.is_set():
-            with model_lock:
+            with door.step():
                 if measuring.is_set():
                     got_in.append(time.perf_counter())
             time.sleep(0.005)
@@ -290,13 +292,13 @@ def test_measuring_takes_the_model_lock_per_pass(lm):
     lm.model.forward = checked
     try:
         measuring.set()
-        timing = measure_cache_timing(lm, ids, [2, 24, 48, 96], repeats=3, budget_s=1.0, lock=model_lock)
+        timing = measure_cache_timing(lm, ids, [2, 24, 48, 96], repeats=3, budget_s=1.0)
     finally:
         measuring.clear()
         del lm.model.forward
         worker.join()
     assert len(timing.cached_ms) == 4 and all(t > 0 for t in timing.full_ms)
-    assert passes_unlocked and not any(passes_unlocked)  # every pass ran holding the lock
+    assert passes_unlocked and not any(passes_unlocked)  # every pass ran holding the door
     assert got_in  # and another thread ran between them
 
 

@@ -1,7 +1,6 @@
 """One of each (issue 19, seam 5): one reader of whole numbers, one tuple of the settings' names, one way to get the
 model lock, one translation machinery. Each test here fails on the copy that had drifted before it was merged."""
 import ast
-import contextlib
 import math
 import re
 from dataclasses import fields
@@ -146,10 +145,13 @@ def test_the_bounded_counts_of_the_views_are_read_by_the_one_reader(value):
 
 
 # ---- 3. the model lock ---------------------------------------------------------------------------------------
-def test_the_model_lock_is_fetched_one_way():
-    """Five ways once (one of them without the None check); now model.decoding.batcher.model_lock(batcher) only."""
-    found = [where(p, n) for p, tree in code().items() if p.name != "batcher.py" for n in ast.walk(tree)
-             if isinstance(n, ast.Attribute) and n.attr == "model_lock"]
+def test_the_model_is_held_one_way():
+    """Five ways to a model lock once, then 14 functions taking it as `lock=` or `model_lock=`; now every pass goes
+    through the model's door (model.decoding.door), which no function takes as an argument."""
+    found = [where(p, n) for p, tree in code().items() for n in ast.walk(tree)
+             if (isinstance(n, ast.Attribute) and n.attr == "model_lock")
+             or (isinstance(n, ast.arg) and n.arg in ("lock", "model_lock"))
+             or (isinstance(n, ast.keyword) and n.arg in ("lock", "model_lock"))]
     assert not found, found
 
 
@@ -162,12 +164,15 @@ def test_a_models_end_tokens_are_read_one_way():
     assert not found, found
 
 
-def test_no_batcher_means_nothing_to_wait_for():
-    from model.decoding.batcher import StepBatcher, model_lock
+def test_a_model_has_one_door_shared_by_its_batchers():
+    import torch
 
-    assert isinstance(model_lock(None), contextlib.nullcontext)
-    batcher = StepBatcher(None)
-    assert model_lock(batcher) is batcher.model_lock
+    from model.decoding.batcher import StepBatcher
+    from model.decoding.door import door_of
+
+    model, other = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    assert StepBatcher(model).door is door_of(model) is StepBatcher(model).door
+    assert door_of(other) is not door_of(model)
 
 
 # ---- 4. the words --------------------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ def test_an_unwanted_prefetch_still_queued_is_taken_back_without_waiting(lm):
     batcher = StepBatcher(lm.model)
     s, spare = started(lm, batcher=batcher), started(lm, "spare")
     s.step(GREEDY)
-    with batcher.model_lock:  # the worker holds a spare job: the prefetch stays queued behind it
+    with batcher.door.turn():  # the worker holds a spare job: the prefetch stays queued behind it
         batcher.submit(spare.backend.cache, 1)
         while batcher._pending:
             time.sleep(0.005)
@@ -185,7 +185,7 @@ def test_a_played_back_trace_prefetches_the_recorded_token(lm):
 def test_renders_do_not_wait_for_a_prefetch(lm):
     batcher = StepBatcher(lm.model)
     s = started(lm, batcher=batcher)
-    with batcher.model_lock:  # the worker cannot run the pass until the test lets go
+    with batcher.door.turn():  # the worker cannot run the pass until the test lets go
         started_ahead, rendered = [], []
 
         def render():  # in a thread, so that one which waits for the pass fails the test instead of hanging it
@@ -275,7 +275,7 @@ def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
     batcher = StepBatcher(lm.model)
     together = [started(lm, p, batcher=batcher) for p in prompts]
     spare = started(lm, "spare")
-    with batcher.model_lock:  # the worker holds a spare job while both prefetches queue: they run as one batch
+    with batcher.door.turn():  # the worker holds a spare job while both prefetches queue: they run as one batch
         batcher.submit(spare.backend.cache, 1)
         while batcher._pending:
             time.sleep(0.005)
@@ -309,7 +309,7 @@ def test_a_session_dropped_with_a_prefetch_pending_breaks_nothing(lm):
     store = SessionStore()
     store.put("tab", started(lm, batcher=batcher))
     other = started(lm, "Water boils at", batcher=batcher)
-    with batcher.model_lock:
+    with batcher.door.turn():
         assert store.get("tab").prefetch(GREEDY)
         store.drop("tab")  # the tab closed; the worker still writes into the cache nobody uses
     other.prefetch(GREEDY)
@@ -321,7 +321,7 @@ def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
     """Before submit/wait, a step that timed out cut its cache back, and the worker then appended to it."""
     batcher = StepBatcher(lm.model)
     first, late, third = started(lm), started(lm, "Late"), started(lm, "Third")
-    with batcher.model_lock:
+    with batcher.door.turn():
         running = batcher.submit(first.backend.cache, 1)
         while batcher._pending:  # the worker has taken it and waits for the model
             time.sleep(0.005)

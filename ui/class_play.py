@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field
 import gradio as gr
 import plotly.graph_objects as go
 
-from model.decoding.batcher import model_lock
 from model.classroom.class_draws import MC_CLASSES, DrawRound, fresh_u
 from model.errors import SessionError
 from model.classroom.guess_game import MAX_GUESS_CHARS, MAX_TEXT_CHARS, Game, matches, new_game
@@ -266,23 +265,16 @@ class ClassPlayView:
         def class_draw_open(request, cfg, view):
             self.play.rooms.room_of(request.session_hash) or _refuse("cp_no_room")
             session = self.app.session(request)
-            with session.reading():
-                logits, ids = session.next_logits, list(session.ids)
-            self.play.open_round(request.session_hash, DrawRound.open(logits, ids, cfg, temperature),
+            self.play.open_round(request.session_hash, DrawRound.at_session(session, cfg, temperature),
                                  session.lm.tokens)
             return {**self.wall(request.session_hash, view.lang), self.timer: gr.Timer(active=True)}
         return class_draw_open
 
     def start_game(self, request: gr.Request, text, lang="en"):
         """A game over the teacher's text, on the teacher's model (the default one before any session)."""
-        try:
-            session = self.app.local_session(request)
-            lm, lock = session.lm, model_lock(session.batcher)
-        except SessionError:
-            lm = self.app.models.get()
-            lock = model_lock(self.app.models.batcher(lm.name))
+        lm = self.app.local_model(request)
         self.play.rooms.room_of(request.session_hash) or _refuse("cp_no_room")
-        self.play.start_game(request.session_hash, new_game(lm, text, lock=lock))
+        self.play.start_game(request.session_hash, new_game(lm, text))
         return {**self.wall(request.session_hash, lang), self.timer: gr.Timer(active=True)}
 
     def reveal(self, request: gr.Request, lang="en"):

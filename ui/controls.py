@@ -206,10 +206,8 @@ class Page:
         return page_handler(fn, *leading, tabs=self.tabs)
 
     def start_session(self, request, prompt_text, mode_value, model_name, cfg, view):
-        self.app.store.may_open(request.session_hash, client_of(request))  # refused before the prompt's pass
-        session = self.app.models.new_session(model_name)
-        session.start(prompt_text, chat=mode_value == "chat")
-        self.app.store.put(request.session_hash, session, client=client_of(request))
+        session = self.app.open_session(request, model_name,
+                                        lambda s: s.start(prompt_text, chat=mode_value == "chat"))
         return self.app.answer(session, cfg, view)
 
     def start_pressed(self, request, prompt_text, mode_value, model_name, cfg, view):
@@ -318,12 +316,6 @@ class Page:
 
 
 BROWSER_LANG = "((navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en')"
-
-
-def client_of(request: gr.Request) -> str | None:
-    """The address a request came from (a school's NAT: the whole class), for the opening limit."""
-    client = getattr(request, "client", None)
-    return getattr(client, "host", None)
 
 
 def advance(session, cfg):

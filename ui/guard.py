@@ -28,7 +28,7 @@ WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a
 WAITING_PER_ADDRESS = 240  # events of one address waiting at once: a class of 80, three each
 SLOW_PER_ADDRESS = 16  # slow events of one kind from one address, waiting or running (a fifth of a class at once)
 STEP_LANES = ("model", "play", "ahead")  # a step and what the page asks with it (ui/events.py LANES)
-SLOW_LANES = ("measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
+SLOW_LANES = ("runs", "measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
 
 
 def address(request) -> str | None:

@@ -12,8 +12,9 @@ import viz
 from model.decoding.batcher import CPU
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
-from model.decoding.session import DecodeSession
+from model.decoding.session import DecodeSession, WholeText
 from model.serving.sessions import ModelRegistry, SessionStore
+from ui.guard import address
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
@@ -77,6 +78,29 @@ class App:
         if not session.capabilities.runs_locally:  # an engine's model: no local weights to run
             raise SessionError("engine_needs_local", model=session.lm.name)
         return session
+
+    def open_session(self, request: gr.Request, model_name: str | None, fill) -> DecodeSession:
+        """A new session for the user on `model_name`, filled by fill(session) (a prompt started, a trace replayed,
+        a teacher's records taken): SessionStore.open, the one way a page opens a session, with its admission check
+        before the session's first pass."""
+        def make():
+            session = self.models.new_session(model_name)
+            fill(session)
+            return session
+        return self.store.open(request.session_hash, address(request), make)
+
+    def local_model(self, request: gr.Request):
+        """The user's model if its weights are here, else the default local model (no session yet, or one on an
+        engine's model): for a computation on a text the page sends, not the session's."""
+        try:
+            return self.local_session(request).lm
+        except SessionError:
+            return self.models.get()
+
+    def whole_text(self, request: gr.Request, refusal: str = "engine_needs_local") -> WholeText:
+        """The user's text for a computation on all of it (DecodeSession.whole_text: the one runner, whose passes
+        go through the model's door); refused with `refusal` on an engine's model."""
+        return self.session(request).whole_text(refusal)
 
     def answer(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
         """The page after a change, and the next step's forward pass started while the browser draws it."""

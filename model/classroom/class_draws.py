@@ -72,6 +72,13 @@ class DrawRound:
         top = [(int(i), float(v)) for i, v in zip(idx, vals) if v > 0]
         return cls(float(cfg.temperature), len(ids), top, probs, limit=limit)
 
+    @classmethod
+    def at_session(cls, session, cfg: SamplingConfig, temperature: float | None = None) -> "DrawRound":
+        """A round at a session's next step (its logits and text read together, as one state)."""
+        with session.reading():
+            logits, ids = session.next_logits, list(session.ids)
+        return cls.open(logits, ids, cfg, temperature)
+
     def draw(self, student: str, u: float) -> int:
         """This student's token, drawn by the app's draw with their u; a student draws once a round (their
         first token stays), and a round takes `limit` at most."""

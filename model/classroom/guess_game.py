@@ -151,7 +151,7 @@ class Game:
                          mean(model), mean(klass), mean([tok.model_bits for tok in self.tokens]))
 
 
-def new_game(lm: LoadedModel, text, lock=None) -> Game:
+def new_game(lm: LoadedModel, text) -> Game:
     """A game over `text` (split_text), the model's probability of every token to guess from one forward pass."""
     opening, rest = split_text(text)
     opening_ids = DecodeSession(lm).encode_prompt(opening, chat=False)  # its limits and refusals; a BOS if any
@@ -159,7 +159,7 @@ def new_game(lm: LoadedModel, text, lock=None) -> Game:
     if len(rest_ids) > MAX_GUESSED:
         raise SessionError("game_too_many_tokens", n=len(rest_ids), limit=MAX_GUESSED)
     ids = list(opening_ids) + list(rest_ids)
-    record = teacher_forcing(lm, ids, prompt_len=len(opening_ids), lock=lock)  # one pass, log_softmax inside
+    record = teacher_forcing(lm, ids, prompt_len=len(opening_ids))  # in parallel, log_softmax inside
     tokens = []
     for pos in record.positions[len(opening_ids) - 1:]:  # positions[i] scores ids[i + 1]
         tokens.append(GameToken(pos.token.id, lm.tokenizer.decode([pos.token.id]), pos.token.display, pos.prob,

@@ -13,16 +13,14 @@ A backend's state follows the session's text: every call below leaves it holding
 """
 from __future__ import annotations
 
-import contextlib
-import os
-import time
 from dataclasses import dataclass
 from typing import Protocol
 
 import torch
 from transformers import DynamicCache
 
-from model.decoding.batcher import StepBatcher, forward_one, model_lock
+from model.decoding.batcher import StepBatcher, forward_one
+from model.decoding.door import Prefilled, attention_matrix, door_of, prefill
 from model.decoding.cache_surgery import crop_to, restore, snapshot
 from model.decoding.kv import kv_bytes
 from model.decoding.loading import LoadedModel, end_ids
@@ -98,13 +96,12 @@ class LocalBackend(LookAhead):
 
     @torch.no_grad()
     def start(self, ids):
-        self.settle()  # before taking the model lock, which the prefetch's pass needs; kept if the prefill fails
+        self.settle()  # before a turn at the model's door, which the prefetch's pass needs; kept if the prefill fails
         # Only the last position's logits are used: the lm head over every prompt position was 30 % of a
         # 338-token prefill (1.5 s -> 1.06 s here), and 530 MB for Gemma's 262k-token vocabulary.
-        cache, out, forward_ms = self._prefill(ids, output_attentions=True, logits_to_keep=1)
-        attention = torch.cat(out.attentions, 0).to(torch.float16).numpy()  # (layers, heads, P, P)
-        self.cache = cache
-        return out.logits[0, -1].clone(), attention, kv_bytes(cache, self.lm.info), forward_ms
+        done = self._prefill(ids, keep=1, attentions=True)
+        self.cache = done.cache
+        return done.logits[-1].clone(), attention_matrix(done.attentions), kv_bytes(done.cache, self.lm.info), done.ms
 
     def derive(self, logits, ids, cfg, force_token=None):
         return derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)
@@ -150,8 +147,9 @@ class LocalBackend(LookAhead):
     @torch.no_grad()
     def resume(self, ids, answers=None, keep=1):
         self.settle()
-        self.cache, out, _ = self._prefill(ids, logits_to_keep=keep)  # set only if the prefill succeeds
-        return out.logits[0].clone()
+        done = self._prefill(ids, keep=keep)
+        self.cache = done.cache  # set only if the prefill succeeded
+        return done.logits.clone()
 
     def adopt(self, other: "LocalBackend") -> None:
         self.settle()
@@ -159,14 +157,9 @@ class LocalBackend(LookAhead):
         self.cache = other.cache
 
     # ---- passes ----------------------------------------------------------------------------------------
-    @torch.no_grad()
-    def _prefill(self, ids: list[int], **kwargs) -> tuple[DynamicCache, object, float]:
-        """ids through the model in one parallel pass into a new cache: (cache, model output, ms)."""
-        cache = DynamicCache(config=self.lm.model.config)
-        with model_lock(self.batcher), all_cores():
-            t0 = time.perf_counter()  # one pass at a time: the batcher's decode passes wait for the lock
-            out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, **kwargs)
-            return cache, out, (time.perf_counter() - t0) * 1000
+    def _prefill(self, ids: list[int], keep: int = 1, attentions: bool = False) -> Prefilled:
+        """ids into a new cache (door.prefill: in chunks, the class's decode steps first); sets nothing here."""
+        return prefill(self.lm.model, ids, keep=keep, attentions=attentions)
 
     def _rebuild(self, ids: list[int]) -> torch.Tensor:
         """Recompute the cache of `ids` by a prefill; returns the logits after them (V,).
@@ -174,8 +167,9 @@ class LocalBackend(LookAhead):
         Only for a cache that cannot be cut back (see cache_surgery.crop_to): a sliding-window layer past its window has
         dropped the tokens a shorter text needs, and nothing but running the model again brings them back.
         """
-        self.cache, out, _ = self._prefill(ids, logits_to_keep=1)
-        return out.logits[0, -1].clone()
+        done = self._prefill(ids, keep=1)
+        self.cache = done.cache
+        return done.logits[-1].clone()
 
     def _forward_one(self, token_id: int):
         """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms).
@@ -184,18 +178,5 @@ class LocalBackend(LookAhead):
         """
         if self.batcher is not None:
             return self.batcher.forward(self.cache, token_id)
-        return forward_one(self.lm.model, self.cache, token_id)
-
-
-@contextlib.contextmanager
-def all_cores():
-    """Every core for a pass over many tokens, a prefill (338 tokens: 0.9 s on 2 threads, 1.6 s on 1).
-
-    torch's thread count is set per thread (OpenMP): this thread's own count comes back after the pass.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(os.cpu_count() or 1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+        with door_of(self.lm.model).step():  # alone: a decode step all the same
+            return forward_one(self.lm.model, self.cache, token_id)

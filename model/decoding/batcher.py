@@ -19,12 +19,7 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
-
-def model_lock(batcher: "StepBatcher | None"):
-    """The one way to hold a model for a pass of one's own (a prefill, a measurement, a parallel pass): the batcher's
-    model_lock, so no batched decode pass runs meanwhile; with no batcher (a session run alone, or no session on
-    the model yet, so no decode pass to wait for) a context that holds nothing."""
-    return batcher.model_lock if batcher is not None else contextlib.nullcontext()
+from model.decoding.door import door_of
 
 
 @dataclass(eq=False)  # a job is itself: compared by identity, so cancel() removes this one and no other
@@ -198,6 +193,7 @@ class StepBatcher:
 
     Request threads call forward() and wait (or submit() and collect the job later, to compute ahead); one
     worker thread runs the model, so the model is never run twice at once and the 2 cores are not oversubscribed.
+    Its passes go through the model's door (door.py) ahead of any whole-text run's.
     """
 
     def __init__(self, model, max_batch: int = 16, name: str = ""):
@@ -209,7 +205,8 @@ class StepBatcher:
         self.batch_sizes: list[int] = []  # every batch run, in order, for the tests
         self.batch_histogram: Counter[int] = Counter()  # passes run at each batch size, for the benchmarks
         self.passes: deque[PassRecord] = deque(maxlen=PASS_LOG)  # the last passes, for the batching view
-        self.model_lock = threading.Lock()  # held while the model runs; a prefill takes it too
+        self.door = door_of(model)  # every pass on the model goes through it; decode steps first
+        self.door.serve(self)
         self.heap_kept = keep_freed_memory()
         self._worker = threading.Thread(target=self._run, name="step-batcher", daemon=True)
         self._worker.start()
@@ -237,6 +234,10 @@ class StepBatcher:
             return False
         job.done.wait()  # running: one forward pass from the end
         return True
+
+    def has_pending(self) -> bool:
+        """True while steps are queued for the next pass (the door lets them go before a run's pass)."""
+        return bool(self._pending)
 
     def cancel(self, job: _Job) -> bool:
         """Take back a job the worker has not started: True if it was still queued (it will never run)."""
@@ -269,7 +270,7 @@ class StepBatcher:
             self.batch_histogram[len(jobs)] += 1
             t0 = time.perf_counter()
             try:
-                with self.model_lock, torch.no_grad(), CPU.part("model pass"):
+                with self.door.step(), torch.no_grad(), CPU.part("model pass"):
                     if len(jobs) == 1:
                         results = [forward_one(self.model, jobs[0].cache, jobs[0].token_id)]
                     else:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import torch
 
 from model.decoding.backend import Backend, Capabilities, LocalBackend
 from model.decoding.batcher import CPU, StepBatcher
+from model.decoding.door import one_core
 from model.decoding.branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
 from model.decoding.engine_session import EngineBackend, EngineModel
 from model.errors import SessionBusy, SessionError
@@ -33,6 +34,28 @@ def backend_for(lm: LoadedModel | EngineModel, batcher: StepBatcher | None = Non
     if isinstance(lm, EngineModel):
         return EngineBackend(lm)
     return LocalBackend(lm, batcher)
+
+
+@dataclass(frozen=True)
+class WholeText:
+    """One consistent copy of a session's text, for a computation on all of it (a lens, a search, a race, a
+    measurement): the runner every view that runs the model beyond one step goes through (DecodeSession.whole_text).
+
+    The computation's passes go through the model's door (door.py: decode steps first, long passes in chunks);
+    run() gives it one core between them, so the other stays with the class's steps.
+    """
+
+    lm: LoadedModel
+    ids: list[int]  # prompt + generated, copied: the session may step on meanwhile
+    prompt_len: int
+    max_tokens: int  # the session's limit, prompt and generated
+    room: int  # tokens the session may still add (max_tokens - len(ids), at least 0)
+    ended: bool  # the last token ended the text (an end-of-text token)
+
+    def run(self, compute, *args, **kwargs):
+        """compute(lm, ids, *args, **kwargs), one core between its passes (each pass takes every core)."""
+        with one_core():
+            return compute(self.lm, list(self.ids), *args, **kwargs)
 
 
 class DecodeSession:
@@ -113,6 +136,18 @@ class DecodeSession:
         if not self._lock.acquire(timeout=timeout):
             raise SessionBusy("session_busy")
         return _Release(self._lock)
+
+    def whole_text(self, refusal: str = "engine_needs_local") -> WholeText:
+        """The text as it is now, for a computation on all of it that runs the model here (WholeText.run).
+
+        Refused with `refusal` (a key naming what the view needs) on a model without local weights (an engine's),
+        and with not_started before a prompt."""
+        if not self.capabilities.runs_locally:
+            raise SessionError(refusal, model=self.lm.name)
+        with self.reading():
+            self._require_started()
+            return WholeText(self.lm, list(self.ids), self.prompt_len, self.max_tokens,
+                             max(self.max_tokens - len(self.ids), 0), self.finished)
 
     # ---- prompting ---------------------------------------------------------------------------------
     def encode_prompt(self, prompt: str, chat: bool) -> list[int]:
@@ -462,12 +497,14 @@ class DecodeSession:
 
 
 class _Release:
-    def __init__(self, lock):
-        self.lock = lock
+    """Lets go of the session's own lock (taken by _locked or reading) at the end of a `with`."""
+
+    def __init__(self, taken):
+        self.taken = taken
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
-        self.lock.release()
+        self.taken.release()
         return False

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import statistics
 import time
-from contextlib import AbstractContextManager, nullcontext
+
 from copy import deepcopy
 from dataclasses import dataclass
 
 import torch
 from transformers import DynamicCache
 
+from model.decoding.door import model_pass
 from model.decoding.loading import LoadedModel
 from model.decoding.records import CacheTiming
 
@@ -87,7 +88,6 @@ def _prefix(cache: DynamicCache, tokens: int) -> DynamicCache:
 @torch.no_grad()
 def measure_cache_timing(
     lm: LoadedModel, ids: list[int], lengths: list[int], repeats: int = 3, budget_s: float = BUDGET_S,
-    lock: AbstractContextManager = nullcontext(),
 ) -> CacheTiming:
     """For each length t, the median ms of (a) one decode step, token t through the model with a cache holding
     the t - 1 tokens before it, and (b) the whole prefix ids[:t] through the model without a cache, as a decoder
@@ -100,9 +100,9 @@ def measure_cache_timing(
     weights. Each length is run once; runs 2..repeats follow, shortest lengths first, only when the first run
     of that length fits in what is left of `budget_s`: the total stays near max(budget_s, one run of each).
 
-    `lock` (a reusable context manager: the app passes its StepBatcher's model_lock) is held around each pass
-    only, not the whole measurement (~4 s at 512 tokens), so other users' steps run between the passes. A
-    pass's time starts once the lock is held: waiting for it is not counted.
+    Each pass is a turn at the model's door (on every core), not the whole measurement (~4 s at 512 tokens), so
+    other users' steps run between the passes. A pass's time starts once it has its turn: waiting is not counted.
+    A pass without the cache stays whole (up to a session's 512 tokens): its time is what is measured.
     """
     ids = list(ids)  # the caller's list may grow while this runs
     if repeats < 1:
@@ -115,15 +115,15 @@ def measure_cache_timing(
 
     def full_ms(t: int, cache: DynamicCache | None = None) -> float:
         inputs = torch.tensor([ids[:t]])  # (1, t)
-        with lock:
+        with model_pass(model):
             t0 = time.perf_counter()
             model(input_ids=inputs, past_key_values=cache, use_cache=cache is not None, logits_to_keep=1)
             return (time.perf_counter() - t0) * 1000
 
     def cached_ms(t: int) -> float:
-        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim); copied outside the lock
+        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim); copied outside the door
         inputs = torch.tensor([[ids[t - 1]]])  # (1, 1)
-        with lock:
+        with model_pass(model):
             t0 = time.perf_counter()
             model(input_ids=inputs, past_key_values=cache, use_cache=True)
             return (time.perf_counter() - t0) * 1000

@@ -8,7 +8,6 @@ becomes readable, not what a layer "thinks".
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ import torch
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
-from model.decoding.backend import all_cores
+from model.decoding.door import one_core, prefill
 from model.decoding.session import MAX_TOKENS
 
 LENS_WINDOW = 48  # positions read (the last ones), as many as the attention view shows
@@ -43,7 +42,7 @@ class LogitLens:
     target_prob: np.ndarray  # (layers + 1, W) float32: the target's probability under each layer's reading
     target_rank: np.ndarray  # (layers + 1, W) int64: the target's rank (1 = top) under each layer's reading
     final_max_abs_diff: float  # the last layer's lens against the model's own logits, max |difference|
-    ms: float  # wall time of the pass and the readings (inside the model lock)
+    ms: float  # wall time of the passes and the readings (waits at the model's door included)
 
     @property
     def layers(self) -> int:
@@ -73,10 +72,11 @@ def check_lens_text(ids: list[int], window: int) -> None:
 
 
 @torch.no_grad()
-def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, lock=None) -> LogitLens:
-    """The logit lens of the last `window` positions of `ids`, from ONE pass with output_hidden_states=True.
+def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> LogitLens:
+    """The logit lens of the last `window` positions of `ids`, from one prefill with output_hidden_states=True.
 
-    `lock` is held around the pass and the readings (the step batcher's model_lock on a server); None runs at once.
+    The passes go through the model's door (door.prefill: in chunks, decode steps first); the readings, a
+    softmax over the whole vocabulary per layer, run after it on one core, holding nothing.
     transformers hands back num_layers + 1 hidden states: the embeddings (Gemma's already scaled by sqrt(d)), then
     each decoder layer's output, the last one with the final norm already applied: it goes to the LM head as it is,
     so that row is the model's real output.
@@ -85,25 +85,25 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, lock=
     model = lm.model
     n = len(ids)
     start = max(0, n - window)
-    with lock if lock is not None else contextlib.nullcontext(), all_cores():
-        t0 = time.perf_counter()
-        out = model(input_ids=torch.tensor([ids]), use_cache=False, output_hidden_states=True,
-                    logits_to_keep=n - start)
-        states = out.hidden_states  # (layers + 1) x (1, n, d)
-        final = lens_logits(model, states[-1][0, start:], normed=True).float()  # (W, V)
-        final_diff = float((final - out.logits[0].float()).abs().max())
+    t0 = time.perf_counter()
+    done = prefill(model, ids, keep=n - start, hidden_from=start)
+    states = done.hidden  # (layers + 1) x (W, d)
+    with one_core():
+        final = lens_logits(model, states[-1], normed=True).float()  # (W, V)
+        final_diff = float((final - done.logits.float()).abs().max())
         target = torch.tensor(ids[start + 1:] + [int(final[-1].argmax())])  # (W,)
         tops, top_ps, target_p, target_rank = [], [], [], []
         for layer, h in enumerate(states):  # one layer's (W, V) at a time: Gemma's 262k-token vocabulary is large
-            logits = final if layer == len(states) - 1 else lens_logits(model, h[0, start:]).float()
+            logits = final if layer == len(states) - 1 else lens_logits(model, h).float()
             probs = torch.softmax(logits, -1)  # over the whole vocabulary
             top_p, top = probs.max(-1)  # (W,)
-            p = probs.gather(1, target[:, None])  # (W, 1)
             tops.append(top)
             top_ps.append(top_p)
-            target_p.append(p[:, 0])
-            target_rank.append((probs > p).sum(1) + 1)  # tokens strictly more probable, plus one (as derive())
-        ms = (time.perf_counter() - t0) * 1000
+            target_p.append(probs.gather(1, target[:, None])[:, 0])
+            # tokens with a strictly higher logit, plus one: on logits, not probabilities, which underflow to 0
+            # in the early layers and would stop counting the tokens above a target at probability 0
+            target_rank.append((logits > logits.gather(1, target[:, None])).sum(1) + 1)
+    ms = (time.perf_counter() - t0) * 1000
     top_ids = torch.stack(tops).numpy()
     info = lm.tokens.info
     return LogitLens(

@@ -8,9 +8,8 @@ text GLTR-style. Records: model/inside/chain.py.
 """
 from __future__ import annotations
 
-import contextlib
 import math
-import time
+import os
 from typing import NamedTuple
 
 import torch
@@ -18,7 +17,7 @@ import torch
 from model.inside.chain import GLTR_EDGES, RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
-from model.decoding.backend import all_cores
+from model.decoding.door import PREFILL_CHUNK, prefill
 from model.decoding.session import MAX_PROMPT_TOKENS, DecodeSession
 from model.decoding.timing import spread
 
@@ -33,25 +32,22 @@ class ParallelPass(NamedTuple):
     """The logits of one forward pass over a whole sequence."""
 
     logits: torch.Tensor  # (T, V) float32: row t is the distribution of the token at t + 1
-    ms: float  # wall time of the model call (inside the lock: waiting for it is not counted)
+    ms: float  # wall time of the passes (waiting at the model's door not counted)
     threads: int  # torch threads it ran on
 
 
 @torch.no_grad()
-def parallel_pass(lm: LoadedModel, ids: list[int], lock=None) -> ParallelPass:
-    """ids through the model in ONE pass, no cache, logits kept for every position, on every core.
+def parallel_pass(lm: LoadedModel, ids: list[int], chunk: int = PREFILL_CHUNK) -> ParallelPass:
+    """ids through the model in parallel, logits kept for every position, on every core.
 
-    `lock` is a context manager held around the call (the UI passes the step batcher's model_lock, so no decode
-    pass runs at the same time); None runs at once.
+    Each pass is a turn at the model's door (door.prefill): a text longer than `chunk` goes in chunks with the
+    cache between them, so the class's steps go between them; chunk=len(ids) keeps it ONE pass (the Training
+    view times that pass).
     """
     if len(ids) < 2:
         raise SessionError("teacher_too_short", n=len(ids))
-    with lock if lock is not None else contextlib.nullcontext(), all_cores():
-        threads = torch.get_num_threads()
-        t0 = time.perf_counter()
-        out = lm.model(input_ids=torch.tensor([ids]), use_cache=False)  # causal mask built inside the model
-        ms = (time.perf_counter() - t0) * 1000
-    return ParallelPass(out.logits[0].float(), ms, threads)
+    done = prefill(lm.model, ids, keep=len(ids), chunk=chunk)
+    return ParallelPass(done.logits.float(), done.ms, os.cpu_count() or 1)
 
 
 @torch.no_grad()
@@ -84,16 +80,16 @@ def score_positions(lm: LoadedModel, ids: list[int], run: ParallelPass, prompt_l
     )
 
 
-def teacher_forcing(lm: LoadedModel, ids: list[int], prompt_len: int = 0, lock=None,
+def teacher_forcing(lm: LoadedModel, ids: list[int], prompt_len: int = 0,
                     edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
-    """Every position of `ids` scored in one parallel pass; tokens before `prompt_len` are marked in_prompt."""
-    return score_positions(lm, ids, parallel_pass(lm, ids, lock), prompt_len, edges)
+    """Every position of `ids` scored in parallel; tokens before `prompt_len` are marked in_prompt."""
+    return score_positions(lm, ids, parallel_pass(lm, ids), prompt_len, edges)
 
 
 PARALLEL_RUNS = 3  # timed runs of the one pass, after a warm-up; the median is shown with its range
 
 
-def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing, StepwiseComparison]:
+def compare_stepwise(session: DecodeSession) -> tuple[TeacherForcing, StepwiseComparison]:
     """One parallel pass over a session's prompt and generated tokens, against the steps that generated them.
 
     Returns the pass's teacher-forcing record (the prompt's own positions included: the prefill kept only its
@@ -106,8 +102,10 @@ def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing,
         session._require_started()
         ids, steps, prompt_len = list(session.ids), list(session.steps), session.prompt_len
         prefill_ms, next_logits = session.prefill.timings.forward_ms, session.next_logits
-    parallel_pass(session.lm, ids, lock)  # untimed warm-up: a first pass of a new length runs slow
-    runs = [parallel_pass(session.lm, ids, lock) for _ in range(PARALLEL_RUNS)]
+    # ONE pass, as training runs it (the view times it; at most a session's 512 tokens): its door still lets the
+    # waiting decode steps go before it
+    parallel_pass(session.lm, ids, chunk=len(ids))  # untimed warm-up: a first pass of a new length runs slow
+    runs = [parallel_pass(session.lm, ids, chunk=len(ids)) for _ in range(PARALLEL_RUNS)]
     timed = spread([r.ms for r in runs])
     run = min(runs, key=lambda r: abs(r.ms - timed.median))  # the median run (3 runs): its logits and its time
     record = score_positions(session.lm, ids, run, prompt_len)
@@ -131,7 +129,7 @@ def compare_stepwise(session: DecodeSession, lock=None) -> tuple[TeacherForcing,
     return record, comparison
 
 
-def score_text(lm: LoadedModel, text: str, lock=None, max_tokens: int = MAX_PROMPT_TOKENS,
+def score_text(lm: LoadedModel, text: str, max_tokens: int = MAX_PROMPT_TOKENS,
                edges: tuple[int, ...] = GLTR_EDGES) -> TeacherForcing:
     """Score a pasted text (raw, no chat template) as GLTR does: each token's rank and probability, in one pass,
     bucketed by GLTR's own edges (top 10 / 100 / 1,000 / beyond) unless `edges` says otherwise.
@@ -149,4 +147,4 @@ def score_text(lm: LoadedModel, text: str, lock=None, max_tokens: int = MAX_PROM
         raise SessionError(key, **err.params) from None
     if len(ids) < 2:
         raise SessionError("score_too_short", n=len(ids))
-    return teacher_forcing(lm, ids, prompt_len=0, lock=lock, edges=edges)
+    return teacher_forcing(lm, ids, prompt_len=0, edges=edges)

@@ -113,6 +113,15 @@ class SessionStore:
         if sum(1 for a in self._address.values() if a == client) >= self.per_address:
             raise SessionError("network_full", limit=self.per_address)
 
+    def open(self, key: str, client: str | None, make) -> DecodeSession:
+        """The one way a user's session is opened: refused (SessionError) before make() runs if the server or the
+        address may not open another, then make()'s session (a prompt started, a trace read, records taken: its
+        passes) stored as the user's in place of their old one."""
+        self.may_open(key, client)
+        session = make()
+        self.put(key, session, client=client)
+        return session
+
     def put(self, key: str, session: DecodeSession, client: str | None = None) -> None:
         """Store (or replace) the user's session; a new one is refused when the server holds max_sessions others,
         when `client` (its address) holds per_address already, or opens them faster than `opening` admits."""

@@ -17,7 +17,6 @@ draw have their own streams (seed, position, 1) and (seed, position, 2).
 """
 from __future__ import annotations
 
-import contextlib
 import time
 
 import numpy as np
@@ -25,6 +24,7 @@ import torch
 from transformers import DynamicCache
 
 from model.decoding.cache_surgery import crop_to, restore, snapshot
+from model.decoding.door import model_pass, prefill
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.parse import whole_in_range
@@ -143,11 +143,11 @@ class SpeculativeDecoder:
     """Speculative decoding of one text on the shared, read-only model; the cache and ids belong to this object.
 
     The cache always holds the text minus its last token: each round's one pass runs that token and the drafts.
-    model_lock (the StepBatcher's, on a server) is held for each pass, so passes never overlap.
+    Each pass is a turn at the model's door, so the class's steps go between them.
     """
 
     def __init__(self, lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, draft_len: int = 4,
-                 max_ngram: int = 2, max_new_tokens: int = 64, model_lock=None):
+                 max_ngram: int = 2, max_new_tokens: int = 64):
         if not prompt_ids:
             raise SessionError("spec_no_prompt")
         cfg.validate()
@@ -155,15 +155,12 @@ class SpeculativeDecoder:
         self.k = whole_in_range(draft_len, 1, MAX_DRAFT, "spec_draft_len_range")
         self.max_ngram = whole_in_range(max_ngram, 1, MAX_NGRAM, "spec_ngram_range")
         self.max_new_tokens = whole_in_range(max_new_tokens, 1, MAX_NEW_TOKENS, "spec_new_tokens_range")
-        self.lock = model_lock if model_lock is not None else contextlib.nullcontext()
         self.prompt_ids = [int(i) for i in prompt_ids]
         self.ids = list(self.prompt_ids)
         self.rounds: list[SpecRound] = []
         self.eos_ids = end_ids(lm)
-        self.cache = DynamicCache(config=lm.model.config)
         t0 = time.perf_counter()
-        if len(self.ids) > 1:
-            self._forward(self.ids[:-1])
+        self.cache = self._prefill(self.ids[:-1])
         self.prefill_ms = (time.perf_counter() - t0) * 1000
 
     @property
@@ -177,10 +174,14 @@ class SpeculativeDecoder:
             return "eos"
         return "length" if len(self.generated) >= self.max_new_tokens else None
 
+    def _prefill(self, ids: list[int]) -> DynamicCache:
+        """A new cache holding `ids` (door.prefill: in chunks if long); empty for no ids."""
+        return prefill(self.lm.model, ids).cache if ids else DynamicCache(config=self.lm.model.config)
+
     @torch.no_grad()
     def _forward(self, ids: list[int]) -> torch.Tensor:
         """ids through the target with the cache in one pass: logits (len(ids), V)."""
-        with self.lock:
+        with model_pass(self.lm.model, cores=False):  # 1 + k tokens: a second thread only spins
             out = self.lm.model(input_ids=torch.tensor([ids]), past_key_values=self.cache, use_cache=True)
         return out.logits[0]
 
@@ -234,8 +235,7 @@ class SpeculativeDecoder:
             keep = L + len(new) - 1  # the cache holds the text minus its (new) last token
             cropped = self.cache.get_seq_length() - keep
             if not crop_to(self.cache, keep):  # a sliding-window layer past its window: run the text again
-                self.cache = DynamicCache(config=self.lm.model.config)
-                self._forward((self.ids + new)[:keep])
+                self.cache = self._prefill((self.ids + new)[:keep])
         except BaseException:
             restore(self.cache, before)
             raise
@@ -289,9 +289,9 @@ def _cut(new: list[int], budget: int, eos_ids: set[int]) -> list[int]:
 
 
 def speculative_decode(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, draft_len: int = 4,
-                       max_ngram: int = 2, max_new_tokens: int = 64, model_lock=None) -> SpeculativeRun:
+                       max_ngram: int = 2, max_new_tokens: int = 64) -> SpeculativeRun:
     """A whole speculative run from a prompt's ids (one prefill, then one target pass per round)."""
-    return SpeculativeDecoder(lm, prompt_ids, cfg, draft_len, max_ngram, max_new_tokens, model_lock).run()
+    return SpeculativeDecoder(lm, prompt_ids, cfg, draft_len, max_ngram, max_new_tokens).run()
 
 
 # ---- measuring it --------------------------------------------------------------------------------------
@@ -308,23 +308,18 @@ GREEDY = SamplingConfig(temperature=0.0)
 
 
 @torch.no_grad()
-def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int,
-                 model_lock=None) -> tuple[list[int], float, int]:
+def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], float, int]:
     """Plain stepwise greedy decoding, one pass per token: (generated ids, decode ms, passes).
 
     Set up as the speculative run is: all but the last prompt token prefilled (not timed), then each pass
-    runs one token, so the two differ only in what each pass runs. model_lock is held for each pass.
+    runs one token, so the two differ only in what each pass runs. Each pass is a turn at the model's door.
     """
-    lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos = end_ids(lm)
-    cache = DynamicCache(config=lm.model.config)
     ids = list(prompt_ids)
-    if len(ids) > 1:
-        with lock:
-            lm.model(input_ids=torch.tensor([ids[:-1]]), past_key_values=cache, use_cache=True)
+    cache = prefill(lm.model, ids[:-1]).cache if len(ids) > 1 else DynamicCache(config=lm.model.config)
     t0, passes = time.perf_counter(), 0
     while len(ids) - len(prompt_ids) < max_new_tokens and (len(ids) == len(prompt_ids) or ids[-1] not in eos):
-        with lock:
+        with model_pass(lm.model, cores=False):
             logits = lm.model(input_ids=torch.tensor([[ids[-1]]]), past_key_values=cache, use_cache=True).logits[0, -1]
         ids.append(int(final_probs(logits, ids, GREEDY).argmax()))  # the same stages as the speculative checks
         passes += 1
@@ -332,13 +327,13 @@ def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int,
 
 
 def measure_speed(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int, draft_len: int = 4,
-                  max_ngram: int = 2, label: str = "", model_lock=None) -> SpeedComparison:
+                  max_ngram: int = 2, label: str = "") -> SpeedComparison:
     """Wall time per token of plain stepwise greedy against speculative greedy on the same prompt (decode only).
 
-    model_lock (a server's StepBatcher's) is held for each pass, so other users' steps run between them; the
-    times then include no wait for the lock, only the passes' own work and this thread's Python."""
-    plain, plain_ms, plain_passes = plain_greedy(lm, prompt_ids, max_new_tokens, model_lock)
-    dec = SpeculativeDecoder(lm, prompt_ids, GREEDY, draft_len, max_ngram, max_new_tokens, model_lock)
+    Each pass is a turn at the model's door, so other users' steps run between them; the times then include
+    those waits too (a measurement taken in a busy class says so by its spread)."""
+    plain, plain_ms, plain_passes = plain_greedy(lm, prompt_ids, max_new_tokens)
+    dec = SpeculativeDecoder(lm, prompt_ids, GREEDY, draft_len, max_ngram, max_new_tokens)
     t0 = time.perf_counter()
     run = dec.run()
     spec_ms = (time.perf_counter() - t0) * 1000
@@ -348,11 +343,10 @@ def measure_speed(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int, d
                            plain == run.generated, draft_len, torch.get_num_threads())
 
 
-def speed_report(lm: LoadedModel, max_new_tokens: int = 64, draft_len: int = 4,
-                 model_lock=None) -> list[SpeedComparison]:
+def speed_report(lm: LoadedModel, max_new_tokens: int = 64, draft_len: int = 4) -> list[SpeedComparison]:
     """measure_speed on SPEED_TEXTS: a text that repeats itself (code) and free prose."""
     out = []
     for label, text in SPEED_TEXTS.items():
         ids = lm.tokenizer(text, add_special_tokens=True)["input_ids"]
-        out.append(measure_speed(lm, list(ids), max_new_tokens, draft_len, label=label, model_lock=model_lock))
+        out.append(measure_speed(lm, list(ids), max_new_tokens, draft_len, label=label))
     return out

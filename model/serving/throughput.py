@@ -2,7 +2,7 @@
 of weights a pass reads against its time (effective memory bandwidth), and prefill against decode tokens/s.
 
 A decode step reads every weight once for the whole batch, so its time hardly grows with the batch while the
-tokens it makes do (docs/what-it-teaches.md: What it saves, Batching). The model lock is taken per pass, never for
+tokens it makes do (docs/what-it-teaches.md: What it saves, Batching). Each pass is a turn at the model's door, never
 the whole measurement: the class's steps run between the passes.
 """
 from __future__ import annotations
@@ -17,6 +17,7 @@ import torch
 from transformers import DynamicCache
 
 from model.decoding.batcher import DECODE_THREADS, forward_batch, forward_one
+from model.decoding.door import model_pass, prefill
 from model.decoding.loading import LoadedModel
 from model.serving.speculative import SPEED_TEXTS
 from model.decoding.timing import separated, spread
@@ -117,29 +118,26 @@ def _threads(n: int):
 
 
 @torch.no_grad()
-def measure_throughput(lm: LoadedModel, model_lock=None, sizes=BATCH_SIZES, repeats: int = REPEATS,
+def measure_throughput(lm: LoadedModel, sizes=BATCH_SIZES, repeats: int = REPEATS,
                        context_tokens: int = CONTEXT_TOKENS, prefill_tokens: int = PREFILL_TOKENS,
                        threads: int = DECODE_THREADS, on_pass=None) -> Throughput:
     """Time the server's decode pass at each batch size, and one prefill pass, on this machine now.
 
     Each pass runs as the batcher runs one (forward_one at batch 1, forward_batch above), on copies of one
-    cache of `context_tokens` tokens. model_lock is held for each pass alone. on_pass(), if given, is called
+    cache of `context_tokens` tokens, each pass a turn at the model's door. on_pass(), if given, is called
     after every pass (a test uses it to see that others' steps run in between).
     """
-    lock = model_lock if model_lock is not None else contextlib.nullcontext()
     model = lm.model
     ids = measurement_ids(lm, max(context_tokens + 1, prefill_tokens))
     passes = []
     with _threads(threads):
-        base = DynamicCache(config=model.config)
-        with lock:
-            model(input_ids=torch.tensor([ids[:context_tokens]]), past_key_values=base, use_cache=True)
+        base = prefill(model, ids[:context_tokens]).cache
         for batch in sizes:
             runs = []
             for _ in range(repeats + 1):  # the first is an untimed warm-up of this batch's shapes
-                caches = [copy.deepcopy(base) for _ in range(batch)]  # outside the lock: not the model's time
+                caches = [copy.deepcopy(base) for _ in range(batch)]  # outside the door: not the model's time
                 tokens = [ids[context_tokens]] * batch
-                with lock:
+                with model_pass(model, cores=False):
                     t0 = time.perf_counter()
                     if batch == 1:
                         forward_one(model, caches[0], tokens[0])
@@ -151,14 +149,14 @@ def measure_throughput(lm: LoadedModel, model_lock=None, sizes=BATCH_SIZES, repe
                     on_pass()
             runs = runs[1:]
             passes.append(BatchPass(batch, statistics.median(runs), runs))
-        prefill = []
+        prefill_runs = []
         for _ in range(repeats):
             cache = DynamicCache(config=model.config)
-            with lock:
+            with model_pass(model, cores=False):  # the measured prefill: one pass, on the threads asked for
                 t0 = time.perf_counter()
                 model(input_ids=torch.tensor([ids[:prefill_tokens]]), past_key_values=cache, use_cache=True)
-                prefill.append((time.perf_counter() - t0) * 1000)
+                prefill_runs.append((time.perf_counter() - t0) * 1000)
             if on_pass:
                 on_pass()
     params, size = weight_bytes(model)
-    return Throughput(passes, context_tokens, params, size, prefill_tokens, statistics.median(prefill), threads)
+    return Throughput(passes, context_tokens, params, size, prefill_tokens, statistics.median(prefill_runs), threads)

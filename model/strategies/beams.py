@@ -18,7 +18,6 @@ beside the beams, and the repeated n-grams of each text (model.decoding.branches
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -26,6 +25,7 @@ import torch
 from transformers import DynamicCache
 
 from model.decoding.branches import repeated_ngrams
+from model.decoding.door import model_pass, prefill
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
 from model.decoding.records import SamplingConfig
@@ -116,11 +116,10 @@ class BeamSearch:
     """The search's state between steps (tensors shaped as in transformers, batch 1), advanced by step()."""
 
     def __init__(self, lm: LoadedModel, prompt_ids: list[int], width: int, length_penalty: float = 1.0,
-                 max_new_tokens: int = 16, model_lock=None):
+                 max_new_tokens: int = 16):
         self.lm = lm
         self.width, self.length_penalty, self.max_new_tokens = check_bounds(width, length_penalty, max_new_tokens)
         self.prompt_ids = list(prompt_ids)
-        self.lock = model_lock if model_lock is not None else contextlib.nullcontext()
         self.eos = eos_list(lm)
         self.keep = max(2, 1 + len(self.eos)) * self.width  # K: candidates looked at per step
         B = self.width
@@ -145,18 +144,15 @@ class BeamSearch:
     @torch.no_grad()
     def _prefill(self) -> None:
         """The prompt once, its cache copied for each of the B beams (generate runs B identical copies)."""
-        cache = DynamicCache(config=self.lm.model.config)
-        with self.lock:
-            out = self.lm.model(input_ids=torch.tensor([self.prompt_ids]), past_key_values=cache, use_cache=True,
-                                logits_to_keep=1)
-        cache.batch_repeat_interleave(self.width)
-        self._cache = cache
-        self._logits = out.logits[:, -1, :].float().expand(self.width, -1)  # (B, V)
+        done = prefill(self.lm.model, self.prompt_ids)
+        done.cache.batch_repeat_interleave(self.width)
+        self._cache = done.cache
+        self._logits = done.logits[-1:].float().expand(self.width, -1)  # (B, V)
 
     @torch.no_grad()
     def _advance(self, last_tokens: list[int]) -> None:
         """Each live beam's last token through the model: the next logits, (B, V)."""
-        with self.lock:
+        with model_pass(self.lm.model, cores=False):
             out = self.lm.model(input_ids=torch.tensor(last_tokens).view(-1, 1), past_key_values=self._cache,
                                 use_cache=True)
         self._logits = out.logits[:, -1, :].float()
@@ -253,29 +249,28 @@ class BeamSearch:
 
 
 def beam_search(lm: LoadedModel, prompt_ids: list[int], width: int, length_penalty: float = 1.0,
-                max_new_tokens: int = 16, model_lock=None) -> BeamRun:
-    """The whole search at once (each pass under model_lock): see BeamSearch."""
-    return BeamSearch(lm, prompt_ids, width, length_penalty, max_new_tokens, model_lock).run()
+                max_new_tokens: int = 16) -> BeamRun:
+    """The whole search at once (each pass a turn at the model's door): see BeamSearch."""
+    return BeamSearch(lm, prompt_ids, width, length_penalty, max_new_tokens).run()
 
 
 @torch.no_grad()
-def sampled_continuation(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, max_new_tokens: int,
-                         model_lock=None) -> tuple[list[int], float]:
+def sampled_continuation(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig,
+                         max_new_tokens: int) -> tuple[list[int], float]:
     """What Next token would write from the prompt under cfg, up to max_new_tokens or an end token: (generated
     ids, their log P at T = 1). Each draw is derive()'s, fixed by (seed, position) as in a session."""
-    lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos, ids, logprob = set(eos_list(lm)), list(prompt_ids), 0.0
-    cache = DynamicCache(config=lm.model.config)
-    with lock:
-        out = lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True, logits_to_keep=1)
+    done = prefill(lm.model, ids)
+    cache, logits = done.cache, done.logits[-1]
     for _ in range(max_new_tokens):
-        dist = derive(out.logits[0, -1], torch.tensor([ids]), cfg, len(ids), lm.tokens, top_n=1)
+        dist = derive(logits, torch.tensor([ids]), cfg, len(ids), lm.tokens, top_n=1)
         ids.append(dist.chosen.id)
         logprob += dist.chosen_logprob_t1
         if dist.chosen.id in eos or len(ids) - len(prompt_ids) >= max_new_tokens:
             break
-        with lock:
-            out = lm.model(input_ids=torch.tensor([[dist.chosen.id]]), past_key_values=cache, use_cache=True)
+        with model_pass(lm.model, cores=False):
+            logits = lm.model(input_ids=torch.tensor([[dist.chosen.id]]), past_key_values=cache,
+                              use_cache=True).logits[0, -1]
     return ids[len(prompt_ids):], logprob
 
 

@@ -8,18 +8,17 @@ until the others finish (its outputs are ignored).
 """
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from dataclasses import dataclass, replace
 
 import torch
-from transformers import DynamicCache
 
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.parse import whole_in_range
 from model.decoding.records import SamplingConfig
+from model.decoding.door import model_pass, prefill
 from model.decoding.sampling import draw_u, inverse_cdf, run_stages
 
 MAX_SAMPLES = 16  # rows besides the greedy one: bounds a pass's batch
@@ -84,27 +83,25 @@ class ConsistencyRun:
 
 @torch.no_grad()
 def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, n: int = 8,
-                     max_new_tokens: int = 24, model_lock=None) -> ConsistencyRun:
-    """The greedy answer and n sampled ones, one batched forward pass per step (model_lock held for each pass)."""
+                     max_new_tokens: int = 24) -> ConsistencyRun:
+    """The greedy answer and n sampled ones, one batched forward pass per step (each a turn at the model's door)."""
     if not prompt_ids:
         raise SessionError("consistency_no_prompt")
     n = whole_in_range(n, 1, MAX_SAMPLES, "consistency_samples_range")
     steps = whole_in_range(max_new_tokens, 1, MAX_NEW_TOKENS, "consistency_tokens_range")
     configs = [SamplingConfig(temperature=0)] + [replace(cfg, seed=int(cfg.seed) + i).validate() for i in range(n)]
-    lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos, pad = end_ids(lm), (lm.tokenizer.eos_token_id or 0)
     prompt = [int(i) for i in prompt_ids]
     rows = len(configs)
     start = time.perf_counter()
-    cache = DynamicCache(config=lm.model.config)
-    with lock:
-        logits = lm.model(input_ids=torch.tensor([prompt]), past_key_values=cache, use_cache=True).logits[:, -1]  # (1, V)
+    done = prefill(lm.model, prompt)
+    cache, logits = done.cache, done.logits[-1:]  # (1, V)
     cache.batch_repeat_interleave(rows)  # every row shares the prompt's keys and values
     logits = logits.expand(rows, -1)  # (rows, V)
     generated = [[] for _ in range(rows)]
     logprob = [0.0] * rows
     done = [False] * rows
-    passes = 1
+    passes = 1  # the prompt's prefill counts one (in chunks if it is long)
     for step in range(steps):
         position = len(prompt) + step
         feed = []
@@ -122,7 +119,7 @@ def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig
             feed.append(token)
         if all(done) or step == steps - 1:
             break
-        with lock:
+        with model_pass(lm.model, cores=False):
             logits = lm.model(input_ids=torch.tensor(feed).reshape(rows, 1), past_key_values=cache,
                               use_cache=True).logits[:, -1]  # (rows, V)
         passes += 1
@@ -135,7 +132,7 @@ def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig
 
 
 def temperature_sweep(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, n: int = 8,
-                      max_new_tokens: int = 24, model_lock=None, temperatures=SWEEP_TEMPERATURES) -> list[ConsistencyRun]:
+                      max_new_tokens: int = 24, temperatures=SWEEP_TEMPERATURES) -> list[ConsistencyRun]:
     """The same vote at several temperatures (the other settings and the seed held)."""
-    return [self_consistency(lm, prompt_ids, replace(cfg, temperature=float(t)), n, max_new_tokens, model_lock)
+    return [self_consistency(lm, prompt_ids, replace(cfg, temperature=float(t)), n, max_new_tokens)
             for t in temperatures]

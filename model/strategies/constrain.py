@@ -10,7 +10,6 @@ token allowed once nothing more can follow.
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
@@ -18,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from transformers import DynamicCache
 
+from model.decoding.door import model_pass, prefill
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.parse import whole_in_range
@@ -167,9 +166,9 @@ class ConstrainedRun:
 
 @torch.no_grad()
 def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Constraint, cfg: SamplingConfig,
-                       max_new_tokens: int = 24, model_lock=None) -> ConstrainedRun:
+                       max_new_tokens: int = 24) -> ConstrainedRun:
     """Continue `prompt_ids` under `constraint` and the settings `cfg`, one forward pass per token (a KV cache of
-    its own; model_lock held for each pass, so no other pass on the shared model overlaps it).
+    its own; each pass a turn at the model's door, so the class's steps go between them).
 
     Each step is derive() with the grammar's mask: the same stages and the same draw u = draw_u(seed, position)
     as a plain step, so at T = 0 the text is generate(prefix_allowed_tokens_fn=...)'s greedy text.
@@ -179,15 +178,16 @@ def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Const
         raise SessionError("constrain_no_prompt")
     n = whole_in_range(max_new_tokens, 1, MAX_NEW_TOKENS, "constrain_tokens_range")
     grammar = Grammar(lm, constraint)
-    lock = model_lock if model_lock is not None else contextlib.nullcontext()
     eos = end_ids(lm)
     ids, generated, steps, stopped = [int(i) for i in prompt_ids], [], [], "length"
     start = time.perf_counter()
-    cache = DynamicCache(config=lm.model.config)
-    feed = torch.tensor([ids])  # (1, prompt) first, then (1, 1) per step
-    for _ in range(n):
-        with lock:
-            logits = lm.model(input_ids=feed, past_key_values=cache, use_cache=True).logits[0, -1]  # (V,)
+    done = prefill(lm.model, ids)
+    cache, logits = done.cache, done.logits[-1]  # (V,)
+    for step in range(n):
+        if step:  # the last token chosen through the model
+            with model_pass(lm.model, cores=False):
+                logits = lm.model(input_ids=torch.tensor([[ids[-1]]]), past_key_values=cache,
+                                  use_cache=True).logits[0, -1]
         allowed = grammar.allowed()
         if not bool(allowed.any()):  # llguidance always allows something (at least the end); say so if not
             raise SessionError("constrain_dead_end")
@@ -202,7 +202,6 @@ def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Const
             stopped = "eos"
             break
         grammar.consume(token)
-        feed = torch.tensor([[token]])
     text = lm.tokenizer.decode(generated, skip_special_tokens=True)
     return ConstrainedRun(constraint, [int(i) for i in prompt_ids], generated, text, steps, stopped,
                           time.perf_counter() - start)

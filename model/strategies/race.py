@@ -7,21 +7,19 @@ Each side's text is what a plain DecodeSession stepped alone with its settings w
 """
 from __future__ import annotations
 
-import contextlib
 import copy
 import math
 import time
 from dataclasses import dataclass, field
 
 import torch
-from transformers import DynamicCache
 
 from model.decoding.batcher import forward_one
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.decoding.records import SamplingConfig, TokenInfo
 from model.decoding.sampling import derive
-from model.decoding.backend import all_cores
+from model.decoding.door import model_pass, prefill
 
 RACE_MAX_STEPS = 64  # steps one race may take: bounds its passes (at most two per step)
 
@@ -86,11 +84,11 @@ def _record(dist) -> RaceStep:
 
 @torch.no_grad()
 def race(lm: LoadedModel, ids: list[int], cfg_a: SamplingConfig, cfg_b: SamplingConfig, steps: int,
-         max_tokens: int, lock=None) -> Race:
+         max_tokens: int) -> Race:
     """Continue `ids` by up to `steps` tokens under cfg_a and under cfg_b, the two stepping together.
 
     A side that writes an end-of-text token stops; the other goes on. `max_tokens` bounds the text (a session's
-    limit). `lock` is held around each pass (a server's model_lock, so other users' steps run between them).
+    limit). Each pass is a turn at the model's door, so other users' steps run between them.
     """
     cfg_a, cfg_b = cfg_a.validate(), cfg_b.validate()
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= RACE_MAX_STEPS:
@@ -101,14 +99,11 @@ def race(lm: LoadedModel, ids: list[int], cfg_a: SamplingConfig, cfg_b: Sampling
     if room < 1:
         raise SessionError("token_limit", limit=max_tokens)
     steps = min(steps, room)
-    lock = lock if lock is not None else contextlib.nullcontext()
     stop = end_ids(lm)
     t0 = time.perf_counter()
-    cache = DynamicCache(config=lm.model.config)
-    with lock, all_cores():  # the prefix in one pass, as a session's prefill
-        logits = lm.model(input_ids=torch.tensor([ids]), past_key_values=cache, use_cache=True,
-                          logits_to_keep=1).logits[0, -1].clone()
-    passes = 1
+    done = prefill(lm.model, ids)  # the prefix, as a session's prefill
+    cache, logits = done.cache, done.logits[-1].clone()
+    passes = 1  # the prefix's prefill counts one (in chunks if it is long)
     sides = [RaceSide(cfg_a), RaceSide(cfg_b)]
     texts = [list(ids), list(ids)]  # each side's whole text
     state = [(cache, logits), None]  # side b shares side a's cache and logits until they diverge
@@ -137,7 +132,7 @@ def race(lm: LoadedModel, ids: list[int], cfg_a: SamplingConfig, cfg_b: Sampling
             if side.ended or (i == 1 and diverged_at is None):
                 continue
             cache_i = state[i][0]
-            with lock:
+            with model_pass(lm.model, cores=False):
                 logits_i, _, _ = forward_one(lm.model, cache_i, texts[i][-1])
             state[i] = (cache_i, logits_i)
             passes += 1

@@ -7,7 +7,6 @@ import time
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
 from model.serving.throughput import measure_throughput
 from ui.events import Event
 from ui.handlers import friendly
@@ -53,10 +52,9 @@ class BatchingView:
         return batching_figure(passes, live, now, lang), numbers
 
     def measure(self, request: gr.Request, lang="en"):
-        """One decode pass at batch 1, 2, 4, 8, 16 and a long prefill, each pass under the model lock alone."""
+        """One decode pass at batch 1, 2, 4, 8, 16 and a long prefill, each pass a turn at the model's door."""
         lm = self.app.models.get()
-        batcher = self._batcher()
-        m = measure_throughput(lm, model_lock(batcher))
+        m = measure_throughput(lm)
         numbers = {"passes": [{"batch": p.batch, "ms": p.ms, "ms_per_token": p.ms_per_token, "runs": p.runs}
                               for p in m.passes],
                    "parameters": m.parameters, "weight_bytes": m.weight_bytes, "decode_ms": m.decode_ms,

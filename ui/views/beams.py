@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
 from model.strategies.beams import (MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_WIDTH, BeamRun, beam_search, compare_texts,
                          sampled_continuation)
 from ui.events import Event
@@ -101,16 +100,14 @@ class BeamsView:
     # ---- handlers ------------------------------------------------------------------------------------
     def search(self, request, width, penalty, new_tokens, cfg, view):
         """Beam search from the user's prompt (B beams), the greedy text (B = 1) and the text the page's settings
-        would sample, all on the user's local model, each pass under the model lock; shows the first step."""
+        would sample, all on the user's local model, each pass a turn at its door; shows the first step."""
         b, n = whole(width, "beams_width"), whole(new_tokens, "beams_tokens")
-        session = self.app.local_session(request)
-        with session.reading():
-            prompt = list(session.ids[: session.prompt_len])
-        lm, lock = session.lm, model_lock(session.batcher)
+        text = self.app.whole_text(request)
+        lm, prompt = text.lm, text.ids[: text.prompt_len]
         t0 = time.perf_counter()
-        run = beam_search(lm, prompt, b, penalty, n, model_lock=lock)  # refuses bad knobs before any pass
-        greedy = run if b == 1 else beam_search(lm, prompt, 1, penalty, n, model_lock=lock)
-        sampled = sampled_continuation(lm, prompt, cfg, n, model_lock=lock)
+        run = text.run(lambda lm, ids: beam_search(lm, prompt, b, penalty, n))  # refuses bad knobs before any pass
+        greedy = run if b == 1 else text.run(lambda lm, ids: beam_search(lm, prompt, 1, penalty, n))
+        sampled = text.run(lambda lm, ids: sampled_continuation(lm, prompt, cfg, n))
         st = Shown(prompt, run, compare_texts(lm, run, greedy, sampled), 1, time.perf_counter() - t0)
         with self._lock:
             self._shown[request.session_hash] = st
@@ -161,7 +158,7 @@ class BeamsView:
         out = [self.summary, self.plot, self.texts, self.numbers]
         return [
             Event(self.search_btn.click, h(self.search, "width", "penalty", "new_tokens"),
-                  [self.width, self.penalty, self.tokens, *page_in], out, "measure", "beams_search",
+                  [self.width, self.penalty, self.tokens, *page_in], out, "runs", "beams_search",
                   {"show_progress": "full"}),
             Event(self.next_btn.click, h(self.next_step), page_in, out, "views", "beams_next"),
             Event(self.end_btn.click, h(self.to_end), page_in, out, "views", "beams_to_end"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
 from model.strategies.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES, self_consistency, temperature_sweep
 from ui.events import Event
 from ui.handlers import whole
@@ -64,24 +63,17 @@ class ConsistencyView:
         self.numbers = gr.JSON(label="self-consistency run", elem_id="tbt-sc-numbers", elem_classes="tbt-hidden")
         self.sweep = gr.Markdown(elem_id="tbt-sc-sweep-result")
 
-    def _question(self, request):
-        session = self.app.local_session(request)
-        with session.reading():
-            ids = list(session.ids)
-        return session, ids, model_lock(session.batcher)
-
     def run(self, request, samples, tokens, cfg, view):
         """N samples and the greedy answer to the user's text, voted (the session is not changed)."""
         n, m = whole(samples, "sc_samples"), whole(tokens, "sc_tokens")
-        session, ids, lock = self._question(request)
-        run = self_consistency(session.lm, ids, cfg, n, m, model_lock=lock)
+        run = self.app.whole_text(request).run(self_consistency, cfg, n, m)
         return [run_sentence(run, view.lang), consistency_figure(run, view.lang), run_numbers(run)]
 
     def sweep_temperature(self, request, samples, tokens, cfg, view):
         """The same vote at each of SWEEP_TEMPERATURES, the other settings held."""
         n, m = whole(samples, "sc_samples"), whole(tokens, "sc_tokens")
-        session, ids, lock = self._question(request)
-        return sweep_lines(temperature_sweep(session.lm, ids, cfg, n, m, lock, SWEEP_TEMPERATURES), view.lang)
+        runs = self.app.whole_text(request).run(temperature_sweep, cfg, n, m, temperatures=SWEEP_TEMPERATURES)
+        return sweep_lines(runs, view.lang)
 
     def events(self, page):
         h, page_in = page.handler, page.page_in
@@ -89,7 +81,7 @@ class ConsistencyView:
         progress = {"show_progress": "full"}
         return [
             Event(self.run_btn.click, h(self.run, "samples", "tokens"), inputs, [self.summary, self.plot, self.numbers],
-                  "model", "consistency", progress),
+                  "runs", "consistency", progress),
             Event(self.sweep_btn.click, h(self.sweep_temperature, "samples", "tokens"), inputs, [self.sweep], "measure",
                   "consistency_sweep", progress),
         ]

@@ -8,7 +8,6 @@ import threading
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
 from model.strategies.constrain import MAX_NEW_TOKENS, Constraint, constrained_decode
 from ui.events import Event
 from ui.handlers import friendly, whole
@@ -79,15 +78,12 @@ class ConstraintsView:
     def run(self, request, kind, text, tokens, cfg, view):
         """Continue the user's text under the constraint and the page's settings (the session is not changed)."""
         n = whole(tokens, "constrain_tokens")
-        session = self.app.local_session(request)
-        with session.reading():
-            ids = list(session.ids)
-        lock = model_lock(session.batcher)
-        run = constrained_decode(session.lm, ids, Constraint(kind, text), cfg, n, model_lock=lock)
+        whole_text = self.app.whole_text(request)
+        run = whole_text.run(constrained_decode, Constraint(kind, text), cfg, n)
         with self._lock:
             self._runs[request.session_hash] = run
         last = len(run.steps)
-        return [run_sentence(run, session.lm.info.vocab, view.lang), gr.update(maximum=max(last, 2), value=1),
+        return [run_sentence(run, whole_text.lm.info.vocab, view.lang), gr.update(maximum=max(last, 2), value=1),
                 self._figure(run, 1, view.lang), run_numbers(run)]
 
     def show_step(self, request: gr.Request, step, lang="en"):
@@ -121,7 +117,7 @@ class ConstraintsView:
         h, page_in = page.handler, page.page_in
         return [
             Event(self.run_btn.click, h(self.run, "kind", "text", "tokens"), [self.kind, self.text, self.tokens, *page_in],
-                  [self.summary, self.step, self.plot, self.numbers], "model", "constrain", {"show_progress": "full"}),
+                  [self.summary, self.step, self.plot, self.numbers], "runs", "constrain", {"show_progress": "full"}),
             Event(self.step.release, friendly(self.show_step), [self.step, page.lang], [self.plot], "views",
                   "constrain_step"),
             Event(self.kind.input, self.example, [self.kind], [self.text], "page", False),

@@ -5,9 +5,6 @@ from __future__ import annotations
 import gradio as gr
 
 import viz
-from model.decoding.batcher import model_lock
-from model.errors import SessionError
-from model.decoding.backend import all_cores
 from model.decoding.timing import default_lengths, measure_cache_timing
 from ui.controls import plot
 from ui.events import Event
@@ -49,14 +46,10 @@ class KVCacheView:
         return viz.kv_growth_chart(points, session.prompt_len, session.lm.info, view.lang)
 
     def measure_cache(self, request: gr.Request, lang):
-        """Time a step with and without the cache at several lengths of the user's text. The model lock is taken
-        per pass, so the class's steps go on between them."""
-        session = self.app.session(request)
-        if not session.capabilities.cache_tensors:
-            raise SessionError("engine_no_timing", model=session.lm.name)
-        with all_cores():
-            timing = measure_cache_timing(session.lm, session.ids, default_lengths(len(session.ids)),
-                                          lock=model_lock(session.batcher))
+        """Time a step with and without the cache at several lengths of the user's text. Each pass is a turn at
+        the model's door, so the class's steps go on between them."""
+        text = self.app.whole_text(request, "engine_no_timing")
+        timing = text.run(lambda lm, ids: measure_cache_timing(lm, ids, default_lengths(len(ids))))
         return viz.cache_timing_figure(timing, lang)
 
     def events(self, page):

@@ -1,11 +1,9 @@
 """The logit lens: every layer's residual stream read through the final norm and the LM head, for the current
-text, on demand (one forward pass with every hidden state, under the model lock)."""
+text, on demand (a prefill with every hidden state, its passes through the model's door)."""
 from __future__ import annotations
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
-from model.errors import SessionError
 from model.inside.lens import LENS_WINDOW, logit_lens
 from ui.controls import plot
 from ui.events import Event
@@ -50,19 +48,12 @@ class LensView:
     def read(self, request: gr.Request, window, lang):
         """The lens of the user's text: its last `window` positions, every layer."""
         n = whole(window, "lens_window")
-        try:
-            session = self.app.local_session(request)
-        except SessionError as err:
-            if err.key == "engine_needs_local":  # say which: the lens needs every layer's hidden state
-                raise SessionError("lens_needs_weights", model=err.params["model"]) from None
-            raise
-        with session.reading():
-            ids = list(session.ids)
-        lens = logit_lens(session.lm, ids, n, lock=model_lock(session.batcher))
-        text = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
+        text = self.app.whole_text(request, "lens_needs_weights")  # the lens needs every layer's hidden state
+        lens = text.run(logit_lens, n)
+        said = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
-        return text, carrier(lens_chart(lens, session.lm.name, lang), self.tab), lens_summary(lens, lang)
+        return said, carrier(lens_chart(lens, text.lm.name, lang), self.tab), lens_summary(lens, lang)
 
     def events(self, page):
         return [Event(self.run_btn.click, friendly(self.read), [self.window, page.lang],
-                      [self.result, page.figure, self.numbers], "measure", "logit_lens", {"show_progress": "full"})]
+                      [self.result, page.figure, self.numbers], "runs", "logit_lens", {"show_progress": "full"})]

@@ -15,14 +15,12 @@ import gradio as gr
 import plotly.graph_objects as go
 
 import viz
-from model.decoding.batcher import model_lock
 from model.decoding.kv import PRESETS, kv_calculation
 from model.parse import a_name
 from model.decoding.records import SETTING_NAMES
 from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
-from model.serving.speculative import SpeculativeDecoder
+from model.serving.speculative import speculative_decode
 from model.inside.teacher_forcing import teacher_forcing
-from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly
 from ui.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson, lesson_model,
@@ -167,13 +165,13 @@ class LessonView:
         cfg = step_config(step)
         prompt = say(step["prompt"], view.lang)
         model = lesson_model(lesson, view.lang, self.app.models.names()) or page.default_model
-        session = self.app.models.new_session(model)
-        session.start(prompt, chat=step["mode"] == "chat")
-        for _ in range(step["generate"]):
-            if session.finished:
-                break
-            session.step(cfg)
-        self.app.store.put(request.session_hash, session, client=client_of(request))
+        def fill(session):  # started as Start does, and the step's tokens written
+            session.start(prompt, chat=step["mode"] == "chat")
+            for _ in range(step["generate"]):
+                if session.finished:
+                    break
+                session.step(cfg)
+        session = self.app.open_session(request, model, fill)
         stepped = step["view"] in self.app.views
         text, figure, force = self.app.answer(session, cfg, replace(view, tab=step["view"] if stepped else page.tabs[0]))
         predict = step["predict"]
@@ -333,8 +331,8 @@ class LessonView:
         if tab in self.app.views:  # a view that draws every step: its own figure of this session
             return self.app.views[tab].figure(session, cfg, view)
         if tab == "training":  # teacher forcing over the text: one parallel pass
-            record = teacher_forcing(session.lm, list(session.ids), session.prompt_len,
-                                     lock=model_lock(session.batcher))
+            text = session.whole_text()
+            record = text.run(teacher_forcing, text.prompt_len)
             return teacher_chart(record, lang)
         if tab == "calculator":  # the question's preset, else the model the lesson runs on
             predict = step["predict"] or {}
@@ -346,9 +344,8 @@ class LessonView:
             room = session.max_tokens - len(session.ids)
             if session.finished or room < 1 or not session.capabilities.runs_locally:
                 return None
-            run = SpeculativeDecoder(session.lm, list(session.ids), cfg, DEFAULT_DRAFT,
-                                     max_new_tokens=min(SPECULATIVE_TOKENS, room),
-                                     model_lock=model_lock(session.batcher)).run()
+            run = session.whole_text().run(speculative_decode, cfg, DEFAULT_DRAFT,
+                                           max_new_tokens=min(SPECULATIVE_TOKENS, room))
             return speculative_figure(run, session.lm.info.name, lang)
         if tab == "batching":  # the passes of the last minutes: the class's steps batched together
             batcher = self.app.models.batcher(session.lm.name)

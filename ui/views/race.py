@@ -6,7 +6,6 @@ from dataclasses import replace
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
 from model.errors import SessionError
 from model.strategies.race import RACE_MAX_STEPS, race
 from ui.events import Event
@@ -66,22 +65,14 @@ class RaceView:
         n = whole(steps, "race_steps")
         top_k = whole(top_k, "top_k")
         cfg_b = replace(cfg, temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p, order=order).validate()
-        try:
-            session = self.app.local_session(request)
-        except SessionError as err:
-            if err.key == "engine_needs_local":  # say which: each step's whole distribution, run here twice
-                raise SessionError("race_needs_weights", model=err.params["model"]) from None
-            raise
-        with session.reading():
-            ids, ended = list(session.ids), session.finished
-        if ended:
+        text = self.app.whole_text(request, "race_needs_weights")  # each step's whole distribution, run here twice
+        if text.ended:
             raise SessionError("text_ended")
-        result = race(session.lm, ids, cfg, cfg_b, n, session.max_tokens, lock=model_lock(session.batcher))
-        return [race_html(result, view.lang), race_figure(result, view.lang),
-                race_summary(result, session.lm.tokens.text)]
+        result = text.run(race, cfg, cfg_b, n, text.max_tokens)
+        return [race_html(result, view.lang), race_figure(result, view.lang), race_summary(result, text.lm.tokens.text)]
 
     def events(self, page):
         knobs = [self.temperature, self.top_k, self.top_p, self.min_p, self.order, self.steps]
         names = ("b_temperature", "b_top_k", "b_top_p", "b_min_p", "b_order", "steps")
         return [Event(self.run_btn.click, page.handler(self.run, *names), [*knobs, *page.page_in],
-                      [self.texts, self.plot, self.numbers], "model", "sampler_race", {"show_progress": "full"})]
+                      [self.texts, self.plot, self.numbers], "runs", "sampler_race", {"show_progress": "full"})]

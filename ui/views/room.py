@@ -23,7 +23,8 @@ from gradio.context import get_blocks_context
 import viz
 from model.errors import SessionError
 from ui.class_play import ClassPlayView
-from ui.controls import client_of, plot
+from ui.controls import plot
+from ui.guard import address
 from ui.events import Event
 from ui.handlers import friendly
 from ui.protocol import CARRIERS, carried_figure
@@ -110,14 +111,14 @@ class RoomView:
         """Open (or show again) the teacher's room, and hand it the page as it is now: a started session only
         (a room is a page's, not a script's), at most ROOMS_PER_ADDRESS from one address."""
         session = self.app.session(request)  # (refuses before any room is made)
-        code = self.rooms.open(request.session_hash, client_of(request))
+        code = self.rooms.open(request.session_hash, address(request))
         self.app.render(session, cfg, view)  # through App.render's hook: the room has the page at once
         return self._opened(code, origin, view.lang)
 
     def renew_room(self, request, origin, cfg, view):
         """The room under a new code: every follower out (told so), the old code refused; the wall shows the new."""
         session = self.app.session(request)
-        code = self.rooms.renew(request.session_hash, client_of(request))
+        code = self.rooms.renew(request.session_hash, address(request))
         self.app.render(session, cfg, view)
         return self._opened(code, origin, view.lang)
 
@@ -140,14 +141,14 @@ class RoomView:
 
     # ---- a follower ----------------------------------------------------------------------------------
     def join_room(self, request: gr.Request, code, lang="en"):
-        code = self.rooms.join(request.session_hash, code, client_of(request))
+        code = self.rooms.join(request.session_hash, code, address(request))
         return [following(t("room_waiting", lang, code=code)), gr.Timer(active=True), None]
 
     def follow(self, request: gr.Request, seen, lang="en"):
         """The timer's tick: the teacher's page as last rendered and the question asked, in this page's language,
         if either changed since `seen`; no model pass."""
         try:
-            code, snap, question, guessed = self.rooms.state(request.session_hash, client_of(request))
+            code, snap, question, guessed = self.rooms.state(request.session_hash, address(request))
         except SessionError as err:  # closed, or not following
             return {self.status: ended(err, lang), self.seen: None, self.timer: gr.Timer(active=False),
                     self.question_box: gr.update(visible=False)}
@@ -205,14 +206,14 @@ class RoomView:
     def explore(self, request, cfg, view):
         """The teacher's text as the follower's own session (records copied, the cache by one prefill); the
         mirror pauses until Back to the teacher."""
-        _, snap, question, _ = self.rooms.state(request.session_hash, client_of(request))
+        _, snap, question, _ = self.rooms.state(request.session_hash, address(request))
         if snap is None:
             raise Refusal("room_nothing_yet")
         if question is not None and question.open:  # the student's own session would show the answer
             raise Refusal("room_explore_after_reveal")
-        session = self.app.models.new_session(snap.model)
-        session.take_records(snap.prefill, snap.steps, snap.ids)  # one prefill of the ids, not a replay
-        self.app.store.put(request.session_hash, session, client=client_of(request))
+        # one prefill of the ids, not a replay
+        session = self.app.open_session(request, snap.model,
+                                        lambda s: s.take_records(snap.prefill, snap.steps, snap.ids))
         text, figure, force = self.app.answer(session, cfg, view)
         return {self.page.text: text, self.page.figure: figure, self.page.force: force,
                 self.status: f'<div class="tbt-room-exploring">{html.escape(t("room_exploring", view.lang, step=len(snap.steps)))}</div>',
@@ -220,7 +221,7 @@ class RoomView:
 
     def back_to_teacher(self, request: gr.Request, lang="en"):
         try:
-            code = self.rooms.state(request.session_hash, client_of(request))[0]
+            code = self.rooms.state(request.session_hash, address(request))[0]
         except SessionError as err:  # the room closed while this student explored
             return [ended(err, lang), gr.Timer(active=False), None]
         return [following(t("room_waiting", lang, code=code)), gr.Timer(active=True), None]

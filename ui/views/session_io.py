@@ -12,7 +12,6 @@ import gradio as gr
 from model.errors import SessionError
 from model.decoding.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
 from viz.offline import session_page, session_record, shown_layers
-from ui.controls import client_of
 from ui.events import Event
 from ui.handlers import friendly, whole
 from ui.protocol import PLOTLY_JS
@@ -101,9 +100,8 @@ class SessionView:
     def import_trace(self, request, file, cfg, view):
         raw = uploaded_bytes(file)
         trace = read_trace(raw)
-        session = self.app.models.new_session(trace.get("model"))
-        replay(session, trace, rewind=True)  # checked whole, then played back one step per Next token
-        self.app.store.put(request.session_hash, session, client=client_of(request))
+        # checked whole, then played back one step per Next token
+        session = self.app.open_session(request, trace.get("model"), lambda s: replay(s, trace, rewind=True))
         return self.app.answer(session, cfg, view)
 
     def unload(self, request: gr.Request):

@@ -6,8 +6,7 @@ import threading
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
-from model.serving.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices, speed_report
+from model.serving.speculative import SPEED_TEXTS, kept_choices, speculative_decode, speed_report
 from model.errors import SessionError
 from ui.events import Event
 from ui.handlers import friendly, whole
@@ -88,18 +87,15 @@ class SpeculativeView:
         k, n = whole(draft_len, "spec_draft_len"), whole(new_tokens, "spec_new_tokens")
         if not 1 <= n <= MAX_NEW_TOKENS:
             raise SessionError("spec_new_tokens_range", value=n, low=1, high=MAX_NEW_TOKENS)
-        session = self.app.local_session(request)
-        with session.reading():
-            ids, room, ended = list(session.ids), session.max_tokens - len(session.ids), session.finished
-        if ended:
+        text = self.app.whole_text(request)
+        if text.ended:
             raise SessionError("text_ended")
-        if room < 1:
-            raise SessionError("token_limit", limit=session.max_tokens)
-        run = SpeculativeDecoder(session.lm, ids, cfg, k, max_new_tokens=min(n, room),
-                                 model_lock=model_lock(session.batcher)).run()
+        if text.room < 1:
+            raise SessionError("token_limit", limit=text.max_tokens)
+        run = text.run(speculative_decode, cfg, k, max_new_tokens=min(n, text.room))
         with self._lock:
-            self._runs[request.session_hash] = (ids, run)
-        return [run_sentence(run, view.lang), speculative_figure(run, session.lm.info.name, view.lang),
+            self._runs[request.session_hash] = (text.ids, run)
+        return [run_sentence(run, view.lang), speculative_figure(run, text.lm.info.name, view.lang),
                 run_summary(run)]
 
     def keep(self, request, cfg, view):
@@ -133,7 +129,7 @@ class SpeculativeView:
         """Wall time per token, speculative against plain, on a repeating text and on prose (the app's own)."""
         k = whole(draft_len, "spec_draft_len")
         lm = self.app.models.get()
-        report = speed_report(lm, MEASURE_TOKENS, k, model_lock=model_lock(self.app.models.batcher()))
+        report = speed_report(lm, MEASURE_TOKENS, k)
         return speed_sentence(report, lang)
 
     def unload(self, request: gr.Request):
@@ -152,9 +148,9 @@ class SpeculativeView:
         return [
             Event(self.example_btn.click, h(example, "draft_len", "new_tokens", "model"),
                   [self.draft_len, self.new_tokens, page.model, *page_in], [page.prompt, *page.step_out, *out],
-                  "model", "speculative_example", {"show_progress": "full"}),
+                  "runs", "speculative_example", {"show_progress": "full"}),
             Event(self.run_btn.click, h(self.run, "draft_len", "new_tokens"), [self.draft_len, self.new_tokens, *page_in],
-                  out, "model", "speculative", {"show_progress": "full"}),
+                  out, "runs", "speculative", {"show_progress": "full"}),
             Event(self.keep_btn.click, h(self.keep), page_in, [*page.step_out, *out], "model", "speculative_keep",
                   {"show_progress": "full"}),
             Event(self.discard_btn.click, friendly(self.discard), [page.lang], out, "views", "speculative_discard"),

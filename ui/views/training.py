@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.decoding.batcher import model_lock
-from model.errors import SessionError
 from model.inside.teacher_forcing import compare_stepwise, score_text
 from ui.controls import plot
 from ui.events import Event
@@ -52,19 +50,14 @@ class TrainingView:
         session = self.app.local_session(request)
         if not session.steps:
             raise Refusal("compare_no_steps")
-        record, comparison = compare_stepwise(session, lock=model_lock(session.batcher))
+        record, comparison = compare_stepwise(session)
         # The comparison is in the sentences above the chart, not in its subtitle as well
         return comparison_text(comparison, lang), carrier(teacher_chart(record, lang), self.tab)
 
     def score_pasted(self, request: gr.Request, text, lang):
         """A pasted text scored in one pass, on the user's model (the default one before any session)."""
-        try:
-            session = self.app.local_session(request)
-            lm, lock = session.lm, model_lock(session.batcher)
-        except SessionError:  # no session yet, or one on an engine's model: the default local model scores it
-            lm = self.app.models.get()
-            lock = model_lock(self.app.models.batcher(lm.name))  # none yet: no decode pass to wait for
-        return gltr_html(score_text(lm, text if isinstance(text, str) else "", lock=lock), lang)
+        lm = self.app.local_model(request)
+        return gltr_html(score_text(lm, text if isinstance(text, str) else ""), lang)
 
     def events(self, page):
         progress = {"show_progress": "full"}

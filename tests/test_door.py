@@ -1,0 +1,200 @@
+"""The model's door (model/decoding/door.py): decode steps first, whole-text runs pass by pass, long passes chunked.
+
+The unit tests drive the door with threads and a stand-in batcher (no model); the model tests prove that a chunked
+prefill gives a single pass's numbers, and that every pass of every whole-text computation goes through the door.
+"""
+import threading
+import time
+
+import pytest
+import torch
+
+from model.decoding.door import STEPS_BEFORE_TURN, ModelDoor, door_of, prefill
+
+
+class Queue:
+    """A batcher as the door sees it: steps queued or not."""
+
+    def __init__(self):
+        self.pending = False
+
+    def has_pending(self):
+        return self.pending
+
+
+def in_thread(fn) -> threading.Thread:
+    worker = threading.Thread(target=fn, daemon=True)
+    worker.start()
+    return worker
+
+
+def wait_until(check, seconds=5.0):
+    end = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.002)
+
+
+@pytest.mark.unit
+def test_a_waiting_step_goes_before_a_waiting_turn():
+    door, order = ModelDoor(), []
+    with door.turn():  # a run's pass under way; another run's turn, then a decode step, arrive
+        turn = in_thread(lambda: _take(door.turn(), order, "turn"))
+        wait_until(lambda: len(door._turns) == 1)
+        step = in_thread(lambda: _take(door.step(), order, "step"))
+        wait_until(lambda: door._steps_waiting == 1)
+    turn.join(5), step.join(5)
+    assert order == ["step", "turn"]
+
+
+@pytest.mark.unit
+def test_steps_queued_in_a_batcher_hold_a_turn_back_until_they_have_had_their_passes():
+    door, queue, got = ModelDoor(), Queue(), []
+    door.serve(queue)
+    with door.turn():  # the last turn: none of the class's decode passes has run since
+        pass
+    queue.pending = True  # a class stepping: the batcher always has steps queued
+    waiting = in_thread(lambda: _take_turn(door, got))
+    time.sleep(0.2)
+    assert not got  # steps are queued, and none has run since the last turn
+    for _ in range(STEPS_BEFORE_TURN - 1):
+        with door.step():
+            pass
+    time.sleep(0.2)
+    assert not got
+    with door.step():  # the STEPS_BEFORE_TURN-th decode pass since the last turn: now the run may go once
+        pass
+    waiting.join(5)
+    assert got == ["turn"]
+    queue.pending = False
+    assert door.turns == 2 and door.steps == STEPS_BEFORE_TURN
+
+
+@pytest.mark.unit
+def test_with_no_step_waiting_a_turn_goes_at_once():
+    door, queue = ModelDoor(), Queue()
+    door.serve(queue)
+    t0 = time.perf_counter()
+    with door.turn():
+        assert door.held()
+    assert not door.held() and time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.unit
+def test_turns_go_first_come_first_served():
+    door, order = ModelDoor(), []
+    with door.turn():
+        first = in_thread(lambda: _take_turn(door, order, "first"))
+        wait_until(lambda: len(door._turns) == 1)
+        second = in_thread(lambda: _take_turn(door, order, "second"))
+        wait_until(lambda: len(door._turns) == 2)
+    first.join(5), second.join(5)
+    assert order == ["first", "second"]
+
+
+@pytest.mark.unit
+def test_a_failing_pass_gives_the_door_back():
+    door = ModelDoor()
+    with pytest.raises(RuntimeError):
+        with door.turn():
+            raise RuntimeError("a pass failed")
+    with pytest.raises(RuntimeError):
+        with door.step():
+            raise RuntimeError("a decode pass failed")
+    assert not door.held() and not door._turns and door._steps_waiting == 0
+    with door.turn():
+        pass
+
+
+def _take_turn(door, out, name="turn"):
+    _take(door.turn(), out, name)
+
+
+def _take(way_in, out, name):
+    with way_in:
+        out.append(name)
+
+
+# ---- the model --------------------------------------------------------------------------------------------
+LONG = "The history of the printing press begins in the fifteenth century, when movable type arrived. " * 30
+
+
+@pytest.mark.model
+def test_a_chunked_prefill_gives_the_one_pass_numbers(lm):
+    ids = lm.tokenizer(LONG)["input_ids"][:300]
+    whole = prefill(lm.model, ids, keep=len(ids), attentions=True, hidden_from=250, chunk=len(ids))
+    chunked = prefill(lm.model, ids, keep=len(ids), attentions=True, hidden_from=250, chunk=64)
+    assert (whole.passes, chunked.passes) == (1, 5)
+    assert torch.allclose(whole.logits, chunked.logits, atol=2e-3, rtol=1e-4)
+    assert (whole.logits.argmax(-1) == chunked.logits.argmax(-1)).float().mean() > 0.99
+    for a, b in zip(whole.attentions, chunked.attentions):
+        assert a.shape == b.shape == (1, lm.info.heads, 300, 300)
+        assert torch.allclose(a, b, atol=1e-4)
+        assert torch.allclose(b.sum(-1), torch.ones(1), atol=1e-4)  # every row a distribution, the future zero
+    for a, b in zip(whole.hidden, chunked.hidden):
+        assert a.shape == b.shape == (50, lm.info.hidden) and torch.allclose(a, b, atol=2e-3, rtol=1e-3)
+    for layer_w, layer_c in zip(whole.cache.layers, chunked.cache.layers):
+        assert torch.allclose(layer_w.keys, layer_c.keys, atol=1e-3)
+
+
+@pytest.mark.model
+def test_a_chunked_prefill_past_a_sliding_window_matches_one_pass(lm):
+    from test_gemma import _tiny_gemma
+
+    tiny = _tiny_gemma(lm)  # window 8: chunks of 5 cross it again and again
+    ids = lm.tokenizer(LONG)["input_ids"][:40]
+    whole = prefill(tiny.model, ids, keep=len(ids), attentions=True, chunk=len(ids))
+    chunked = prefill(tiny.model, ids, keep=len(ids), attentions=True, chunk=5)
+    assert torch.allclose(whole.logits, chunked.logits, atol=1e-4)
+    for a, b in zip(whole.attentions, chunked.attentions):
+        assert a.shape == b.shape and torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.model
+def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
+    """A forward pre-hook on the model checks the door is held at every pass, whoever runs it."""
+    from model.decoding.door import PREFILL_CHUNK
+    from model.decoding.records import SamplingConfig
+    from model.decoding.session import DecodeSession
+    from model.decoding.timing import measure_cache_timing
+    from model.inside.lens import logit_lens
+    from model.inside.teacher_forcing import teacher_forcing
+    from model.serving.speculative import plain_greedy, speculative_decode
+    from model.serving.throughput import measure_throughput
+    from model.strategies.beams import beam_search, sampled_continuation
+    from model.strategies.consistency import self_consistency
+    from model.strategies.constrain import Constraint, constrained_decode
+    from model.strategies.race import race
+
+    door, seen = door_of(lm.model), []
+    hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(door.held()))
+    cfg = SamplingConfig(temperature=0.8, top_k=20, seed=3)
+    short = lm.tokenizer("Question: what is two plus two? Answer:")["input_ids"]
+    long = lm.tokenizer(LONG)["input_ids"][:PREFILL_CHUNK + 40]  # a prefill in two chunks
+    runs = {
+        "lens": lambda: logit_lens(lm, long, 8),
+        "teacher forcing": lambda: teacher_forcing(lm, long),
+        "race": lambda: race(lm, short, cfg, SamplingConfig(temperature=0), 3, 512),
+        "self-consistency": lambda: self_consistency(lm, long, cfg, 2, 2),
+        "beams": lambda: beam_search(lm, short, 2, 1.0, 2),
+        "sampled": lambda: sampled_continuation(lm, short, cfg, 2),
+        "constraints": lambda: constrained_decode(lm, short, Constraint("words", "four five"), cfg, 2),
+        "speculative": lambda: speculative_decode(lm, long, SamplingConfig(temperature=0), 2, max_new_tokens=3),
+        "plain greedy": lambda: plain_greedy(lm, short, 2),
+        "cache timing": lambda: measure_cache_timing(lm, long, [2, 40], repeats=1, budget_s=0.1),
+        "throughput": lambda: measure_throughput(lm, sizes=(1, 2), repeats=1, context_tokens=16, prefill_tokens=16),
+    }
+    try:
+        for name, run in runs.items():
+            seen.clear()
+            run()
+            assert seen and all(seen), f"{name}: {seen.count(False)} of {len(seen)} passes outside the door"
+        seen.clear()
+        s = DecodeSession(lm)  # a session alone: its prefill and its steps too
+        s.start(lm.tokenizer.decode(long))
+        s.step(cfg)
+        s.back(1)
+        assert seen and all(seen)
+    finally:
+        hook.remove()
+    assert not door.held()
