@@ -43,7 +43,7 @@ def relative(target: str) -> bool:
 def test_the_pages_exist():
     names = {p.name for p in PAGES}
     assert {"README.md", "what-it-teaches.md", "architecture.md", "operators.md", "security.md",
-            "performance.md"} <= names, names
+            "performance.md", "tour.md"} <= names, names
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -62,7 +62,15 @@ def test_every_relative_link_resolves(page):
 def test_the_readme_keeps_its_screenshot_and_links_what_the_page_teaches():
     found = links(ROOT / "README.md")
     assert "assets/screenshot.png" in found
-    assert "docs/what-it-teaches.md" in found
+    assert "docs/what-it-teaches.md" in found and "docs/tour.md" in found
+
+
+README_MAX_BYTES = 15_000  # the README is read on one visit; the tour of the tabs lives in docs/tour.md
+
+
+def test_the_readme_stays_short():
+    size = len((ROOT / "README.md").read_bytes())
+    assert size < README_MAX_BYTES, f"README.md is {size:,} bytes: move detail to a page of docs/ and link it"
 
 
 def test_the_readme_starts_with_the_two_commands():

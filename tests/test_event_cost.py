@@ -1,6 +1,7 @@
 """What a Gradio event costs the server beyond its handler (issue 25): the work Gradio does for every event that this
-app never uses is taken out (ui/server.py lighter_events), and a page is told not to ask for the next step's chart
-while a class keeps the server busy (ui/state.py AheadPolicy), so that a step is one event, not two."""
+app never uses is taken out (ui/gradio_patches.py: queue_analytics, no_matplotlib_switch, the inline_ patches), and
+a page is told not to ask for the next step's chart while a class keeps the server busy (ui/state.py AheadPolicy),
+so that a step is one event, not two."""
 import importlib.util
 import time
 
@@ -9,7 +10,7 @@ import gradio as gr
 import pytest
 
 from model.decoding.records import KVBytes
-from ui import server
+from ui import gradio_patches, server
 from ui.render import status_html
 from ui.state import AheadPolicy
 
@@ -41,7 +42,7 @@ def blocks_with_a_slider():
         out = gr.HTML()
         gr.Button().click(lambda x: f"<b>{x}</b>", [knob], [out])
     demo.queue(status_update_rate=server.QUEUE_STATUS_S)
-    server.lighter_events(demo)
+    gradio_patches.patch_app(demo)
     return demo, knob, out
 
 
@@ -54,20 +55,20 @@ def test_the_queue_no_longer_summarises_every_event():
     cached = queue.cached_event_analytics_summary
     # Gradio's default recomputes this pandas summary of up to 10,000 events after every event (19 ms at 10,000)
     assert queue.compute_analytics_summary(records) is cached
-    assert queue.ANALYTICS_MAX_EVENTS == server.ANALYTICS_EVENTS
+    assert queue.ANALYTICS_MAX_EVENTS == gradio_patches.ANALYTICS_EVENTS
     assert not queue.live_updates  # the queue's places: every QUEUE_STATUS_S, not to every waiting event per start
     if importlib.util.find_spec("matplotlib") is None:  # no failed import of it around every event
         from gradio import utils
 
-        assert utils.MatplotlibBackendMananger is server._NoBackendSwitch
+        assert utils.MatplotlibBackendMananger is gradio_patches._NoBackendSwitch
 
 
 def test_small_values_are_checked_in_place_and_refusals_still_raised():
     from gradio import blocks
 
     _, knob, out = blocks_with_a_slider()
-    assert server._inline(knob.preprocess) and server._inline(out.postprocess)
-    assert not server._inline(lambda: None) and not server._inline(gr.File().preprocess)
+    assert gradio_patches._inline(knob.preprocess) and gradio_patches._inline(out.postprocess)
+    assert not gradio_patches._inline(lambda: None) and not gradio_patches._inline(gr.File().preprocess)
     run_sync = blocks.anyio.to_thread.run_sync
 
     async def main():

@@ -16,7 +16,8 @@ WIRING = ("events",)  # a view's rows of the wiring table (a list of Events, not
 # Private attributes ui/ may touch, each with its reason: (file, "name._attr").
 ALLOWED_PRIVATE = {
     ("ui/guard.py", "demo._queue"): "Gradio's own queue (no public hook to bound one session's share); not a session",
-    ("ui/server.py", "demo._queue"): "Gradio's own queue (no public setting for its monitoring summary's size)",
+    ("ui/gradio_patches.py", "demo._queue"): "Gradio's own queue (its push and its monitoring summary's size: no public "
+                                             "setting)",
 }
 
 

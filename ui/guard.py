@@ -51,13 +51,13 @@ def said(key: str, lang: str | None, **fmt) -> str:
     return t(key, lang, **fmt) if lang in LANGS else " ".join(t(key, each, **fmt) for each in LANGS)
 
 
-def fair_queue(demo: gr.Blocks) -> None:
-    """Refuse, before it is queued, an event that does not exist or runs only in the browser (422, one log line),
+def fair_push(demo: gr.Blocks, push):
+    """The queue's `push`, in front of Gradio's (the fair_queue patch of ui/gradio_patches.py puts it in place):
+    refuse, before it is queued, an event that does not exist or runs only in the browser (422, one log line),
     and (503, with the reason, one log line) an event beyond its session's, its address's or its kind's share:
     WAITING_PER_SESSION per session, WAITING_PER_ADDRESS per address, one slow event of a kind per session and
     SLOW_PER_ADDRESS per address, and anything but a step once only STEP_ROOM places are left."""
     queue = demo._queue
-    push = queue.push
 
     async def fair_push(body, request, username):
         fn = demo.fns.get(body.fn_index) if isinstance(body.fn_index, int) else None
@@ -71,7 +71,7 @@ def fair_queue(demo: gr.Blocks) -> None:
             return False, refused, "queue_full"
         return await push(body, request, username)
 
-    queue.push = fair_push
+    return fair_push
 
 
 def share_refused(queue, fn, session_hash, client, lang) -> str | None:
@@ -96,10 +96,10 @@ def share_refused(queue, fn, session_hash, client, lang) -> str | None:
     return None
 
 
-def plain_input_check(demo: gr.Blocks) -> None:
-    """Too few or too many inputs: say how many, not Gradio's list of component objects (their reprs name
-    classes and memory addresses)."""
-    check = demo.validate_inputs
+def plain_validate_inputs(check):
+    """Blocks' `validate_inputs`, in front of Gradio's `check` (the plain_input_check patch of
+    ui/gradio_patches.py): too few or too many inputs say how many, not Gradio's list of component objects (their
+    reprs name classes and memory addresses)."""
 
     def validate_inputs(block_fn, inputs):
         try:
@@ -110,7 +110,7 @@ def plain_input_check(demo: gr.Blocks) -> None:
             raise gr.Error(said("input_count", None, expected=len(block_fn.inputs), sent=len(inputs)),
                            print_exception=False) from None
 
-    demo.validate_inputs = validate_inputs
+    return validate_inputs
 
 
 CALL = re.compile(r"^/gradio_api/call/(?:v2/)?([^/]+)/?$")
@@ -151,11 +151,11 @@ def gate(demo: gr.Blocks, on_heartbeat) -> Middleware:
 SERVER_PATH = re.compile(r"(?<![\w.])/(?:[\w.\-]+/)+[\w.\-]*")
 
 
-def plain_preprocess(demo: gr.Blocks) -> None:
-    """An input Gradio cannot read answers with a plain message: a file the user did not upload is refused
-    without naming its path on the server, and a value of the wrong type says which input and type it wanted
-    (Gradio's own message), with any server path taken out."""
-    preprocess = demo.preprocess_data
+def plain_preprocess_data(preprocess):
+    """Blocks' `preprocess_data`, in front of Gradio's `preprocess` (the plain_preprocess patch of
+    ui/gradio_patches.py): an input Gradio cannot read answers with a plain message: a file the user did not
+    upload is refused without naming its path on the server, and a value of the wrong type says which input and
+    type it wanted (Gradio's own message), with any server path taken out."""
 
     async def preprocess_data(block_fn, inputs, *args, **kwargs):
         try:
@@ -169,15 +169,15 @@ def plain_preprocess(demo: gr.Blocks) -> None:
             log.info("refused %s: %s", block_fn.api_name, SERVER_PATH.sub("…", str(err))[:200])
             raise gr.Error(SERVER_PATH.sub("…", str(err)), print_exception=False) from None
 
-    demo.preprocess_data = preprocess_data
+    return preprocess_data
 
 
-def one_line_refusals(demo: gr.Blocks) -> None:
-    """Every refused input writes one line to the log, not Gradio's traceback: a refusal (gr.Error, Gradio's own
-    too, as a dropdown's value not among its choices) is logged as one line and sent as it is; anything else that
-    escapes a handler is a bug: its traceback is logged once, and the page is told only its kind, in its language
-    (Gradio would send the exception's own text, as "unhashable type: 'list'")."""
-    process = demo.process_api
+def one_line_process_api(demo: gr.Blocks, process):
+    """Blocks' `process_api`, in front of Gradio's `process` (the one_line_refusals patch of
+    ui/gradio_patches.py): every refused input writes one line to the log, not Gradio's traceback: a refusal
+    (gr.Error, Gradio's own too, as a dropdown's value not among its choices) is logged as one line and sent as it
+    is; anything else that escapes a handler is a bug: its traceback is logged once, and the page is told only its
+    kind, in its language (Gradio would send the exception's own text, as "unhashable type: 'list'")."""
 
     async def process_api(block_fn, inputs, *args, **kwargs):
         fn = demo.fns.get(block_fn) if isinstance(block_fn, int) else block_fn
@@ -194,7 +194,7 @@ def one_line_refusals(demo: gr.Blocks) -> None:
             lang = event_lang(fn, inputs)
             raise gr.Error(said("bug", lang, kind=type(err).__name__), print_exception=False) from None
 
-    demo.process_api = process_api
+    return process_api
 
 
 PAGE_GONE_S = 60  # a closed page's Gradio state is forgotten this long after its last event (its unload runs first)

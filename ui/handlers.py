@@ -14,6 +14,7 @@ import gradio as gr
 from model.errors import SessionError
 from model.parse import shown, whole_number
 from model.decoding.records import SETTING_NAMES, SamplingConfig
+from ui.gradio_patches import NAMED_RANGES, patch_class
 from ui.strings import Refusal, lang_of
 
 log = logging.getLogger("token-by-token")
@@ -136,31 +137,11 @@ def plainly(name: str, lang: str):
         raise gr.Error(Refusal("bug", kind=type(err).__name__).text(lang), print_exception=False) from None
 
 
-NAMED_RANGES: set[str] = set()  # elem_ids of the sliders and number boxes whose range check names the setting
-
-
 def named_range(component):
     """Make a slider's or number box's range check name the setting; Gradio's own says only 'Value 5 is
-    greater than maximum value 2.'. The check is wrapped on the component's class, for the elem_ids named here:
-    an update of a component (a new label in another language, a model's layer count) makes Gradio keep a new
-    instance of its class for that session (blocks.py, `state[block._id] = block.__class__(**kwargs)`), which an
-    instance's own wrapper would not reach. (A subclass would do it too, but Gradio writes a .pyi file beside the
-    module of every component class.)"""
+    greater than maximum value 2.'. The check is wrapped on the component's class, for the elem_ids named here
+    (the named_range patch of ui/gradio_patches.py, which says why on the class)."""
     assert component.elem_id, "a named range needs an elem_id (its session copies keep it)"
     NAMED_RANGES.add(component.elem_id)
-    cls = type(component)
-    if not getattr(cls.preprocess, "names_the_setting", False):
-        check = cls.preprocess
-
-        @functools.wraps(check)  # Gradio checks the value's type by this signature
-        def preprocess(self, payload):
-            try:
-                return check(self, payload)
-            except gr.Error as err:
-                if self.elem_id not in NAMED_RANGES:
-                    raise
-                raise gr.Error(f"{self.label}: {err.message}", print_exception=False) from None
-
-        preprocess.names_the_setting = True
-        cls.preprocess = preprocess
+    patch_class(type(component))
     return component

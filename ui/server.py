@@ -10,9 +10,9 @@ from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 
-from ui import play
+from ui import gradio_patches, play
 from model.decoding.trace import MAX_TRACE_BYTES
-from ui.guard import QUEUE_SIZE, fair_queue, gate, keep_forgetting, one_line_refusals, plain_input_check, plain_preprocess
+from ui.guard import QUEUE_SIZE, gate, keep_forgetting
 from ui.protocol import JS_DIR, SCRIPT_ROUTE, page_assets
 
 
@@ -27,7 +27,10 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     # waiting event each time any event starts ("auto"): no page shows it (every event's progress is hidden), and
     # at a class's saturation that was about 16 extra messages per step (docs/performance.md, issue 25)
     demo.queue(max_size=QUEUE_SIZE, api_open=False, default_concurrency_limit=1, status_update_rate=QUEUE_STATUS_S)
-    lighter_events(demo)
+    # Gradio's own code changed where this app needs it (what each change does and why: ui/gradio_patches.py):
+    # work done for every event that this app never uses taken out, the guard (ui/guard.py) in front of the
+    # queue and the Blocks, in place from the first request
+    gradio_patches.patch_app(demo)
     # the page's script and Play's word are routes of the app from its making, before the server takes a request
     # (added after launch, a page asked for in the first instant could get 404 for its script)
     own = APIRouter()
@@ -35,11 +38,6 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     add_script_route(own)
     app_kwargs = dict(kwargs.pop("app_kwargs", None) or {})
     app_kwargs["routes"] = [*own.routes, *app_kwargs.get("routes", ())]
-    # and the guard is in place from the first request too
-    fair_queue(demo)
-    plain_input_check(demo)
-    plain_preprocess(demo)
-    one_line_refusals(demo)
     store = store or getattr(demo, "tbt_store", None)  # (app.build leaves it there)
     app_kwargs["middleware"] = [*app_kwargs.get("middleware", ()),
                                 gate(demo, store.connected if store is not None else (lambda key: None))]
@@ -61,93 +59,6 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
 
 
 QUEUE_STATUS_S = 5.0  # seconds between the queue's place messages to the events still waiting
-ANALYTICS_EVENTS = 200  # events Gradio's queue keeps for its monitoring summary (its default: 10,000)
-
-
-class _NoBackendSwitch:
-    """gradio.utils.MatplotlibBackendMananger's stand-in where matplotlib is not installed: nothing to switch."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def lighter_events(demo: gr.Blocks) -> None:
-    """Work Gradio (6.31) does for every event that this app never uses, taken out of a step (issue 25's profile):
-
-    - the queue's monitoring summary (a pandas DataFrame of up to the last 10,000 events, grouped and percentiled
-      after every event; only Gradio's /monitoring page reads it, which this app never opens): computed at most
-      once per 10**9 events, over the last ANALYTICS_EVENTS. At 10,000 events it cost milliseconds per event.
-    - `import matplotlib` twice per event (around each call, to switch its backend): where it is not installed,
-      each is a failed search of the whole import path.
-    - a worker thread for each input's preprocess and each output's postprocess (a step: 11 inputs and 3 outputs),
-      and for the summary above: about 0.1 ms of CPU each on an idle machine, more under load, for functions that
-      check a number or pass a string on. Those of INLINE_COMPONENTS run in the event loop (see `_inline`).
-    """
-    queue = demo._queue
-    queue.ANAYLTICS_CACHE_FREQUENCY = 10**9  # (Gradio's spelling)
-    queue.ANALYTICS_MAX_EVENTS = ANALYTICS_EVENTS
-    import importlib.util
-
-    from gradio import blocks, queueing, utils
-
-    if importlib.util.find_spec("matplotlib") is None:
-        utils.MatplotlibBackendMananger = _NoBackendSwitch
-    if not isinstance(blocks.anyio, _InlineAnyio):  # (once per process: a test may launch many servers)
-        blocks.anyio = _InlineAnyio(blocks.anyio)
-    if not getattr(queueing.run_sync, "tbt_inline", False):
-        queueing.run_sync = _inline_or(queueing.run_sync)
-
-
-# Components whose preprocess / postprocess only check or pass on a small value (a number, a choice, a string):
-# run in the event loop instead of a worker thread. Not files, images or data frames.
-INLINE_COMPONENTS = (gr.Slider, gr.Number, gr.Radio, gr.Dropdown, gr.Checkbox, gr.Textbox, gr.HTML, gr.Markdown,
-                     gr.Button, gr.State)
-
-
-def _inline(func) -> bool:
-    """True for a call Gradio would send to a worker thread that is cheaper run where it is: a component of
-    INLINE_COMPONENTS preprocessing or postprocessing its value, or the queue's monitoring summary (now a cached
-    answer, lighter_events)."""
-    owner, name = getattr(func, "__self__", None), getattr(func, "__name__", "")
-    if name in ("preprocess", "postprocess"):
-        return isinstance(owner, INLINE_COMPONENTS)
-    return name == "compute_analytics_summary"
-
-
-def _inline_or(run_sync):
-    """anyio.to_thread.run_sync, but a call `_inline` names runs at once, in the caller's thread."""
-    async def run(func, *args, **kwargs):
-        if _inline(func):
-            return func(*args)
-        return await run_sync(func, *args, **kwargs)
-
-    run.tbt_inline = True
-    return run
-
-
-class _InlineAnyio:
-    """gradio.blocks' `anyio`, whose `to_thread.run_sync` is `_inline_or` the real one; everything else anyio's."""
-
-    def __init__(self, real):
-        self._real = real
-        self.to_thread = _InlineToThread(real.to_thread)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-
-class _InlineToThread:
-    def __init__(self, real):
-        self._real = real
-        self.run_sync = _inline_or(real.run_sync)
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-
 PAGE_WAIT_S = 120  # the first page on a loaded 2-core machine: seconds, not the 3 Gradio allows
 
 
