@@ -9,6 +9,7 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
+from model.classroom.rooms import Rooms
 from model.decoding.batcher import CPU
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
@@ -17,7 +18,6 @@ from model.serving.sessions import ModelRegistry, SessionStore
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
-from ui.rooms import Rooms
 
 
 AHEAD_BUSY_SESSIONS = 4  # this many sessions shown a step within AHEAD_WINDOW_S: a class, the server is busy
@@ -61,7 +61,7 @@ class App:
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
         # called as hook(user, session, view, outputs, draw) after every render a page handler asks for (user: its
-        # session id; draw(lang): the same chart in another language); a room (ui/rooms.py) keeps its teacher's.
+        # session id; draw(lang): the same chart in another language); a room (Rooms.on_render) keeps its teacher's.
         # Inside the session's read lock: keep it quick.
         self.on_render: list = []
         self.rooms = Rooms()  # the Room view opens and follows them; a lesson asks its questions in them
