@@ -8,6 +8,7 @@ import os
 
 import gradio as gr
 
+from model.classroom.rooms import Rooms
 from model.decoding.engine import EngineClient
 from model.decoding.engine_session import load_engine_model
 from model.decoding.loading import DEFAULT_MODEL, available_models
@@ -80,7 +81,8 @@ def main(argv=None) -> None:
     compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
         add_engine(models, args.engine_url, args.engine_model, args.engine_folder)
-    launch(build(App(models, SessionStore()), models.default), args.host, args.port)
+    # the server's registries, made here and handed to the page: the models, every user's session, the rooms
+    launch(build(App(models, SessionStore(), Rooms()), models.default), args.host, args.port)
 
 
 def registry(model: str | None) -> ModelRegistry:

@@ -55,11 +55,12 @@ WARM_FRACTION = 1 / 3  # the steady window starts after this share of a run (ben
 def app_blocks(models=None):
     """The app's own page (app.build) on SmolLM2 alone, and its events by api_name."""
     import app as app_module
+    from model.classroom.rooms import Rooms
     from model.serving.sessions import ModelRegistry, SessionStore
 
     models = models or ModelRegistry(LOCAL_MODEL)
     models.preload()
-    demo = app_module.build(app_module.App(models, SessionStore()), models.default)
+    demo = app_module.build(app_module.App(models, SessionStore(), Rooms()), models.default)
     return demo, {fn.api_name: fn for fn in demo.fns.values() if isinstance(fn.api_name, str)}
 
 

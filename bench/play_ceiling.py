@@ -21,10 +21,11 @@ def run(tokens: int) -> dict:
     from app import App, build
     from ui.handlers import View
     from model.decoding.records import SamplingConfig
+    from model.classroom.rooms import Rooms
     from model.serving.sessions import ModelRegistry, SessionStore
 
     models = ModelRegistry("smollm2")
-    app = App(models, SessionStore())
+    app = App(models, SessionStore(), Rooms())
     build(app, "smollm2")  # the page's views, which draw each step (no server is started)
     session = models.new_session()
     session.start(PROMPT)

@@ -8,6 +8,7 @@ import contextlib
 from types import MappingProxyType
 
 import app as app_module
+from model.classroom.rooms import Rooms
 from model.serving.sessions import ModelRegistry, SessionStore
 
 # The settings every event sends (the sampling knobs, then the page's language and the attention view's choice), at
@@ -21,7 +22,7 @@ def served(models, store: SessionStore | None = None, default: str = "smollm2"):
     """(its App, its URL, its Blocks) for the block. `models`: a ModelRegistry, or the loaded default model."""
     if not isinstance(models, ModelRegistry):
         models = ModelRegistry("smollm2", {"smollm2": models})
-    app = app_module.App(models, store or SessionStore())
+    app = app_module.App(models, store or SessionStore(), Rooms())
     demo = app_module.build(app, default)
     app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)  # None: the first free port
     try:

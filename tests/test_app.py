@@ -11,6 +11,7 @@ from gradio_client.exceptions import AppError
 
 import app as app_module
 from ui import play as ui_play
+from model.classroom.rooms import Rooms
 from model.serving.sessions import ModelRegistry, SessionStore
 from ui.protocol import carried_figure
 from served import DEFAULTS, served
@@ -357,7 +358,7 @@ def test_play_ends_when_its_page_starts_another_text(client, server):
 @pytest.mark.model
 def test_no_two_components_share_an_elem_id(lm):
     """The page's script and its tests find components by id: two with one id would make one of them unreachable."""
-    demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore()), "smollm2")
+    demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(), Rooms()), "smollm2")
     ids = [block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)]
     assert len(ids) > 50
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})

@@ -10,7 +10,7 @@ from model.errors import MESSAGES, SessionBusy, SessionError, SessionExpired, me
 pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
-RAISED = re.compile(r"\b(SessionError|SessionBusy|SessionExpired|ModelLoadError)\(\s*([^)\s,]*)")
+RAISED = re.compile(r"\b(SessionError|SessionBusy|SessionExpired|ModelLoadError|LessonError)\(\s*([^)\s,]*)")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -23,7 +23,8 @@ def sources(*globs: str) -> dict[Path, str]:
 
 
 def refusals_in_model() -> list[tuple[Path, str]]:
-    """(file, first argument) of every SessionError / SessionBusy / SessionExpired / ModelLoadError made in model/."""
+    """(file, first argument) of every SessionError / SessionBusy / SessionExpired / ModelLoadError / LessonError made
+    in model/."""
     found = []
     for path, text in sources("model/**/*.py").items():
         for line in text.splitlines():

@@ -116,12 +116,13 @@ def test_gemma_views_draw_with_characters(gemma, written):
 def two_models(lm, gemma):
     """The page as app.py builds it by default (no --model: the language chooses), on both loaded models."""
     import app as app_module
+    from model.classroom.rooms import Rooms
     from model.serving.sessions import ModelRegistry, SessionStore
 
     default = app_module.registry(None)  # what `python app.py` serves
     assert default.by_language == {"zh": "gemma3-270m"} and default.default == "smollm2"
     models = ModelRegistry(default.default, {"smollm2": lm, "gemma3-270m": gemma}, by_language=default.by_language)
-    app = app_module.App(models, SessionStore())
+    app = app_module.App(models, SessionStore(), Rooms())
     demo = app_module.build(app, models.default)
     fns = {fn.fn.__name__: fn for fn in demo.fns.values() if fn.fn is not None}
     return SimpleNamespace(app=app, demo=demo, fns=fns)

@@ -1,6 +1,7 @@
 """The layers keep to their rooms (STYLE.md): ui/ is thin Gradio over model/ and viz/. It imports no torch, reaches
 into no object's private state, and a handler with many outputs names them ({component: value}) rather than
-returning a long list a caller must count. model/ never imports gradio or plotly; viz/ never torch or gradio.
+returning a long list a caller must count. model/ never imports gradio, plotly, ui/ or viz/; viz/ never torch or
+gradio. The classroom (rooms, the class's plays, lesson checks) is model/'s, not the page's.
 
 A scan of the source (ast), no model: it fails naming the file and line."""
 import ast
@@ -37,12 +38,29 @@ def imported(tree) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.parametrize("folder, banned", [("ui", {"torch"}), ("model", {"gradio", "plotly"}),
+@pytest.mark.parametrize("folder, banned", [("ui", {"torch"}), ("model", {"gradio", "plotly", "ui", "viz", "app"}),
                                             ("viz", {"torch", "gradio"})])
 def test_each_layer_imports_only_what_it_may(folder, banned):
     wrong = [f"{name}:{line} imports {module}" for name, tree in sources(folder)
              for line, module in imported(tree) if module in banned]
     assert not wrong, wrong
+
+
+# The classroom's domain logic, moved out of ui/ (issue 30): bookkeeping with no page in it.
+CLASSROOM = {"rooms.py", "class_play.py", "lessons.py", "quiz.py", "class_draws.py", "guess_game.py"}
+
+
+def test_the_classroom_is_model_logic_with_no_gradio_and_nothing_of_ui():
+    """Rooms, each room's plays and the lesson files' checks live in model/classroom/ and import no gradio and
+    nothing of ui/ (their refusals' words are model/errors.py's); ui/ keeps their handlers and HTML only."""
+    found = {name.rsplit("/", 1)[-1] for name, _ in sources("model/classroom")}
+    assert CLASSROOM <= found, sorted(CLASSROOM - found)
+    wrong = [f"{name}:{line} imports {module}" for name, tree in sources("model/classroom")
+             for line, module in imported(tree) if module in {"gradio", "plotly", "ui", "viz"}]
+    assert not wrong, wrong
+    assert not (ROOT / "ui" / "rooms.py").exists() and not (ROOT / "ui" / "lessons.py").exists()
+    scanned = ast.parse("def f():\n    from ui.strings import t\nimport gradio as gr")  # the scan can fail
+    assert sorted(imported(scanned)) == [(2, "ui"), (3, "gradio")]
 
 
 def test_ui_touches_no_private_attribute_of_another_object():

@@ -9,11 +9,11 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
+from model.classroom.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from model.classroom.quiz import predict_cache_bytes, size_choices
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.serving.sessions import SessionStore
-from ui.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from ui.views import VIEWS
 from ui.views.lesson import reveal_html
 from named import named
@@ -105,7 +105,7 @@ def models(lm):
 
 @pytest.mark.unit
 def test_every_lesson_names_the_model_each_language_uses(lessons):
-    from ui.lessons import lesson_model
+    from model.classroom.lessons import lesson_model
 
     for lesson in lessons.values():
         assert lesson["models"] == MODELS, lesson["id"]

@@ -110,7 +110,7 @@ def test_the_settings_names_are_sampling_configs_fields():
 
 
 def test_the_api_parameters_and_the_lesson_settings_use_them():
-    from ui.lessons import SETTING_TYPES
+    from model.classroom.lessons import SETTING_TYPES
 
     handler = page_handler(lambda request, cfg, view: None, tabs=TABS)
     names = tuple(handler.__signature__.parameters)

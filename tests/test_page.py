@@ -4,6 +4,7 @@ builds, every event's inputs and outputs are on the page, and the page's own con
 import pytest
 
 import app as app_module
+from model.classroom.rooms import Rooms
 from model.serving.sessions import ModelRegistry, SessionStore
 from ui.views import VIEWS
 
@@ -19,7 +20,7 @@ def models(lm):
 
 
 def built(models, views):
-    return app_module.build(app_module.App(models, SessionStore()), "smollm2", views=views)
+    return app_module.build(app_module.App(models, SessionStore(), Rooms()), "smollm2", views=views)
 
 
 @pytest.mark.parametrize("left_out", VIEWS, ids=[View.tab for View in VIEWS])

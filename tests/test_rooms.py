@@ -1,4 +1,4 @@
-"""Rooms through the API (ui/rooms.py, ui/views/room.py): one gradio Client per page, the real model behind it."""
+"""Rooms through the API (model/classroom/rooms.py, ui/views/room.py): one gradio Client per page, the real model behind it."""
 import html
 import json
 import math
@@ -12,7 +12,7 @@ from gradio_client.exceptions import AppError
 from model.decoding.records import SamplingConfig
 from model.serving.sessions import SessionStore
 from ui.protocol import carried_figure
-from ui.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
+from model.classroom.rooms import CODE_ALPHABET, CODE_LENGTH, new_code
 from ui.strings import t
 from served import DEFAULTS, served
 
@@ -153,7 +153,7 @@ def test_a_closed_room_tells_its_followers(server, room):
 
 @pytest.mark.server
 def test_a_room_closes_when_its_teacher_leaves_or_idles(server):
-    from ui.rooms import Rooms
+    from model.classroom.rooms import Rooms
     from model.errors import SessionError
 
     now = [0.0]
@@ -173,7 +173,7 @@ def test_a_room_closes_when_its_teacher_leaves_or_idles(server):
 
 @pytest.mark.unit
 def test_rooms_and_followers_are_bounded():
-    from ui.rooms import Rooms
+    from model.classroom.rooms import Rooms
     from model.errors import SessionError
 
     rooms = Rooms(max_rooms=2, max_followers=3)
@@ -490,7 +490,7 @@ def test_element_ids_are_unique(server):
 def test_a_closed_room_is_told_to_its_follower_whoever_looked_first():
     """The class play's poll looks up the student's room too (code_of): it must not take the notice that the room
     closed, or the student's Back to the teacher says 'you have not joined' instead of 'this room closed'."""
-    from ui.rooms import Rooms
+    from model.classroom.rooms import Rooms
     from ui.strings import SessionError
 
     rooms = Rooms()

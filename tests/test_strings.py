@@ -14,7 +14,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = {"PAGE": PAGE, "WORDS": WORDS, "MESSAGES": MESSAGES}
-LOOKUPS = {"t", "Refusal", "SessionError", "SessionBusy", "SessionExpired", "message"}  # first argument: a key
+LOOKUPS = {"t", "Refusal", "SessionError", "SessionBusy", "SessionExpired", "LessonError", "message"}  # first argument: a key
 # Keys built from a value at run time, and the values they are built from.
 FAMILIES = {f"fate_{f}" for f in FATES} | {f"stage_{s}" for s in STAGES_TRANSFORMERS} | {
     f"calc_{kind}" for kind in ("mha", "gqa", "mqa")}

@@ -139,10 +139,12 @@ def test_a_trace_over_the_work_bound_is_refused_before_any_forward_pass(lm, monk
 
 def test_a_lesson_upload_has_a_lane_of_its_own_not_behind_a_trace_import(lm):
     import app as app_module
+    from model.classroom.rooms import Rooms
     from model.serving.sessions import ModelRegistry, SessionStore
     from ui.guard import SLOW_LANES
 
-    demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore()), "smollm2")
+    demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(), Rooms()),
+                            "smollm2")
     lane = {fn.api_name: fn.concurrency_id for fn in demo.fns.values()}
     assert lane["import_trace"] == "import" and lane["lesson_upload"] == "lesson"
     assert [name for name, cid in lane.items() if cid == "lesson"] == ["lesson_upload"]

@@ -1,175 +1,35 @@
-"""The class plays, in the Room tab: the class as the sampler, and beat the model (issue 23, items 5 and 6).
+"""The class plays, in the Room tab: the teacher's buttons and wall, the students' draw and guess boxes (issue 23,
+items 5 and 6: the class as the sampler, and beat the model).
 
 The teacher (the page that opened a room) asks every student's device to draw the next token from the teacher's
 distribution (the teacher's settings, the temperature set for the round), or starts a game over a short text;
 each student's page draws (its own u, from the browser's Math.random, checked into [0, 1)) or guesses, and the
 wall (the teacher's Room tab) shows the class's draws against p and the class's bits against the model's. The
-logic is model/classroom/class_draws.py and model/classroom/guess_game.py, the figures viz/class_sampler.py; ui/views/room.py only
-builds this (`build`) and adds its rows (`events`). State: ClassPlay, one entry per open room, bounded.
+logic is model/classroom/class_draws.py and model/classroom/guess_game.py, the registry of each room's plays
+model/classroom/class_play.py (App.class_play), the figures viz/class_sampler.py; ui/views/room.py only builds
+this (`build`) and adds its rows (`events`).
 """
 from __future__ import annotations
 
 import html
-import threading
-from collections import OrderedDict
-from dataclasses import asdict, dataclass, field
 
 import gradio as gr
 import plotly.graph_objects as go
 
-from model.classroom.class_draws import MC_CLASSES, DrawRound, fresh_u
+from model.classroom.class_draws import MC_CLASSES, DrawRound
+from model.classroom.class_play import ClassPlay
+from model.classroom.guess_game import MAX_GUESS_CHARS, MAX_TEXT_CHARS, Game, new_game
 from model.errors import SessionError
-from model.classroom.guess_game import MAX_GUESS_CHARS, MAX_TEXT_CHARS, Game, matches, new_game
 from ui.events import Event
 from ui.handlers import friendly
-from ui.strings import Refusal, t
+from ui.strings import t
 from viz.class_sampler import draws_chart, game_chart
 from viz.style import format_prob
 
 POLL_S = 1.0  # the wall and the students' boxes ask for the play's state this often (a dict read)
-MAX_ROUNDS = 6  # rounds of draws a room keeps (only the current one keeps its distribution)
-MAX_PLAYS = 40  # rooms with play state (a room's entry goes when it closes; this bounds the rest)
 COLD, HOT = 0.3, 1.5  # the two temperatures the teacher can ask for besides their own
 # The student's page sends its own u: the browser's random number, taken when the button is pressed.
 DEVICE_U_JS = "(u, lang) => [Math.random(), lang]"
-
-
-@dataclass
-class Play:
-    """One room's play: its rounds of draws (newest last, the last open), and its game."""
-
-    teacher: str
-    rounds: list[tuple[DrawRound, object]] = field(default_factory=list)  # (round, the model's TokenDisplay)
-    round_no: int = 0  # the current round's number (0: none yet)
-    game: Game | None = None
-    game_no: int = 0
-    revision: int = 0  # every change: the wall draws again
-
-
-class ClassPlay:
-    """Every room's play by its code; the room registry (ui/rooms.py) says who teaches and who follows."""
-
-    def __init__(self, rooms, max_plays: int = MAX_PLAYS, max_rounds: int = MAX_ROUNDS):
-        self.rooms, self.max_plays, self.max_rounds = rooms, max_plays, max_rounds
-        self._plays: OrderedDict[str, Play] = OrderedDict()
-        self._lock = threading.Lock()
-
-    # ---- who -------------------------------------------------------------------------------------------
-    def _teaching(self, teacher: str) -> tuple[str, Play]:
-        """The teacher's room code and its play (made on first use); Refusal('cp_no_room') without a room."""
-        code = self.rooms.room_of(teacher)
-        if code is None:
-            raise Refusal("cp_no_room")
-        for old in [c for c, p in self._plays.items() if self.rooms.room_of(p.teacher) != c]:
-            del self._plays[old]  # its room closed
-        play = self._plays.get(code)
-        if play is None:
-            play = self._plays[code] = Play(teacher)
-            while len(self._plays) > self.max_plays:
-                self._plays.popitem(last=False)
-        self._plays.move_to_end(code)
-        return code, play
-
-    def _following(self, student: str) -> Play | None:
-        code = self.rooms.code_of(student)  # Refusal when closed or not following (the room's tick says which)
-        return self._plays.get(code)
-
-    # ---- the teacher -------------------------------------------------------------------------------------
-    def open_round(self, teacher: str, draw_round: DrawRound, tokens) -> None:
-        """A new round of draws; the last one takes no more (its distribution is freed)."""
-        with self._lock:
-            _, play = self._teaching(teacher)
-            if play.rounds:
-                play.rounds[-1][0].close()
-            play.rounds = [*play.rounds, (draw_round, tokens)][-self.max_rounds:]
-            play.round_no += 1
-            play.revision += 1
-
-    def start_game(self, teacher: str, game: Game) -> None:
-        with self._lock:
-            _, play = self._teaching(teacher)
-            play.game, play.game_no = game, play.game_no + 1
-            play.revision += 1
-
-    def reveal(self, teacher: str):
-        with self._lock:
-            _, play = self._teaching(teacher)
-            if play.game is None:
-                raise Refusal("cp_no_game")
-            token = play.game.reveal()
-            play.revision += 1
-            return token
-
-    def wall(self, teacher: str) -> tuple[int, list[dict], dict | None, Game | None]:
-        """(revision, each kept round as a plain record, the game's score as one, the game) of the teacher's room."""
-        with self._lock:
-            _, play = self._teaching(teacher)
-            rounds = [round_record(r, tokens) for r, tokens in play.rounds]
-            score = asdict(play.game.score()) if play.game is not None else None
-            return play.revision, rounds, score, play.game
-
-    # ---- a student --------------------------------------------------------------------------------------------
-    def draw(self, student: str, u) -> tuple[str, float, float]:
-        """The student's token in the current round (display), its u and the round's T; Refusal without one."""
-        with self._lock:
-            play = self._following(student)
-            if play is None or not play.rounds or play.rounds[-1][0].probs is None:
-                raise Refusal("cp_no_round")
-            draw_round, tokens = play.rounds[-1]
-            token = draw_round.draw(student, fresh_u() if u is None else u)
-            play.revision += 1
-            return tokens.info(token).display, draw_round.draws[student][1], draw_round.temperature
-
-    def guess(self, student: str, text) -> str:
-        with self._lock:
-            play = self._following(student)
-            if play is None or play.game is None:
-                raise Refusal("cp_no_game")
-            said = play.game.guess(student, text)
-            play.revision += 1
-            return said
-
-    def seen_by(self, student: str) -> dict:
-        """What the student's boxes show: the current round (T, their draw) and the game (text so far, their
-        guess, the last revealed token with their guess at it and the class's split)."""
-        with self._lock:
-            play = self._following(student)
-            out = {"round": None, "game": None}
-            if play is None:
-                return out
-            if play.rounds and play.rounds[-1][0].probs is not None:
-                r, tokens = play.rounds[-1]
-                mine = r.draws.get(student)
-                out["round"] = {"no": play.round_no, "temperature": r.temperature,
-                                "drawn": (tokens.info(mine[0]).display, mine[1]) if mine else None}
-            game = play.game
-            if game is not None:
-                last = None
-                if game.at > 0:
-                    i = game.at - 1
-                    tok, score = game.tokens[i], game.score()
-                    last = {"token": tok.display, "guess": game.guess_of(student, i), "right": score.right[i],
-                            "answered": score.answered[i], "p": tok.model_prob,
-                            "mine_right": game.guess_of(student, i) is not None
-                            and matches(game.guess_of(student, i), tok.text)}
-                out["game"] = {"no": game_key(play), "at": game.at, "over": game.over, "text": game.shown(),
-                               "guess": game.guess_of(student, game.at), "last": last,
-                               "score": asdict(score) if game.over else None}
-            return out
-
-
-def game_key(play: Play) -> int:
-    return play.game_no
-
-
-def round_record(draw_round: DrawRound, tokens) -> dict:
-    """A round as viz/class_sampler.draws_chart takes it (labels, probs, counts, expected, n, temperature) and
-    its statistics (chi2, tv, dof, p_value)."""
-    tab = draw_round.tally()
-    labels = [tokens.info(i).display for i in tab.ids[:-1]] + [None]  # None: every other token (said by the page)
-    return {"labels": labels, "probs": tab.probs, "counts": tab.counts, "expected": tab.expected, "n": tab.n,
-            "temperature": draw_round.temperature, "chi2": tab.chi2, "tv": tab.tv, "dof": tab.dof,
-            "p_value": tab.p_value, "bins": len(tab.ids)}
 
 
 def stats_html(record: dict | None, lang: str) -> str:
@@ -263,7 +123,7 @@ class ClassPlayView:
         """The handler of one of the three draw buttons: a round at the teacher's step, at `temperature` (None:
         the teacher's own)."""
         def class_draw_open(request, cfg, view):
-            self.play.rooms.room_of(request.session_hash) or _refuse("cp_no_room")
+            self.play.teaching(request.session_hash)  # refused before any work
             session = self.app.session(request)
             self.play.open_round(request.session_hash, DrawRound.at_session(session, cfg, temperature),
                                  session.lm.tokens)
@@ -272,9 +132,8 @@ class ClassPlayView:
 
     def start_game(self, request: gr.Request, text, lang="en"):
         """A game over the teacher's text, on the teacher's model (the default one before any session)."""
-        lm = self.app.local_model(request)
-        self.play.rooms.room_of(request.session_hash) or _refuse("cp_no_room")
-        self.play.start_game(request.session_hash, new_game(lm, text))
+        self.play.teaching(request.session_hash)  # refused before the game's forward pass
+        self.play.start_game(request.session_hash, new_game(self.app.local_model(request), text))
         return {**self.wall(request.session_hash, lang), self.timer: gr.Timer(active=True)}
 
     def reveal(self, request: gr.Request, lang="en"):
@@ -380,7 +239,3 @@ def game_student_html(g: dict, lang: str) -> str:
         said = t("game_ask", lang)
     lines.append(f"<p>{html.escape(said)}</p>")
     return "".join(lines)
-
-
-def _refuse(key: str):
-    raise Refusal(key)

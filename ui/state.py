@@ -9,6 +9,7 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
+from model.classroom.rooms import Rooms
 from model.decoding.batcher import CPU
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
@@ -18,7 +19,6 @@ from ui.guard import address
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
-from ui.rooms import Rooms
 
 
 AHEAD_BUSY_SESSIONS = 4  # this many sessions shown a step within AHEAD_WINDOW_S: a class, the server is busy
@@ -51,21 +51,23 @@ class AheadPolicy:
 
 
 class App:
-    """What every handler shares: the models, the per-user sessions, and the views that draw a step.
+    """What every handler shares: the models, the per-user sessions, the rooms, and the views that draw a step.
 
-    `views` maps a tab id to its view (ui/views): the one whose tab is open draws the step's chart.
+    The registries are made by the composition root (app.py) and handed in: `models` (loaded once), `store` (every
+    user's session), `rooms` (model/classroom/rooms.py: the Room view opens and follows them; a lesson asks its
+    questions in them). `views` maps a tab id to its view (ui/views): the one whose tab is open draws the chart.
     """
 
-    def __init__(self, models: ModelRegistry, store: SessionStore):
+    def __init__(self, models: ModelRegistry, store: SessionStore, rooms: Rooms):
         self.models = models
         self.store = store
+        self.rooms = rooms
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
         # called as hook(user, session, view, outputs, draw) after every render a page handler asks for (user: its
-        # session id; draw(lang): the same chart in another language); a room (ui/rooms.py) keeps its teacher's.
+        # session id; draw(lang): the same chart in another language); a room (Rooms.on_render) keeps its teacher's.
         # Inside the session's read lock: keep it quick.
         self.on_render: list = []
-        self.rooms = Rooms()  # the Room view opens and follows them; a lesson asks its questions in them
         self.ahead = AheadPolicy()  # whether a page should ask for the next step's chart now
 
     def session(self, request: gr.Request) -> DecodeSession:

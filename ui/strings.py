@@ -211,7 +211,7 @@ PAGE: dict[str, tuple[str, str]] = {
     # --- Save / load: the session as one web page (ui/views/session_io.py, viz/offline.py) ---
     "btn_export_page": ("Export as a web page", "导出为网页"),
     "page_file": ("Web page (HTML: opens in any browser, offline)", "网页（HTML：任何浏览器都能离线打开）"),
-    # --- Lesson view and lesson files (ui/views/lesson.py, ui/lessons.py) ---
+    # --- Lesson view (ui/views/lesson.py; a lesson file's refusals: model/errors.py) ---
     "tab_lesson": ("Lesson", "课程"),
     "lesson_pick": ("Lesson", "选择课程"),
     "lesson_upload": ("Load your own lesson (JSON)", "载入自己的课程（JSON）"),
@@ -248,30 +248,6 @@ PAGE: dict[str, tuple[str, str]] = {
                             "在这些设置下，先做温度保留 **{first}** 个词元；温度放在最后保留 **{last}** 个。"),
     "lesson_no_file": ("Could not load that lesson: upload a lesson file (JSON) from your computer.",
                        "无法载入这节课：请从你的电脑上传一个课程文件（JSON）。"),
-    "lesson_too_big": ("Could not load that lesson: a lesson file is at most {limit} bytes.", "无法载入这节课：课程文件最多 {limit} 字节。"),
-    "lesson_not_json": ("Could not load that lesson: it is not JSON ({detail}).", "无法载入这节课：它不是 JSON（{detail}）。"),
-    "lesson_format": ("Lesson file, {field}: this app reads format 1, got {value}.", "课程文件，{field}：本应用读取的是格式 1，收到的是 {value}。"),
-    "lesson_id": ("Lesson file, {field}: use 1 to 40 lowercase letters, digits, - or _, got {value}.",
-                  "课程文件，{field}：请使用 1 到 40 个小写字母、数字、- 或 _，收到的是 {value}。"),
-    "lesson_steps": ("Lesson file, {field}: must be a list of 1 to {most} steps.", "课程文件，{field}：必须是包含 1 到 {most} 个步骤的列表。"),
-    "lesson_one_of": ("Lesson file, {field}: must be one of {choices}, got {value}.", "课程文件，{field}：必须是 {choices} 之一，收到的是 {value}。"),
-    "lesson_whole": ("Lesson file, {field}: must be a whole number from {low} to {high}.", "课程文件，{field}：必须是 {low} 到 {high} 之间的整数。"),
-    "lesson_type": ("Lesson file, {field}: must be {kind}.", "课程文件，{field}：必须是{kind}。"),
-    "lesson_kind_object": ("an object (in braces)", "一个对象（花括号）"),
-    "lesson_kind_str": ("a text that is not empty", "一段非空文本"),
-    "lesson_kind_int": ("a whole number", "一个整数"),
-    "lesson_kind_float": ("a number", "一个数字"),
-    "lesson_kind_bool": ("true or false", "true 或 false"),
-    "lesson_setting": ("Lesson file, {field}: {reason}", "课程文件，{field}：{reason}"),
-    "lesson_choices": ("Lesson file, {field}: must be a list of {low} to {high} choices.", "课程文件，{field}：必须是包含 {low} 到 {high} 个选项的列表。"),
-    "lesson_choices_twice": ("Lesson file, {field}: a choice appears twice.", "课程文件，{field}：有一个选项出现了两次。"),
-    "lesson_missing": ("Lesson file, {field}: missing.", "课程文件，{field}：缺少这一项。"),
-    "lesson_unknown": ("Lesson file, {field}: unknown field (allowed: {allowed}).", "课程文件，{field}：未知字段（允许的有：{allowed}）。"),
-    "lesson_languages": ("Lesson file, {field}: must give the text in both languages, {{\"en\": …, \"zh\": …}}.",
-                         "课程文件，{field}：必须给出两种语言的文本，{{\"en\": …, \"zh\": …}}。"),
-    "lesson_too_long": ("Lesson file, {field}: at most {limit} characters.", "课程文件，{field}：最多 {limit} 个字符。"),
-    "lesson_token": ("Lesson file, {field}: must be a token's text of 1 to 40 characters (\" Paris\", with its space).",
-                     "课程文件，{field}：必须是 1 到 40 个字符的词元文本（例如 \" Paris\"，带上前面的空格）。"),
 
     # --- Speculative decoding, The class batched, Paged KV blocks views (ui/views/speculative.py, batching.py, paged.py) ---
     "tab_speculative": ("Speculative decoding", "推测解码"),
@@ -349,7 +325,7 @@ PAGE: dict[str, tuple[str, str]] = {
                          "目前只有一段文本：先后退，换一种方式生成，再来比较。"),
 
 
-    # --- Room: a class follows the teacher (ui/views/room.py, ui/rooms.py) ---
+    # --- Room: a class follows the teacher (ui/views/room.py; the registry's refusals: model/errors.py) ---
     "tab_room": ("Room", "课堂"),
     "explain_room": (
         "**Teacher:** press *Open a room* and give the class its code (or the link). Your students then see your text, step and chart as you go; only you drive. The room closes when you close this page or press *Close the room*.  \n**Student:** type the teacher's code and press *Join*. You follow the teacher's page here, read-only. *Explore from here* copies the teacher's text into your own session so you can try other tokens and settings; *Back to the teacher* follows again.",
@@ -371,15 +347,6 @@ PAGE: dict[str, tuple[str, str]] = {
         "You are exploring on your own from the teacher's step {step}: the text above is your own session now. Press Back to the teacher to follow again.",
         "你正在从老师的第 {step} 步开始自己探索：上方的文本现在是你自己的会话。按“回到老师”即可重新跟随。",
     ),
-    "room_unknown": ("There is no room with the code {code}: check the code the teacher gave (8 letters and digits).",
-                     "没有课堂码为 {code} 的课堂：请核对老师给的课堂码（8 个字母和数字）。"),
-    "room_closed": ("This room has closed: the teacher left or closed it.", "这个课堂已关闭：老师已离开或关闭了它。"),
-    "room_own": ("This is your own room: students join it, you drive it.", "这是你自己开设的课堂：由学生加入，由你操作。"),
-    "room_no_seats": ("This room is full ({limit} students).", "这个课堂已满（{limit} 名学生）。"),
-    "room_full": ("The server already holds {limit} rooms: try again when one has closed.",
-                  "服务器上已有 {limit} 个课堂：请等有课堂关闭后再试。"),
-    "room_not_following": ("You are not in a room: type the teacher's code and press Join.",
-                           "你还没有加入课堂：请输入老师的课堂码并按“加入”。"),
     "room_nothing_yet": ("The teacher has not shown a text yet: wait for the first step.",
                          "老师还没有展示文本：请等待第一步。"),
     # the teacher's lesson asks the room (ui/views/room.py on the students' side, ui/views/lesson.py on the teacher's)
@@ -387,12 +354,6 @@ PAGE: dict[str, tuple[str, str]] = {
     "btn_room_guess": ("Send my guess", "提交我的猜测"),
     "room_guess_sent": ("Your guess is in. The teacher sees how many chose each answer, not who. You can still change it.",
                         "你的猜测已提交。老师只看到每个选项有多少人选，看不到是谁。揭晓前仍可修改。"),
-    "room_guess_revealed": ("The teacher has revealed the answer: look at the chart below.",
-                            "老师已揭晓答案：请看下面的图。"),
-    "room_guess_no_question": ("The teacher is not asking anything right now.", "老师现在没有提问。"),
-    "room_guess_unknown": ("Pick one of the answers shown, then send it.", "请从给出的选项中选一个，再提交。"),
-    "room_guess_no_room": ("Open a room in the Room tab first: your class's guesses are counted there.",
-                           "请先在“课堂”标签页开设课堂：全班的猜测在那里统计。"),
     "btn_class_guesses": ("Show the class's guesses", "显示全班的猜测"),
     # ---- logit lens view (ui/views/lens.py) ----
     "tab_lens": ("Logit lens", "逻辑透镜"),
@@ -501,12 +462,6 @@ PAGE: dict[str, tuple[str, str]] = {
     "btn_room_renew": ("New code (everyone out)", "换新课堂码（所有人退出）"),
     "room_qr_alt": ("QR code of the room's join link", "加入课堂链接的二维码"),
     "room_joined": ("{n} students joined", "已加入 {n} 名学生"),
-    "room_too_many_here": ("Your network already has {limit} rooms open: close one first.",
-                           "你的网络已开设 {limit} 个课堂：请先关闭一个。"),
-    "room_renewed": ("The teacher gave the room a new code: type the new code from the board.",
-                     "老师给课堂换了新的课堂码：请输入黑板上的新课堂码。"),
-    "room_join_rate": ("Too many joins from your network just now: try again in {seconds} s.",
-                       "你的网络刚才加入课堂的次数过多：请在 {seconds} 秒后重试。"),
     "room_explore_after_reveal": ("The teacher is asking a question: explore on your own after the answer is revealed.",
                                   "老师正在提问：揭晓答案之后再自己探索。"),
     "room_feedback_none": ("You did not send a guess.", "你没有提交猜测。"),
@@ -522,8 +477,6 @@ PAGE: dict[str, tuple[str, str]] = {
     "lesson_reveal": ("Reveal the answer", "揭晓答案"),
     "lesson_reveal_answer": ("The model's most likely next token is {top} at **{top_prob}** (of {vocab:,} tokens); with this step's settings it wrote {chosen}.",
                              "模型认为最可能的下一个词元是 {top}，概率 **{top_prob}**（共 {vocab:,} 个词元）；在这一步的设置下，它写出的是 {chosen}。"),
-    "lesson_models": ("Lesson file, {field}: must be {{\"en\": model, \"zh\": model}}, each a model's name.",
-                      "课程文件，{field}：必须是 {{\"en\": 模型, \"zh\": 模型}}，每个都是一个模型的名字。"),
     # ---- chinese: the model picker, the tokenizers view ----
     "model_notes": ("SmolLM2: English, grouped-query attention 9 → 3. Gemma 3 270M: Chinese and English, one KV "
                     "head, sliding-window layers.",
@@ -572,9 +525,6 @@ PAGE: dict[str, tuple[str, str]] = {
                        "从 p 抽样很少会是这个样子。"),
     "cp_meaning_few": ("{n} draws so far: too few to say whether they follow p.",
                        "目前只有 {n} 次抽样：太少了，还看不出是否符合 p。"),
-    "cp_no_room": ("Open a room first: the class plays in your room.", "请先开一个课堂房间：全班在你的房间里一起玩。"),
-    "cp_no_round": ("The teacher has not asked for a draw.", "老师还没有请大家抽样。"),
-    "cp_no_game": ("No game is on: the teacher starts one with a short text.", "现在没有游戏：老师用一段短文本开始游戏。"),
     "game_explain": ("**Beat the model.** Pick a short text (at most 200 characters; what comes before | is shown, "
                      "otherwise its first word; at most 16 tokens to guess). Before each token the students type "
                      "their guess (right if it equals the token, spaces and letter case ignored); then reveal it. "

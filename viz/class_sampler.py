@@ -1,6 +1,7 @@
 """The class as the sampler and beat the model, on the wall: the class's draws against p, and the game's bits.
 
-Plain records in (ui/class_play.py makes them from model/classroom/class_draws.py and model/classroom/guess_game.py), figures out.
+Plain records in (model/classroom/class_play.py makes them from model/classroom/class_draws.py and
+model/classroom/guess_game.py), figures out.
 """
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""The classroom: lessons' questions and their answers, the class as the sampler, the guessing game."""
+"""The classroom: lesson files and their answers, rooms a class follows, the class as the sampler, the guessing game."""

@@ -2,7 +2,7 @@
 says (ranks, probabilities, what top-p keeps, cache sizes), as plain records. No gradio, no words: the page says
 them (ui/views/lesson.py) and draws them (viz/lesson.py).
 
-A question (`predict`, checked by ui/lessons.py) is one of:
+A question (`predict`, checked by model/classroom/lessons.py) is one of:
   next_token     {"choices": {"en": [token texts], "zh": [...]}}: which token comes next
   kept_by_top_p  {"token": {"en": text, "zh": text}}: does top-p keep this token
   order          {}: which order of temperature and the cuts keeps more tokens

@@ -7,7 +7,7 @@ import time
 
 from model.errors import SessionError
 
-CLASS = 80  # students in a class, and in a room (ui/rooms.py): all may be behind one school's address
+CLASS = 80  # students in a class, and in a room (model/classroom/rooms.py): all may be behind one school's address
 BURST = 90  # sessions one address may open at once: a class of 80 pressing Start in the same minute, its teacher,
 #             and a few who reload the page
 REFILL_S = 3.0  # then one more every REFILL_S seconds (20 a minute: late comers, reloads)

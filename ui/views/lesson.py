@@ -3,7 +3,7 @@ session (as Start does) and shows, side by side, what to look at: the step's tex
 buttons, and the step's own chart (the view it is about, drawn by that view's pure viz builder from the session's
 records). A predict step asks for a guess first and shows the chart, with the model's probability of the guess,
 only after the guess is committed (or the teacher presses Reveal). The lesson files and their checks are
-ui/lessons.py's; progress is kept in the browser (gr.BrowserState) to resume after a reload."""
+model/classroom/lessons.py's; progress is kept in the browser (gr.BrowserState) to resume after a reload."""
 from __future__ import annotations
 
 import functools
@@ -18,14 +18,15 @@ import viz
 from model.decoding.kv import PRESETS, kv_calculation
 from model.parse import a_name
 from model.decoding.records import SETTING_NAMES
+from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
+                                     lesson_model, read_lesson, say)
 from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
+from model.classroom.rooms import Question
+from model.errors import SessionError
 from model.serving.speculative import speculative_decode
 from model.inside.teacher_forcing import teacher_forcing
 from ui.events import Event
 from ui.handlers import friendly
-from ui.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson, lesson_model,
-                        read_lesson, say)
-from ui.rooms import Question
 from ui.strings import LANGS, Refusal, t
 from ui.views.batching import RECENT_SECONDS
 from ui.views.calculator import row_label
@@ -252,7 +253,7 @@ class LessonView:
         """How many of the teacher's room picked each answer of this step's question (counts, no names)."""
         question, counts, followers = self.app.rooms.tally(request.session_hash)
         if lesson is None or question is None or question.key != question_key(lesson, int(index)):
-            raise Refusal("room_guess_no_question")
+            raise SessionError("room_guess_no_question")
         labels = [label for label, _ in question.choices[lang]]
         chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
         return gr.update(value=go.Figure(**chart), visible=True)

@@ -2,7 +2,7 @@
 teacher moves (read-only, polled twice a second, in the student's language), may explore from the teacher's step
 in a session of their own, and go back to following. When the teacher's lesson asks a question, the students see
 it here and send a guess; the teacher's Lesson tab counts them, and after the reveal each student sees how their
-own guess did and how the class split. The registry is ui/rooms.py (App.rooms); what it shows comes from
+own guess did and how the class split. The registry is model/classroom/rooms.py (App.rooms); what it shows comes from
 App.render's hook.
 
 The teacher's wall: the code in large letters, a QR code of the join link (segno; the link built from the origin
@@ -21,6 +21,7 @@ import segno
 from gradio.context import get_blocks_context
 
 import viz
+from model.classroom.rooms import Question, Snapshot, Split
 from model.errors import SessionError
 from ui.class_play import ClassPlayView
 from ui.controls import plot
@@ -28,13 +29,12 @@ from ui.guard import address
 from ui.events import Event
 from ui.handlers import friendly
 from ui.protocol import CARRIERS, carried_figure
-from ui.rooms import Question, Snapshot, Split
 from ui.state import carrier
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import after_reveal_chart
 
 POLL_S = 0.5  # a follower's page asks for the room's state this often (a dict read when nothing changed)
-WALL_S = 2.0  # the teacher's wall counts its students this often (and keeps the room open: ui/rooms.py)
+WALL_S = 2.0  # the teacher's wall counts its students this often (and keeps the room open: model/classroom/rooms.py)
 ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$")  # scheme, host[:port], a plain path
 # A link with ?room=CODE: the code typed in for the student, the Room tab opened and the code joined. And the page's
 # own address as its browser sees it (origin and path), from which the teacher's wall builds the join link.

@@ -1,7 +1,8 @@
-"""Lessons: the files in assets/lessons/ (format in its README.md), read and checked field by field.
+"""Lesson files: the files in assets/lessons/ (format in its README.md), read and checked field by field.
 
 Pure: JSON in, a checked lesson (plain dicts) out, or a LessonError naming the first bad field, e.g.
-"steps[2].predict.kind: must be one of next_token, kept_by_top_p, cache_size, order". No gradio, no model.
+"steps[2].predict.kind: must be one of next_token, kept_by_top_p, cache_size, order". No gradio, no model pass;
+the refusals' words are in model/errors.py (the lesson_* keys), the lesson view is ui/views/lesson.py.
 """
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ import json
 import re
 from pathlib import Path
 
-from model.errors import SessionError
-from model.decoding.kv import DTYPE_BYTES, PRESETS
 from model.classroom.quiz import CURRENT_MODEL  # cache_size: the model the page runs
-from ui.strings import Refusal, t
+from model.decoding.kv import DTYPE_BYTES, PRESETS
+from model.errors import SessionError, message
 
-LESSON_DIR = Path(__file__).resolve().parents[1] / "assets" / "lessons"
+LESSON_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
 MAX_LESSON_BYTES = 64_000  # a lesson file (and the copy of an uploaded one the browser keeps)
 MAX_STEPS = 20
 MAX_TEXT = 800  # characters of one language's text
@@ -34,21 +34,26 @@ PREDICT_FIELDS = {"next_token": {"kind", "question", "choices", "any"},
                   "order": {"kind", "question"}}
 
 
-class LessonError(Refusal):
-    """A lesson file refused: `field` is where (steps[2].predict.kind), the key says what is wrong.
-    A parameter that is itself a refusal (a setting out of range) is said in the page's language too."""
+class LessonError(SessionError):
+    """A lesson file refused: `field` is where (steps[2].predict.kind), the key (model/errors.py) says what is
+    wrong. A parameter that is itself a refusal (a setting out of range) is said in the page's language too, and
+    one named *_key is a key of the same table (lesson_kind_str: "a text")."""
+
+    def __init__(self, key: str, **params):
+        self.key, self.params = key, params
+        ValueError.__init__(self, self.text("en"))  # a key MESSAGES lacks: a KeyError here, at once
 
     def text(self, lang: str = "en") -> str:
         def said(name, value):
             if isinstance(value, SessionError):
                 return value.text(lang)
             if name.endswith("_key"):
-                return t(value, lang)
+                return message(value, lang)
             # a name from the file is shown as text: the page renders a message as (sanitised) HTML
             return html.escape(value, quote=False) if isinstance(value, str) else value
 
         params = {name.removesuffix("_key"): said(name, value) for name, value in self.params.items()}
-        return t(self.key, lang, **params)
+        return message(self.key, lang, **params)
 
 
 def read_lesson(raw: bytes | str, tabs) -> dict:

@@ -1,20 +1,24 @@
-"""Rooms: a teacher's page mirrored, read-only, on the students' pages. No model passes: a room keeps only what
-the teacher's page was last shown (its records and rendered chart), handed over by App.render's hook.
+"""The rooms registry: each room's code, teacher and followers, the teacher's last page, the class's guesses.
+
+A room mirrors a teacher's page, read-only, on the students' pages. No model passes: a room keeps only what
+the teacher's page was last shown (its records and rendered chart), handed over by App.render's hook. No words
+and no Gradio here: a refusal is a SessionError whose key is in model/errors.py; ui/views/room.py shows it all.
 
 Only the teacher's session id writes a room; a student's page reads it by a code that is random (secrets) and
 long enough not to be guessed. While the teacher's lesson asks a question, the room holds it and each follower's
-guess (one per follower, counted, never named) until the teacher reveals the answer. A room closes when its teacher's page unloads, when the teacher closes it, or
-after ROOM_IDLE_S without a teacher's render; rooms and followers are bounded.
+guess (one per follower, counted, never named) until the teacher reveals the answer. A room closes when its
+teacher's page unloads, when the teacher closes it, or after ROOM_IDLE_S without a teacher's render; rooms and
+followers are bounded.
 
-A seat is held by a page that looks at the room: the follower's tick (every POLL_S) is its heartbeat, and a
-follower not seen for FOLLOWER_STALE_S loses its seat and its vote (its next tick takes a seat again, and its vote
-back if the question is still open). A script that joins and never ticks holds a seat for that long; joins are
-metered per client address (a class's burst, then one every JOIN_EVERY_S), so one address cannot keep a room full
-of silent followers. A room is opened only by a page with a started session, at most ROOMS_PER_ADDRESS per
-address, and lives while the teacher's wall ticks (its joined count, every few seconds): a room whose wall has not
-ticked for TEACHER_STALE_S closes. What stays possible: a student with the code and a script that ticks for every
-fake follower can still fill free seats and vote many times; the teacher sees the joined count on the wall and
-`renew` closes the room and opens it under a new code, every follower out.
+A seat is held by a page that looks at the room: the follower's tick (ui/views/room.py, every POLL_S) is its
+heartbeat, and a follower not seen for FOLLOWER_STALE_S loses its seat and its vote (its next tick takes a seat
+again, and its vote back if the question is still open). A script that joins and never ticks holds a seat for that
+long; joins are metered per client address (a class's burst, then one every JOIN_EVERY_S), so one address cannot
+keep a room full of silent followers. A room is opened only by a page with a started session, at most
+ROOMS_PER_ADDRESS per address, and lives while the teacher's wall ticks (its joined count, every few seconds): a
+room whose wall has not ticked for TEACHER_STALE_S closes. What stays possible: a student with the code and a script
+that ticks for every fake follower can still fill free seats and vote many times; the teacher sees the joined count
+on the wall and `renew` closes the room and opens it under a new code, every follower out.
 """
 from __future__ import annotations
 
@@ -27,7 +31,8 @@ from dataclasses import dataclass, field
 
 from model.classroom.quiz import NoToken
 from model.decoding.records import PrefillRecord, StepRecord
-from ui.strings import LANGS, Refusal
+from model.errors import SessionError
+from model.words import LANGS
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, none read as another (no I/1, O/0)
 CODE_LENGTH = 8  # 32**8 = 2**40 codes: at 20 open rooms, a guess finds one once in 5e10
@@ -130,9 +135,9 @@ class Rooms:
             if teacher in self._by_teacher:
                 return self._by_teacher[teacher]
             if len(self._rooms) >= self.max_rooms:
-                raise Refusal("room_full", limit=self.max_rooms)
+                raise SessionError("room_full", limit=self.max_rooms)
             if address is not None and sum(r.address == address for r in self._rooms.values()) >= self.per_address:
-                raise Refusal("room_too_many_here", limit=self.per_address)
+                raise SessionError("room_too_many_here", limit=self.per_address)
             code = new_code()
             while code in self._rooms or code in self._closed:
                 code = new_code()
@@ -143,11 +148,11 @@ class Rooms:
 
     def renew(self, teacher: str, address: str | None = None) -> str:
         """The teacher's room closed and opened again under a new code: every follower is out (told the room has a
-        new code) and joins again with the code on the wall; Refusal('room_guess_no_room') without a room."""
+        new code) and joins again with the code on the wall; refused ('room_guess_no_room') without a room."""
         with self._lock:
             code = self._by_teacher.get(teacher)
             if code is None:
-                raise Refusal("room_guess_no_room")
+                raise SessionError("room_guess_no_room")
             self._close(code, "renewed")
         return self.open(teacher, address)
 
@@ -157,7 +162,7 @@ class Rooms:
             self._expire()
             room = self._rooms.get(self._by_teacher.get(teacher))
             if room is None:
-                raise Refusal("room_guess_no_room")
+                raise SessionError("room_guess_no_room")
             room.wall = self.clock()
             self._sweep(room)
             return room.code, len(room.followers)
@@ -174,8 +179,10 @@ class Rooms:
             return self._by_teacher.get(teacher)
 
     def on_render(self, user: str, session, view, outputs: list, draw) -> None:
-        """App.render's hook: a teacher's page was just shown `outputs`; keep them for the followers, with the
-        chart drawn again (`draw(lang)`, no model pass) in the page's other languages."""
+        """App.render's hook (ui/state.py): a teacher's page was just shown `outputs`; keep them for the followers,
+        with the chart drawn again (`draw(lang)`, no model pass) in the page's other languages. Plain values only:
+        `view` has .tab and .lang; outputs[0] is the text panel (None: only the chart was drawn again), outputs[1]
+        the open tab's chart carrier (an HTML string)."""
         code = self._by_teacher.get(user)  # (a dict read: every user's render passes here)
         if code is None or not session.started:
             return
@@ -207,8 +214,8 @@ class Rooms:
 
     def reveal(self, teacher: str, score=None) -> None:
         """The teacher revealed the answer: no more guesses. `score(value)`: the reveal record of one of the
-        question's values (model.classroom.quiz.reveal_record, no model pass), kept so each follower sees how its own guess
-        did; it runs outside the lock, once per value, before the question closes."""
+        question's values (model.classroom.quiz.reveal_record, no model pass), kept so each follower sees how its
+        own guess did; it runs outside the lock, once per value, before the question closes."""
         with self._lock:
             room = self._rooms.get(self._by_teacher.get(teacher))
             question = room.question if room is not None else None
@@ -225,11 +232,11 @@ class Rooms:
 
     def tally(self, teacher: str) -> tuple[Question | None, dict[str, int], int]:
         """The question of the teacher's room, the count of each of its values (every value, zeros too) and the
-        number of followers; Refusal('room_guess_no_room') without a room."""
+        number of followers; refused ('room_guess_no_room') without a room."""
         with self._lock:
             room = self._rooms.get(self._by_teacher.get(teacher))
             if room is None:
-                raise Refusal("room_guess_no_room")
+                raise SessionError("room_guess_no_room")
             question = room.question
             if question is None:
                 return None, {}, len(room.followers)
@@ -246,12 +253,12 @@ class Rooms:
         with self._lock:
             self._expire()
             if code in self._closed:
-                raise Refusal(closed_key(self._closed[code]))
+                raise closed_refusal(self._closed[code])
             room = self._rooms.get(code)
             if room is None:
-                raise Refusal("room_unknown", code=code or "—")
+                raise SessionError("room_unknown", code=code or "—")
             if room.teacher == follower:
-                raise Refusal("room_own")
+                raise SessionError("room_own")
             self._take_seat(room, follower, address)
             return code
 
@@ -263,14 +270,14 @@ class Rooms:
             if room is not None:
                 self._sweep(room)
             if room is None or follower not in room.followers:  # (a page away too long ticks its seat back first)
-                raise Refusal("room_not_following")
+                raise SessionError("room_not_following")
             question = room.question
             if question is None:
-                raise Refusal("room_guess_no_question")
+                raise SessionError("room_guess_no_question")
             if not question.open:
-                raise Refusal("room_guess_revealed")
+                raise SessionError("room_guess_revealed")
             if value not in question.values():
-                raise Refusal("room_guess_unknown")
+                raise SessionError("room_guess_unknown")
             room.guesses[follower] = value
             room.followers[follower] = self.clock()
             return value
@@ -282,17 +289,16 @@ class Rooms:
     def state(self, follower: str, address: str | None = None) -> tuple[str, Snapshot | None, Question | None, str | None]:
         """The follower's tick, its heartbeat: (code, the teacher's last snapshot, the question asked, this
         follower's guess at it) of the room `follower` follows. A follower whose seat lapsed takes one again (as a
-        join from `address`). Refusal('room_closed') once it closed, Refusal('room_not_following') if they follow
-        none."""
+        join from `address`). Refused ('room_closed') once it closed, ('room_not_following') if they follow none."""
         with self._lock:
             self._expire()
             code = self._following.get(follower)
             if code is None:
-                raise Refusal("room_not_following")
+                raise SessionError("room_not_following")
             room = self._rooms.get(code)
             if room is None:
                 self._following.pop(follower, None)
-                raise Refusal(closed_key(self._closed.get(code, "closed")))
+                raise closed_refusal(self._closed.get(code, "closed"))
             self._sweep(room)
             if follower in room.followers:
                 room.followers[follower] = self.clock()
@@ -302,13 +308,13 @@ class Rooms:
 
     def code_of(self, follower: str) -> str:
         """The code of the open room `follower` follows, without a tick: no heartbeat, and the notice that the room
-        closed is left for the room's own view (state) to give. Refusal('room_closed') / ('room_not_following')."""
+        closed is left for the room's own view (state) to give. Refused ('room_closed', 'room_not_following')."""
         with self._lock:
             code = self._following.get(follower)
             if code is None:
-                raise Refusal("room_not_following")
+                raise SessionError("room_not_following")
             if code not in self._rooms:
-                raise Refusal(closed_key(self._closed.get(code, "closed")))
+                raise closed_refusal(self._closed.get(code, "closed"))
             return code
 
     def split(self, follower: str) -> Split:
@@ -316,7 +322,7 @@ class Rooms:
         with self._lock:
             room = self._rooms.get(self._following.get(follower))
             if room is None or room.question is None:
-                raise Refusal("room_guess_no_question")
+                raise SessionError("room_guess_no_question")
             return Split(counted(room), room.guesses.get(follower), dict(room.question.scores), len(room.followers))
 
     def followers(self, code: str) -> int:
@@ -345,7 +351,7 @@ class Rooms:
         self._sweep(room)
         if follower not in room.followers:
             if len(room.followers) >= self.max_followers:
-                raise Refusal("room_no_seats", limit=self.max_followers)
+                raise SessionError("room_no_seats", limit=self.max_followers)
             self._meter(address)
         if self._following.get(follower) != room.code:
             self._leave(follower)
@@ -363,7 +369,7 @@ class Rooms:
         left, then = self._joins.get(address, (float(self.join_burst), now))
         left = min(float(self.join_burst), left + (now - then) / self.join_every_s)
         if left < 1:
-            raise Refusal("room_join_rate", seconds=max(1, round((1 - left) * self.join_every_s)))
+            raise SessionError("room_join_rate", seconds=max(1, round((1 - left) * self.join_every_s)))
         self._joins[address] = (left - 1, now)
         if len(self._joins) > 10_000:  # addresses long quiet: their buckets are full again
             full = [a for a, (n, t) in self._joins.items() if n + (now - t) / self.join_every_s >= self.join_burst]
@@ -405,9 +411,9 @@ def counted(room: Room) -> dict[str, int]:
     return counts
 
 
-def closed_key(why: str) -> str:
+def closed_refusal(why: str) -> SessionError:
     """What a follower of a closed room is told: a new code (renewed) or closed."""
-    return "room_renewed" if why == "renewed" else "room_closed"
+    return SessionError("room_renewed") if why == "renewed" else SessionError("room_closed")
 
 
 def new_code() -> str:
