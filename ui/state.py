@@ -18,6 +18,7 @@ from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
 from ui.rooms import Rooms
+from ui.stash import Stash
 
 
 AHEAD_BUSY_SESSIONS = 4  # this many sessions shown a step within AHEAD_WINDOW_S: a class, the server is busy
@@ -50,9 +51,11 @@ class AheadPolicy:
 
 
 class App:
-    """What every handler shares: the models, the per-user sessions, and the views that draw a step.
+    """What every handler shares: the models, the per-user sessions, what the views keep for each user, the views.
 
-    `views` maps a tab id to its view (ui/views): the one whose tab is open draws the step's chart.
+    `views` maps a tab id to its view (ui/views) for the views that draw every step: the one whose tab is open
+    draws the step's chart. `all_views` maps every view of the page by its tab id (a lesson step asks the view it
+    is about for its chart). `stash` holds what a view keeps for a user between events (ui/stash.py).
     """
 
     def __init__(self, models: ModelRegistry, store: SessionStore):
@@ -60,6 +63,9 @@ class App:
         self.store = store
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
+        self.all_views: dict = {}
+        # bounded like the sessions: a user's values go when their page leaves, or as their session would expire
+        self.stash = Stash(store.idle_seconds, store.max_sessions, store.clock)
         # called as hook(user, session, view, outputs, draw) after every render a page handler asks for (user: its
         # session id; draw(lang): the same chart in another language); a room (ui/rooms.py) keeps its teacher's.
         # Inside the session's read lock: keep it quick.

@@ -6,7 +6,7 @@ import gradio as gr
 
 from model.decoding.batcher import model_lock
 from model.errors import SessionError
-from model.inside.teacher_forcing import compare_stepwise, score_text
+from model.inside.teacher_forcing import compare_stepwise, score_text, teacher_forcing
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly
@@ -65,6 +65,12 @@ class TrainingView:
             lm = self.app.models.get()
             lock = model_lock(self.app.models.batcher(lm.name))  # none yet: no decode pass to wait for
         return gltr_html(score_text(lm, text if isinstance(text, str) else "", lock=lock), lang)
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about training: the session's text in one parallel pass (teacher forcing)."""
+        record = teacher_forcing(session.lm, list(session.ids), session.prompt_len,
+                                 lock=model_lock(session.batcher))
+        return teacher_chart(record, view.lang)
 
     def events(self, page):
         progress = {"show_progress": "full"}
