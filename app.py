@@ -47,12 +47,13 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
         page.build_hidden()
         player.build(page)
         app.views = {view.tab: view for view in stepped}
+        app.all_views = {view.tab: view for view in views}
         opened = [Event(view.tab_block.select, page.handler(page.open_tab(view.tab)), page.page_in,
                         [page.tab_state, page.figure], "views", f"tab_{view.tab}") for view in stepped]
         wire([*page.events(), *player.events(page), *opened, *(row for view in views for row in view.events(page))])
         page.on_load(demo)
         demo.tbt_store = app.store  # launch() tells it which sessions have a page connected
-        for view in views:
+        for view in views:  # (what a view keeps per user is in app.stash: the page's own unload drops it)
             if hasattr(view, "unload"):
                 demo.unload(view.unload)
     return demo

@@ -1,7 +1,7 @@
 """The layers keep to their rooms (STYLE.md): ui/ is thin Gradio over model/ and viz/. It imports no torch, reaches
-into no object's private state, and a handler with many outputs names them ({component: value}) rather than
-returning a long list a caller must count. model/ never imports gradio, plotly, ui/ or viz/; viz/ never torch or
-gradio. The classroom (rooms, the class's plays, lesson checks) is model/'s, not the page's.
+into no object's private state, no view imports another, and a handler with many outputs names them
+({component: value}) rather than returning a long list a caller must count. model/ never imports gradio, plotly,
+ui/ or viz/; viz/ never torch or gradio. The classroom (rooms, the class's plays, lesson checks) is model/'s.
 
 A scan of the source (ast), no model: it fails naming the file and line."""
 import ast
@@ -111,4 +111,13 @@ def test_no_handler_returns_an_empty_dict():
     has keys): a handler with nothing to change returns {some_output: gr.skip()}. The room's tick once did."""
     wrong = [f"{name}:{node.lineno}" for name, tree in sources("ui") for node in ast.walk(tree)
              if isinstance(node, (ast.Return, ast.Yield)) and isinstance(node.value, ast.Dict) and not node.value.keys]
+    assert not wrong, wrong
+
+
+def test_no_view_imports_another_view():
+    """A view answers for itself (its chart in a lesson step too: lesson_figure, ui/views/__init__.py); the Lesson
+    view once imported four others to redraw their charts. Only the registry (ui/views/__init__.py) imports views."""
+    wrong = [f"{name}:{node.lineno} imports {node.module}" for name, tree in sources("ui/views")
+             if not name.endswith("__init__.py") for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui.views")]
     assert not wrong, wrong

@@ -280,7 +280,9 @@ class Page:
                 self.force: force}
 
     def unload(self, request: gr.Request):
+        """The user's page left: their session, and everything the views kept for them, freed."""
         self.app.store.drop(request.session_hash)
+        self.app.stash.leave(request.session_hash)
 
     # ---- wiring --------------------------------------------------------------------------------------
     def events(self) -> list[Event]:

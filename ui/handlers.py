@@ -1,13 +1,15 @@
-"""How a page event becomes a call: the settings and view read from its inputs, refusals said in the page's
-language, and nothing else leaked (a bug is logged and named only by its kind)."""
+"""How a page event becomes a call: the settings and view read from its inputs (an uploaded file's bytes too),
+refusals said in the page's language, and nothing else leaked (a bug is logged and named only by its kind)."""
 from __future__ import annotations
 
 import contextvars
 import functools
 import inspect
 import logging
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import gradio as gr
 
@@ -145,3 +147,26 @@ def named_range(component):
     NAMED_RANGES.add(component.elem_id)
     patch_class(type(component))
     return component
+
+
+def cached_upload(file) -> Path | None:
+    """The path of an upload Gradio has stored in its own cache (its temp folder), or None for anything else:
+    a page never chooses a server path. The path is never shown to the user."""
+    if isinstance(file, dict):
+        file = file.get("path")
+    path = Path(file if isinstance(file, str) else getattr(file, "name", "") or "")
+    try:
+        return path if path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
+def upload_bytes(file, limit: int, no_file: Exception, too_big: Exception) -> bytes:
+    """The bytes of a file the user uploaded: `no_file` raised if it is not a file Gradio holds, `too_big` if it
+    is larger than `limit` bytes."""
+    path = cached_upload(file)
+    if path is None:
+        raise no_file
+    if path.stat().st_size > limit:
+        raise too_big
+    return path.read_bytes()

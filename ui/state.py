@@ -19,6 +19,7 @@ from ui.guard import address
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
 from ui.render import force_choices, status_html, text_panel
+from ui.stash import Stash
 
 
 AHEAD_BUSY_SESSIONS = 4  # this many sessions shown a step within AHEAD_WINDOW_S: a class, the server is busy
@@ -51,11 +52,15 @@ class AheadPolicy:
 
 
 class App:
-    """What every handler shares: the models, the per-user sessions, the rooms, and the views that draw a step.
+    """What every handler shares: the models, the per-user sessions, the rooms, what the views keep for each user,
+    and the views.
 
     The registries are made by the composition root (app.py) and handed in: `models` (loaded once), `store` (every
     user's session), `rooms` (model/classroom/rooms.py: the Room view opens and follows them; a lesson asks its
-    questions in them). `views` maps a tab id to its view (ui/views): the one whose tab is open draws the chart.
+    questions in them). `views` maps a tab id to its view (ui/views) for the views that draw every step: the one
+    whose tab is open draws the step's chart. `all_views` maps every view of the page by its tab id (a lesson step
+    asks the view it is about for its chart). `stash` holds what a view keeps for a user between events
+    (ui/stash.py).
     """
 
     def __init__(self, models: ModelRegistry, store: SessionStore, rooms: Rooms):
@@ -64,6 +69,9 @@ class App:
         self.rooms = rooms
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
+        self.all_views: dict = {}
+        # bounded like the sessions: a user's values go when their page leaves, or as their session would expire
+        self.stash = Stash(store.idle_seconds, store.max_sessions, store.clock)
         # called as hook(user, session, view, outputs, draw) after every render a page handler asks for (user: its
         # session id; draw(lang): the same chart in another language); a room (Rooms.on_render) keeps its teacher's.
         # Inside the session's read lock: keep it quick.

@@ -2,7 +2,15 @@
 
 - `tab`, `title` (its tab's id and the key of its name), `build(page)` (its components, inside its tab),
   `events(page)` (its rows of the wiring table);
-- `chart(session, cfg, view, dist)` if it draws every step (its chart in a carrier), else `chart = None`.
+- `chart(session, cfg, view, dist)` if it draws every step (its chart in a carrier), else `chart = None`; such a
+  view's `figure(session, cfg, view, dist=None)` is the same chart as a figure;
+- optionally `lesson_figure(session, cfg, step, view)`: the figure a lesson step about this view shows beside its
+  text (`step`: the checked lesson step, ui/lessons.py), or None for none. The lesson asks the view its step names
+  for it, else for its `figure`, and imports no view: what a view's chart needs stays in the view.
+
+What a view keeps for a user between events (a search to step through, a run to keep) goes in `app.stash`
+(ui/stash.py) under its `tab`, not in a dict of its own: the page's unload drops all of a user's at once, and
+what no page unloads is bounded like the sessions.
 
 Adding a view: a new module here and one line in VIEWS.
 """

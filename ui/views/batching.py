@@ -51,6 +51,12 @@ class BatchingView:
                               for p in passes]}
         return batching_figure(passes, live, now, lang), numbers
 
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about batching: the passes of the last minutes on the lesson's model (the class's steps)."""
+        batcher = self.app.models.batcher(session.lm.name)
+        passes = batcher.recent_passes(RECENT_SECONDS) if batcher else []
+        return batching_figure(passes, len(self.app.store), time.time(), view.lang)
+
     def measure(self, request: gr.Request, lang="en"):
         """One decode pass at batch 1, 2, 4, 8, 16 and a long prefill, each pass a turn at the model's door."""
         lm = self.app.models.get()

@@ -2,7 +2,6 @@
 set beside the greedy and the sampled text. The search runs on demand (a button), its steps are then only drawn."""
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import dataclass
 
@@ -71,9 +70,7 @@ class BeamsView:
     chart = None
 
     def __init__(self, app):
-        self.app = app
-        self._shown: dict[str, Shown] = {}  # per user (session hash)
-        self._lock = threading.Lock()
+        self.app = app  # each user's search: app.stash, under this view's tab
 
     def build(self, page):
         add = page.labels.add
@@ -109,8 +106,7 @@ class BeamsView:
         greedy = run if b == 1 else text.run(lambda lm, ids: beam_search(lm, prompt, 1, penalty, n))
         sampled = text.run(lambda lm, ids: sampled_continuation(lm, prompt, cfg, n))
         st = Shown(prompt, run, compare_texts(lm, run, greedy, sampled), 1, time.perf_counter() - t0)
-        with self._lock:
-            self._shown[request.session_hash] = st
+        self.app.stash.put(request.session_hash, self.tab, st)
         return self._draw(st, view.lang)
 
     def next_step(self, request, cfg, view):
@@ -127,13 +123,11 @@ class BeamsView:
 
     def relabel(self, request, cfg, view):
         """The search drawn again in the page's language (nothing before there is one)."""
-        with self._lock:
-            st = self._shown.get(request.session_hash)
+        st = self.app.stash.get(request.session_hash, self.tab)
         return [gr.skip()] * 4 if st is None else self._draw(st, view.lang)
 
     def _current(self, request) -> Shown:
-        with self._lock:
-            st = self._shown.get(request.session_hash)
+        st = self.app.stash.get(request.session_hash, self.tab)
         if st is None:
             raise Refusal("beams_search_first")
         session = self.app.session(request)
@@ -148,10 +142,6 @@ class BeamsView:
         figure = beam_tree_figure(run.steps, st.shown, run.width, run.length_penalty, lang, best=best)
         texts = beam_texts_html(st.texts, lang) if st.at_end else f"<p>{t('beams_texts_waiting', lang)}</p>"
         return [summary_text(st, lang), figure, texts, run_numbers(st)]
-
-    def unload(self, request: gr.Request):
-        with self._lock:
-            self._shown.pop(request.session_hash, None)
 
     def events(self, page):
         h, page_in = page.handler, page.page_in

@@ -84,6 +84,14 @@ class CalculatorView:
         return {**dict(zip(self.shape, (calc.layers, calc.heads, calc.kv_heads, calc.head_dim))), self.result: text,
                 self.plot: viz.kv_calculator_figure(rows, lang), self.preset: picked}
 
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about the cache's size: its question's preset (else the model the lesson runs on), dtype
+        and length, at batch 1."""
+        predict = step["predict"] or {}
+        preset = predict.get("model") if predict.get("model") in PRESETS else session.lm.info.name
+        calc = kv_calculation(preset, session.lm.info, predict.get("dtype", "float16"), predict.get("tokens", 2048), 1)
+        return viz.kv_calculator_figure([(row_label(row, view.lang), row.bytes) for row in calc.rows], view.lang)
+
     def events(self, page):
         calc = friendly(self.calculate)
         calc_in = [self.preset, self.dtype, self.tokens, self.batch, *self.shape, page.lang]

@@ -4,8 +4,6 @@ schema), each step's candidates drawn with the tokens the constraint removed as 
 A tab of its own, so the main Candidates tab and the session's steps are untouched: the run has its own cache."""
 from __future__ import annotations
 
-import threading
-
 import gradio as gr
 
 from model.strategies.constrain import MAX_NEW_TOKENS, Constraint, constrained_decode
@@ -51,9 +49,7 @@ class ConstraintsView:
     chart = None
 
     def __init__(self, app):
-        self.app = app
-        self._runs: dict[str, object] = {}  # per user: the last run (its steps' charts are drawn from it)
-        self._lock = threading.Lock()
+        self.app = app  # each user's last run (its steps' charts are drawn from it): app.stash, under this tab
 
     def build(self, page):
         add = page.labels.add
@@ -80,16 +76,14 @@ class ConstraintsView:
         n = whole(tokens, "constrain_tokens")
         whole_text = self.app.whole_text(request)
         run = whole_text.run(constrained_decode, Constraint(kind, text), cfg, n)
-        with self._lock:
-            self._runs[request.session_hash] = run
+        self.app.stash.put(request.session_hash, self.tab, run)
         last = len(run.steps)
         return [run_sentence(run, whole_text.lm.info.vocab, view.lang), gr.update(maximum=max(last, 2), value=1),
                 self._figure(run, 1, view.lang), run_numbers(run)]
 
     def show_step(self, request: gr.Request, step, lang="en"):
         """One step of the last run: its candidates with the constraint's cut."""
-        with self._lock:
-            run = self._runs.get(request.session_hash)
+        run = self.app.stash.get(request.session_hash, self.tab)
         if run is None:
             raise Refusal("constrain_no_run")
         return self._figure(run, whole(step, "constrain_step"), lang)
@@ -108,10 +102,6 @@ class ConstraintsView:
     def example(self, kind):
         """The example constraint of a kind, when the kind is switched."""
         return EXAMPLES.get(kind, "")
-
-    def unload(self, request: gr.Request):
-        with self._lock:
-            self._runs.pop(request.session_hash, None)
 
     def events(self, page):
         h, page_in = page.handler, page.page_in

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import functools
 import json
-import time
 from dataclasses import replace
 
 import gradio as gr
 import plotly.graph_objects as go
 
 import viz
-from model.decoding.kv import PRESETS, kv_calculation
 from model.parse import a_name
 from model.decoding.records import SETTING_NAMES
 from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
@@ -23,22 +21,12 @@ from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonErro
 from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
 from model.classroom.rooms import Question
 from model.errors import SessionError
-from model.serving.speculative import speculative_decode
-from model.inside.teacher_forcing import teacher_forcing
 from ui.events import Event
-from ui.handlers import friendly
+from ui.handlers import friendly, upload_bytes
 from ui.strings import LANGS, Refusal, t
-from ui.views.batching import RECENT_SECONDS
-from ui.views.calculator import row_label
-from ui.views.session_io import upload_bytes
-from ui.views.speculative import DEFAULT_DRAFT
-from viz.batching import batching_figure
-from viz.chain import teacher_chart
 from viz.guesses import class_guesses_chart
 from viz.lesson import reveal_html as reveal_in
-from viz.speculative import speculative_figure
 
-SPECULATIVE_TOKENS = 24  # a speculative step's chart: the tokens its run writes (the tab's default)
 # after a step is shown: back to the lesson's top if the page was left scrolled below it (Next is low on a phone)
 SCROLL_TO_LESSON = ("() => { const b = document.getElementById('tbt-lesson-body');"
                     " if (b && b.getBoundingClientRect().top < 0) b.scrollIntoView({block: 'start'}); }")
@@ -326,32 +314,14 @@ class LessonView:
         return gr.update(value=figure if isinstance(figure, go.Figure) else go.Figure(**figure), visible=True)
 
     def step_figure(self, session, cfg, step, view):
-        """The step's chart, by the pure viz builder of its view, from the session's records: a plotly figure
-        (or its {"data", "layout"} dict), or None for a view that has no chart of a text (the session tab)."""
-        tab, lang = step["view"], view.lang
-        if tab in self.app.views:  # a view that draws every step: its own figure of this session
-            return self.app.views[tab].figure(session, cfg, view)
-        if tab == "training":  # teacher forcing over the text: one parallel pass
-            text = session.whole_text()
-            record = text.run(teacher_forcing, text.prompt_len)
-            return teacher_chart(record, lang)
-        if tab == "calculator":  # the question's preset, else the model the lesson runs on
-            predict = step["predict"] or {}
-            preset = predict.get("model") if predict.get("model") in PRESETS else session.lm.info.name
-            calc = kv_calculation(preset, session.lm.info, predict.get("dtype", "float16"),
-                                  predict.get("tokens", 2048), 1)
-            return viz.kv_calculator_figure([(row_label(row, lang), row.bytes) for row in calc.rows], lang)
-        if tab == "speculative":  # the tab's run on the step's text, at its default draft length
-            room = session.max_tokens - len(session.ids)
-            if session.finished or room < 1 or not session.capabilities.runs_locally:
-                return None
-            run = session.whole_text().run(speculative_decode, cfg, DEFAULT_DRAFT,
-                                           max_new_tokens=min(SPECULATIVE_TOKENS, room))
-            return speculative_figure(run, session.lm.info.name, lang)
-        if tab == "batching":  # the passes of the last minutes: the class's steps batched together
-            batcher = self.app.models.batcher(session.lm.name)
-            passes = batcher.recent_passes(RECENT_SECONDS) if batcher else []
-            return batching_figure(passes, len(self.app.store), time.time(), lang)
+        """The step's chart, asked of the view it is about (ui/views/__init__.py): its `lesson_figure`, else its
+        `figure` of this session (a view that draws every step), else None (a view with no chart of a text, such
+        as the session tab). A plotly figure or its {"data", "layout"} dict."""
+        shown = self.app.all_views.get(step["view"])
+        if hasattr(shown, "lesson_figure"):
+            return shown.lesson_figure(session, cfg, step, view)
+        if hasattr(shown, "figure"):
+            return shown.figure(session, cfg, view)
         return None
 
     # ---- wiring --------------------------------------------------------------------------------------

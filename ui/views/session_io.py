@@ -1,6 +1,7 @@
 """Save / load: export the session as its JSON trace; import one to play it back step by step."""
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import tempfile
@@ -13,7 +14,7 @@ from model.errors import SessionError
 from model.decoding.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
 from viz.offline import session_page, session_record, shown_layers
 from ui.events import Event
-from ui.handlers import friendly, whole
+from ui.handlers import friendly, upload_bytes, whole
 from ui.protocol import PLOTLY_JS
 from ui.strings import Refusal, t
 
@@ -23,13 +24,13 @@ EXPORT_KEEP_S = 10.0  # an export's own file lives this long: Gradio has copied 
 
 
 class Exports:
-    """Each exported trace is written to a folder of its own, which is removed EXPORT_KEEP_S later: Gradio serves
+    """Each exported file is written to a folder of its own, which is removed EXPORT_KEEP_S later: Gradio serves
     the download from its own copy, made as soon as the handler returns the file (and removed by its cache
-    clean-up). A user's folder also goes when their next export or their session does."""
+    clean-up). The user's newest folder is kept in the app's stash (ui/stash.py) with its removal as its cleanup,
+    so it also goes when their next export does, or when they leave."""
 
-    def __init__(self):
-        self._folders: dict[str, Path] = {}
-        self._lock = threading.Lock()
+    def __init__(self, stash, name: str):
+        self.stash, self.name = stash, name  # the app's stash, and this view's name in it
 
     def write(self, user: str, trace: dict) -> str:
         return self.write_text(user, EXPORT_NAME, json.dumps(trace, ensure_ascii=False, indent=1))
@@ -39,26 +40,15 @@ class Exports:
         folder = Path(tempfile.mkdtemp(prefix="tbt-export-"))
         path = folder / name
         path.write_text(text, encoding="utf-8")
-        with self._lock:
-            old, self._folders[user] = self._folders.get(user), folder
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        self.stash.put(user, self.name, folder, cleanup=functools.partial(shutil.rmtree, folder, ignore_errors=True))
         timer = threading.Timer(EXPORT_KEEP_S, self._expire, (user, folder))
         timer.daemon = True
         timer.start()
         return str(path)
 
     def _expire(self, user: str, folder: Path) -> None:
-        with self._lock:
-            if self._folders.get(user) == folder:
-                del self._folders[user]
-        shutil.rmtree(folder, ignore_errors=True)
-
-    def drop(self, user: str) -> None:
-        with self._lock:
-            folder = self._folders.pop(user, None)
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+        self.stash.forget(user, self.name, only=folder)  # still the user's newest: let go, its cleanup removes it
+        shutil.rmtree(folder, ignore_errors=True)  # a no-op unless the stash let it go without its cleanup
 
 
 class SessionView:
@@ -67,7 +57,7 @@ class SessionView:
 
     def __init__(self, app):
         self.app = app
-        self.exports = Exports()
+        self.exports = Exports(app.stash, self.tab)
 
     def build(self, page):
         add = page.labels.add
@@ -104,9 +94,6 @@ class SessionView:
         session = self.app.open_session(request, trace.get("model"), lambda s: replay(s, trace, rewind=True))
         return self.app.answer(session, cfg, view)
 
-    def unload(self, request: gr.Request):
-        self.exports.drop(request.session_hash)
-
     def events(self, page):
         return [
             Event(self.export_btn.click, friendly(self.export_trace), [page.lang], [self.export_file], "views",
@@ -116,29 +103,6 @@ class SessionView:
             Event(self.import_btn.upload, page.handler(self.import_trace, "file"), [self.import_btn, *page.page_in],
                   page.step_out, "import", "import_trace"),
         ]
-
-
-def cached_upload(file) -> Path | None:
-    """The path of an upload Gradio has stored in its own cache (its temp folder), or None for anything else:
-    a page never chooses a server path. The path is never shown to the user."""
-    if isinstance(file, dict):
-        file = file.get("path")
-    path = Path(file if isinstance(file, str) else getattr(file, "name", "") or "")
-    try:
-        return path if path.resolve().is_relative_to(Path(tempfile.gettempdir()).resolve()) and path.is_file() else None
-    except (OSError, ValueError):
-        return None
-
-
-def upload_bytes(file, limit: int, no_file: Exception, too_big: Exception) -> bytes:
-    """The bytes of a file the user uploaded: `no_file` raised if it is not a file Gradio holds, `too_big` if it
-    is larger than `limit` bytes."""
-    path = cached_upload(file)
-    if path is None:
-        raise no_file
-    if path.stat().st_size > limit:
-        raise too_big
-    return path.read_bytes()
 
 
 def uploaded_bytes(file) -> bytes:

@@ -2,8 +2,6 @@
 kept as the session's own steps or thrown away; and measured against plain stepwise decoding on this machine."""
 from __future__ import annotations
 
-import threading
-
 import gradio as gr
 
 from model.serving.speculative import SPEED_TEXTS, kept_choices, speculative_decode, speed_report
@@ -16,6 +14,7 @@ from viz.style import format_prob
 
 MAX_NEW_TOKENS = 48  # tokens one request may write: bounds its passes (one per round, at most this many)
 DEFAULT_DRAFT = 4
+DEFAULT_NEW_TOKENS = 24  # the slider's start, and the tokens a lesson step's run writes
 DRAFT_SLIDER_MAX = 8  # the slider; the engine (and the API) takes up to MAX_DRAFT
 MEASURE_TOKENS = 32  # tokens per text of the speed measurement (x 2 texts x plain and speculative)
 SPEED_TEXT_WORDS = {"repeating": "spec_speed_repeating", "prose": "spec_speed_prose"}  # model.serving.speculative.SPEED_TEXTS
@@ -52,9 +51,7 @@ class SpeculativeView:
     chart = None
 
     def __init__(self, app):
-        self.app = app
-        self._runs: dict[str, tuple[list[int], object]] = {}  # per user: (the text it continued, the run)
-        self._lock = threading.Lock()
+        self.app = app  # each user's run not yet kept, (the text it continued, the run): app.stash, under this tab
 
     def build(self, page):
         add = page.labels.add
@@ -62,7 +59,7 @@ class SpeculativeView:
         with gr.Row():
             self.draft_len = add(gr.Slider(1, DRAFT_SLIDER_MAX, DEFAULT_DRAFT, step=1, label=t("spec_draft_len"),
                                            elem_id="tbt-spec-k"), "spec_draft_len")
-            self.new_tokens = add(gr.Slider(1, MAX_NEW_TOKENS, 24, step=1, label=t("spec_new_tokens"),
+            self.new_tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_NEW_TOKENS, step=1, label=t("spec_new_tokens"),
                                             elem_id="tbt-spec-n"), "spec_new_tokens")
         with gr.Row():
             self.run_btn = add(gr.Button(t("btn_spec_run"), variant="primary", elem_id="tbt-spec-run"),
@@ -93,16 +90,25 @@ class SpeculativeView:
         if text.room < 1:
             raise SessionError("token_limit", limit=text.max_tokens)
         run = text.run(speculative_decode, cfg, k, max_new_tokens=min(n, text.room))
-        with self._lock:
-            self._runs[request.session_hash] = (text.ids, run)
+        self.app.stash.put(request.session_hash, self.tab, (text.ids, run))
         return [run_sentence(run, view.lang), speculative_figure(run, text.lm.info.name, view.lang),
                 run_summary(run)]
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about speculative decoding: the tab's run on the step's text, at its default draft length
+        and length (None when the text cannot go on, or its model is an engine's: nothing local to run)."""
+        if not session.capabilities.runs_locally:
+            return None
+        text = session.whole_text()
+        if text.ended or text.room < 1:
+            return None
+        run = text.run(speculative_decode, cfg, DEFAULT_DRAFT, max_new_tokens=min(DEFAULT_NEW_TOKENS, text.room))
+        return speculative_figure(run, text.lm.info.name, view.lang)
 
     def keep(self, request, cfg, view):
         """The last run becomes the session's text: each token a step recorded with what chose it in the run (the
         accept test, the residual draw or the bonus draw: a SpecChoice, checked again by the session)."""
-        with self._lock:
-            pending = self._runs.pop(request.session_hash, None)
+        pending = self.app.stash.take(request.session_hash, self.tab)
         if pending is None:
             raise Refusal("spec_nothing_to_keep")
         ids, run = pending
@@ -121,8 +127,7 @@ class SpeculativeView:
         return [*self.app.answer(session, cfg, view), t("spec_kept", view.lang, n=taken), None, None]
 
     def discard(self, request: gr.Request, lang="en"):
-        with self._lock:
-            self._runs.pop(request.session_hash, None)
+        self.app.stash.forget(request.session_hash, self.tab)
         return [t("spec_discarded", lang), None, None]
 
     def measure(self, request: gr.Request, draft_len, lang="en"):
@@ -131,10 +136,6 @@ class SpeculativeView:
         lm = self.app.models.get()
         report = speed_report(lm, MEASURE_TOKENS, k)
         return speed_sentence(report, lang)
-
-    def unload(self, request: gr.Request):
-        with self._lock:
-            self._runs.pop(request.session_hash, None)
 
     def events(self, page):
         h, page_in = page.handler, page.page_in

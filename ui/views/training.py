@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.inside.teacher_forcing import compare_stepwise, score_text
+from model.inside.teacher_forcing import compare_stepwise, score_text, teacher_forcing
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly
@@ -58,6 +58,12 @@ class TrainingView:
         """A pasted text scored in one pass, on the user's model (the default one before any session)."""
         lm = self.app.local_model(request)
         return gltr_html(score_text(lm, text if isinstance(text, str) else ""), lang)
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about training: the session's text in one parallel pass (teacher forcing)."""
+        text = session.whole_text()
+        record = text.run(teacher_forcing, text.prompt_len)
+        return teacher_chart(record, view.lang)
 
     def events(self, page):
         progress = {"show_progress": "full"}
