@@ -6,6 +6,7 @@ import pytest
 import app as app_module
 from model.classroom.rooms import Rooms
 from model.serving.sessions import ModelRegistry, SessionStore
+from ui.protocol import PROTOCOL
 from ui.views import VIEWS
 
 pytestmark = pytest.mark.model
@@ -50,3 +51,11 @@ def test_the_shared_controls_are_shown_in_their_views_tabs(models):
 
     assert {tab_of(by_id[i]) for i in ("tbt-force", "tbt-force-btn")} == {"candidates"}
     assert {tab_of(by_id[i]) for i in ("tbt-layer", "tbt-head")} == {"attention"}
+
+
+def test_the_protocols_gradio_plots_are_plots_of_the_page(models):
+    """assets/js/charts.js lays out for a phone the charts Gradio draws, found by the ids in PROTOCOL["gradio_plots"]
+    (the script retypes none): each is a gr.Plot's elem_id on the page."""
+    demo = built(models, VIEWS)
+    plots = {block.elem_id for block in demo.blocks.values() if type(block).__name__ == "Plot"}
+    assert set(PROTOCOL["gradio_plots"].values()) <= plots, set(PROTOCOL["gradio_plots"].values()) - plots

@@ -106,6 +106,18 @@ def test_no_module_reaches_another_through_window():
     assert written == set(PROTOCOL["globals"])
 
 
+def test_the_modules_take_every_id_from_the_protocol():
+    """The live page's script finds no element by an id it spells itself: the ids are window.TBT's (ui/protocol.py),
+    the charts Gradio draws (PROTOCOL["gradio_plots"]) among them."""
+    for name, source in MODULES.items():
+        if name == "offline.js":  # (the exported page: its own document, no protocol)
+            continue
+        body = code(source)
+        assert not re.search(r"""["'`]#tbt-|(?:getElementById|\bel)\(\s*["'`]tbt-""", body), f"{name} spells an id"
+        for plot_id in PROTOCOL["gradio_plots"].values():
+            assert plot_id not in body, f"{name} spells {plot_id}: read it from T.gradio_plots"
+
+
 def test_the_page_loads_the_protocol_then_the_entry_module():
     assets = page_assets()
     scripts = re.findall(r"<script\b[^>]*>", assets["head"])

@@ -459,6 +459,21 @@ def test_margins_hold_the_widest_tick_label_without_automargin():
     assert candidate_figure(long).to_plotly_json()["layout"]["margin"]["l"] > layout["margin"]["l"]
 
 
+def test_one_text_width_estimate_serves_margins_and_wrapping():
+    """text_px (margins) and wrap_text (titles, notes) measure with the one estimate, text_ems: a CJK character a
+    whole em; wrap_text counts in columns of half an em, so a CJK character takes two."""
+    from viz.style import text_ems, text_px, wrap_text
+
+    assert text_px("一二ab", 10) == 10 * text_ems("一二ab") == pytest.approx(10 * (2 + 2 * 0.62))
+    assert text_px("<i>&lt;b&gt;</i>", 10) == 10 * text_ems("<b>")  # a tag is not text; an entity, what it shows
+    for text in ["The draft is kept when the check passes, and the rest of its tokens are thrown away",
+                 "草稿通过检验时被保留，其余的词元被丢弃，然后目标模型从那里继续生成", "mixed 中文 and English 文字 together"]:
+        for width in (10, 16, 30):
+            lines = wrap_text(text, width).split("<br>")
+            assert "".join(lines).replace(" ", "") == text.replace(" ", "")  # nothing lost, only broken
+            assert all(2 * text_ems(line, narrow_em=0.5) <= width for line in lines if len(line) > 1)
+
+
 def test_figure_carrier_round_trips_the_figure_and_escapes_markup():
     from ui.protocol import carried_figure, figure_carrier
 

@@ -65,6 +65,15 @@ PROTOCOL = {
     "envelope": {"target": "target", "key": "key", "temperature": "t", "revision": "rev"},
     # a view's chart: id prefixes of the plot, the HTML caption above it, and the component holding both
     "chart": {"plot": "tbt-fig-", "caption": "tbt-cap-", "box": "tbt-plot-"},
+    # the charts Gradio draws itself (a gr.Plot's elem_id, by what it shows): on a phone the page draws each again
+    # laid out as its own charts are (assets/js/charts.js refit). ui/views still spell these ids in their gr.Plot
+    # calls: tests/test_page.py holds the two together
+    "gradio_plots": {
+        "branches": "tbt-plot-branch-logp", "beams": "tbt-plot-beams", "race": "tbt-plot-race",
+        "consistency": "tbt-plot-sc", "constraints": "tbt-plot-constrain", "calculator": "tbt-plot-calc",
+        "speculative": "tbt-plot-spec", "batching": "tbt-plot-batching", "throughput": "tbt-plot-throughput",
+        "paged": "tbt-plot-paged", "lesson": "tbt-lesson-plot", "lesson_class": "tbt-lesson-class-plot",
+    },
     # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
     "parts": {
         "plot": "tbt-fig", "stack": "tbt-stack", "caption": "tbt-caption",

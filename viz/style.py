@@ -142,14 +142,22 @@ TAG = re.compile(r"<[^>]+>")
 NUMBER_TICK_CHARS = 6  # a numeric tick label such as '12.5k' or '100%'
 
 
-def text_px(text: str, size: float) -> float:
-    """About how wide `text` is in pixels at font `size` (plotly markup such as <b> not counted).
+def wide_char(ch: str) -> bool:
+    """Whether `ch` is East Asian wide or full-width (CJK): a whole em, where most others take about half."""
+    return unicodedata.east_asian_width(ch) in "WF"
 
-    East Asian wide characters take a whole em, others about 0.62 em (a generous average for Noto Sans),
-    so the estimate errs wide: a margin a little too big, never a label cut off.
-    """
-    plain = html.unescape(TAG.sub("", text))
-    return size * sum(1.0 if unicodedata.east_asian_width(ch) in "WF" else 0.62 for ch in plain)
+
+def text_ems(text: str, narrow_em: float = 0.62) -> float:
+    """About how wide `text` is in ems, every character counted (markup too): a wide character (wide_char) a
+    whole em, any other `narrow_em`. The default 0.62 is a generous average for Noto Sans, so the estimate errs
+    wide: a margin a little too big, never a label cut off."""
+    return sum(1.0 if wide_char(ch) else narrow_em for ch in text)
+
+
+def text_px(text: str, size: float) -> float:
+    """About how wide `text` is in pixels at font `size` (text_ems; plotly markup such as <b> not counted).
+    assets/js/charts.js textPx is the same estimate, for the page's layout on a phone."""
+    return size * text_ems(html.unescape(TAG.sub("", text)))
 
 
 def _tick_px(axis: dict, size: float) -> float:
@@ -251,11 +259,11 @@ def line_label(x: float, text: str, font: dict, side: str, axes: tuple[str, str]
 
 def wrap_text(text: str, width: int) -> str:
     """`text` broken into lines of about `width` columns with <br> (plotly does not wrap a title or annotation). A
-    CJK character counts two columns; a line breaks at a space, or anywhere in CJK text."""
+    column is half an em (text_ems): a CJK character counts two; a line breaks at a space, or anywhere in CJK text."""
     lines, line, cols = [], "", 0
     for word in re.findall(r"\S+\s*|\s+", text):
-        for piece in (list(word) if any(unicodedata.east_asian_width(c) in "WF" for c in word) else [word]):
-            w = sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in piece)
+        for piece in (list(word) if any(wide_char(c) for c in word) else [word]):
+            w = 2 * text_ems(piece, narrow_em=0.5)
             if line and cols + w > width:
                 lines.append(line.rstrip())
                 line, cols = "", 0

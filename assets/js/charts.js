@@ -1,7 +1,8 @@
 // Token by Token, charts: the bottom of the page's modules, importing none. The page protocol (window.TBT, written
 // by ui/protocol.py: every id and attribute name), the page's small helpers, a chart drawn into its plot with its
-// title put in the HTML caption above and 'tbt-shown' announced, and the watch on the carriers, the only elements
-// this page observes. The other modules import from here; page.js says what happens when a carrier changes.
+// title put in the HTML caption above and 'tbt-shown' announced, a chart laid out for a phone, the watch on the
+// carriers, and each plot fitted to its box when that changes. The other modules import from here; page.js says
+// what happens when a carrier changes.
 export const T = window.TBT;
 const env = T.envelope, parts = T.parts;
 export const attr = (name) => "data-" + name.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase());  // dataset name -> attribute
@@ -29,8 +30,8 @@ export const CONFIG = {responsive: true, displaylogo: false};
 // the height stays as drawn.
 const PAGE_CONFIG = {...CONFIG, responsive: false};
 // On a phone the toolbar would sit over the legend and the titles; a tap still shows a point's hover
-export const plotConfig = () => (narrowScreen() ? {...PAGE_CONFIG, displayModeBar: false} : PAGE_CONFIG);
 export const narrowScreen = () => innerWidth < T.fit.narrow_px;
+export const plotConfig = () => (narrowScreen() ? {...PAGE_CONFIG, displayModeBar: false} : PAGE_CONFIG);
 // The title goes into the HTML caption above the plot, and the room it took off the top margin:
 // plotly.js measures every text it draws (the title and subtitle were 10 of a candidate chart's 57 ms).
 const captionOf = (target) => el(target.id.replace(T.chart.plot, T.chart.caption));
@@ -56,7 +57,7 @@ export const prepare = (fig, captioned, width) => {  // -> {data, layout, html}:
 export const pinnedHeight = () => {
   const text = el(T.carriers.text), steps = document.querySelector(".tbt-steps");
   return (text ? text.getBoundingClientRect().height : 0) +
-         (innerWidth < T.fit.narrow_px && steps ? steps.getBoundingClientRect().height : 0);
+         (narrowScreen() && steps ? steps.getBoundingClientRect().height : 0);
 };
 // The step and its chart on one screen: a chart taller than the window's room under what is pinned (and its caption)
 // is drawn that tall, never below T.fit.min_px. What plotly places below the plot area
@@ -102,29 +103,33 @@ function onePlot(data, layout) {
 // for every chart: smaller type, long titles and notes wrapped, token tick labels upright and thinned to fit,
 // numeric ticks fewer, text beside bars given room, and a heatmap's cell texts kept only where they fit.
 const NARROW_FONT = 0.85;  // a phone is held at a foot, a projector seen from the last row: type a little smaller
-const TAG = /<[^>]+>/g;
+const CJK = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/;  // a whole em wide
 // About how wide a text is in px (viz.style.text_px: a CJK character a whole em, others 0.62 em; errs wide)
 export const textPx = (text, size) => {
   let w = 0;
-  for (const ch of String(text).replace(/<br>/g, "\n").replace(TAG, "").replace(/&[a-z]+;|&#\d+;/g, "x")) {
-    w += /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/.test(ch) ? 1 : 0.62;
+  for (const ch of String(text).replace(/<br>/g, "\n").replace(/<[^>]+>/g, "").replace(/&[a-z]+;|&#\d+;/g, "x")) {
+    w += CJK.test(ch) ? 1 : 0.62;
   }
   return w * size;
 };
-const linesPx = (text, size) => Math.max(...String(text).split("<br>").map((line) => textPx(line, size)));
-// `text` broken with <br> into lines of at most `px` (at a space, or anywhere in CJK text), its own breaks kept
-export const wrapPx = (text, size, px) => String(text).split("<br>").map((line) => {
-  if (textPx(line, size) <= px) return line;
-  const out = [];
-  let cur = "";
-  for (const piece of line.match(/[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+/g) || []) {
-    if (cur.trim() && textPx(cur + piece.trimEnd(), size) > px) { out.push(cur.trimEnd()); cur = ""; }
-    cur += cur || piece.trim() ? piece : "";
-  }
-  if (cur.trim()) out.push(cur.trimEnd());
-  return out.join("<br>");
-}).join("<br>");
-function scaleFonts(data, layout, k, least = 0) {  // every *font of the layout (axes, titles, legend, notes) and the traces
+// `text` broken with <br> into lines of at most `px` (at a space, or anywhere in CJK text), its own breaks kept;
+// or, `reflow`, taken out first (a title viz.style.wrap_text broke for a projector's width, broken for a phone's)
+export const wrapPx = (text, size, px, reflow = false) =>
+  (reflow ? [String(text).replace(/<br>/g, " ")] : String(text).split("<br>")).map((line) => {
+    if (textPx(line, size) <= px) return line;
+    const out = [];
+    let cur = "";
+    for (const piece of line.match(/[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+/g) || []) {
+      if (cur.trim() && textPx(cur + piece.trimEnd(), size) > px) { out.push(cur.trimEnd()); cur = ""; }
+      cur += cur || piece.trim() ? piece : "";
+    }
+    if (cur.trim()) out.push(cur.trimEnd());
+    return out.join("<br>");
+  }).join("<br>");
+// Every font size of a chart times k, never below `least` px: each *font of the layout down to 4 levels (axes and
+// their titles, legend, notes) and of the traces. Not the layout's meta: the phone's keys there (meta.narrow)
+// share their fonts with the layout once merged into it (narrow), and would be scaled twice.
+function scaleFonts(data, layout, k, least = 0) {
   const scale = (font) => { if (font && typeof font.size === "number") font.size = Math.max(least, Math.round(font.size * k)); };
   const walk = (node, depth) => {
     if (!node || typeof node !== "object" || depth > 4 || ArrayBuffer.isView(node)) return;
@@ -156,8 +161,7 @@ function narrow(data, layout, width) {
   const plotH = Math.max(120, (layout.height || 450) - (m.t || 0) - (m.b || 0));
   const axes = Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k) && layout[k] && layout[k].visible !== false);
   // an axis's length in px (a pair of axes with square cells, scaleanchor, takes the shorter side on both)
-  const square = axes.find((k) => layout[k].scaleanchor), side = square && Math.min(plotW * span1(layout.xaxis || {}), plotH * span1(layout.yaxis || {}));
-  const span = (ax) => span1(ax);
+  const square = axes.find((k) => layout[k].scaleanchor), side = square && Math.min(plotW * span(layout.xaxis || {}), plotH * span(layout.yaxis || {}));
   const length = (k) => (square && (layout[k].scaleanchor || k === "xaxis") ? side : (k[0] === "x" ? plotW : plotH) * span(layout[k]));
   const fontOf = (ax) => (ax.tickfont && ax.tickfont.size) || size;
   for (const trace of data) cellTexts(trace, layout, plotW);
@@ -244,11 +248,11 @@ function besideBars(trace, layout, plotW) {
   if (!right || trace.visible === false || !Array.isArray(trace.text)) return;
   const key = "xaxis" + (trace.xaxis || "x").slice(1), ax = layout[key];
   if (!ax || !Array.isArray(ax.range)) return;
-  const px = plotW * span1(ax);
+  const px = plotW * span(ax);
   // a label no taller than its row
   const y = layout["yaxis" + (trace.yaxis || "y").slice(1)] || {}, rows = Array.isArray(y.range) ? Math.abs(y.range[1] - y.range[0])
     : (trace.y || []).length;
-  const rowPx = (layout.height - (layout.margin.t || 0) - (layout.margin.b || 0)) * span1(y) / Math.max(1, rows);
+  const rowPx = (layout.height - (layout.margin.t || 0) - (layout.margin.b || 0)) * span(y) / Math.max(1, rows);
   let fs = (trace.textfont && trace.textfont.size) || 14;
   while (fs > 10 && fs * 1.6 > rowPx) fs -= 1;
   trace.textfont = {...(trace.textfont || {}), size: fs};
@@ -259,13 +263,13 @@ function besideBars(trace, layout, plotW) {
   });
   if (reach > ax.range[1]) layout[key] = {...ax, range: [ax.range[0], reach]};
 }
-const span1 = (ax) => { const d = ax.domain || [0, 1]; return d[1] - d[0]; };
+const span = (ax) => { const d = ax.domain || [0, 1]; return d[1] - d[0]; };  // of the plot area
 // A heatmap that writes a text in each cell (the logit lens): smaller type where that fits, else its last columns
 // only, as many as hold their text (the newest positions: the ones the lens is read for)
 function cellTexts(trace, layout, plotW) {
   if (trace.type !== "heatmap" || !trace.texttemplate || !Array.isArray(trace.text) || !trace.text.length) return;
   const key = "xaxis" + (trace.xaxis || "x").slice(1), ax = layout[key] || {};
-  const n = trace.z[0].length, px = plotW * span1(ax);
+  const n = trace.z[0].length, px = plotW * span(ax);
   let fs = (trace.textfont && trace.textfont.size) || 14;
   const widest = (f) => Math.max(...trace.text.flat().map((s) => textPx(s, f))) + 6;
   while (fs > 10 && widest(fs) > px / n) fs -= 1;
@@ -294,16 +298,8 @@ function cellTexts(trace, layout, plotW) {
 // protocol's scale, and its ink black, so a projector's last row reads it.
 export const presenting = () => document.documentElement.hasAttribute(T.presenter.attribute);
 function projectorSized(data, layout) {
-  const scale = (font) => { if (font && typeof font.size === "number") font.size = Math.round(font.size * T.presenter.chart_scale); };
-  const walk = (node, depth) => {  // every *font of the layout, its axes and their titles, legend, annotations
-    if (!node || typeof node !== "object" || depth > 4 || ArrayBuffer.isView(node)) return;
-    for (const [key, value] of Object.entries(node)) {
-      if (/font$/.test(key)) scale(value);
-      else if (value && typeof value === "object") walk(value, depth + 1);
-    }
-  };
-  walk(layout, 0);
-  for (const trace of data || []) for (const [key, value] of Object.entries(trace)) if (/font$/.test(key)) scale(value);
+  scaleFonts(data, layout, T.presenter.chart_scale);
+  if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale);  // (not merged yet)
   if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
   layout.font = {...layout.font, color: "#000000"};
 }
@@ -322,9 +318,9 @@ export const draw = (target, fig) => {
   return window.Plotly.react(target, data, layout, plotConfig());
 };
 // The shape a plot's chart was laid out for (a phone's or a wide window's): page.js draws again a chart shown in
-// another shape (a tab opened after the window turned)
+// another shape (a tab opened after the window turned). A page's plot drawn is fitted to its box from then on.
 const SHAPE = "_tbtNarrow";
-export const drawnFor = (plot) => { plot[SHAPE] = narrowScreen(); };
+export const drawnFor = (plot) => { plot[SHAPE] = narrowScreen(); fitToBox(plot, fitWidth); };
 export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== narrowScreen();
 // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event (T.shown_event;
 // detail: the plot's key and temperature, and how: "drawn" now, or "ready", drawn ahead).
@@ -385,52 +381,27 @@ export function watchCarriers(onChange) {
   watch();
 }
 
-/* ---- wide: the charts Gradio draws itself (gr.Plot: Branches' comparison, Beams, Sampler race, Self-consistency,
-   Constraints, KV calculator, Speculative decoding, batching, Paged KV blocks, Lesson) get the page's own layout for
-   a phone: each figure Gradio draws there is drawn again through prepare (above), as the page's charts are. ---- */
-const GRADIO_PLOTS = ["tbt-plot-branch-logp", "tbt-plot-beams", "tbt-plot-race", "tbt-plot-sc", "tbt-plot-constrain",
-  "tbt-plot-calc", "tbt-plot-spec", "tbt-plot-batching", "tbt-plot-throughput", "tbt-plot-paged", "tbt-lesson-plot",
-  "tbt-lesson-class-plot"].map((id) => `#${id} .js-plotly-plot`).join(", ");
-const narrowNow = () => innerWidth < T.fit.narrow_px;
+/* ---- The charts Gradio draws itself (gr.Plot: the ids in T.gradio_plots) get the page's own layout for a phone:
+   each figure Gradio draws there is drawn again through prepare (above), as the page's charts are. ---- */
 function refit(gd) {
   if (gd.layout !== gd._tbtLayout) {  // Gradio drew a new figure (its layout is a new object each time): kept as drawn
     // (plotly's responsive resize deletes a layout's height to fit the chart to its box: the height drawn is kept)
     const layout = {...gd.layout, height: gd.layout.height || (gd._fullLayout && gd._fullLayout.height)};
     gd._tbtFigure = JSON.stringify({data: gd.data, layout});
     gd._tbtLayout = gd.layout;
-    gd._tbtNarrow = false;
+    gd[SHAPE] = false;  // (Gradio lays it out for a wide window)
   }
-  const wanted = narrowNow();
-  if (wanted === gd._tbtNarrow || !window.Plotly) return;
-  const fig = JSON.parse(gd._tbtFigure);
-  const phone = wanted && fig.layout.meta && fig.layout.meta.narrow;  // how the chart says it looks on a phone
-  for (const [key, value] of Object.entries(phone || {})) {  // (a dict merges into the wide one; as viz.style says)
-    const wide = fig.layout[key];
-    fig.layout[key] = value && typeof value === "object" && !Array.isArray(value) && wide && typeof wide === "object"
-      ? {...wide, ...value} : value;
-  }
-  const {data, layout} = wanted ? prepare(fig, false, gd.clientWidth) : fig;
-  if (wanted) wrapTitle(layout, gd.clientWidth);
+  if (!otherShape(gd) || !window.Plotly) return;
+  const fig = JSON.parse(gd._tbtFigure), phone = narrowScreen();
+  // (prepare lays it out for a phone: narrow, with the keys the chart says it has there, meta.narrow)
+  const {data, layout} = phone ? prepare(fig, false, gd.clientWidth) : fig;
+  if (phone) wrapTitle(layout, gd.clientWidth);
   gd._tbtLayout = layout;
-  gd._tbtNarrow = wanted;
-  window.Plotly.react(gd, data, layout, {...CONFIG, displayModeBar: !wanted});
+  gd[SHAPE] = phone;
+  window.Plotly.react(gd, data, layout, {...CONFIG, displayModeBar: !phone});
 }
 // The title and subtitle broken into lines that fit `width` (plotly does not wrap them; viz.style.wrap_text broke
 // them for a projector's width), the chart taller by the lines added, so what sits under them moves down with them.
-const CJK = /[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]/;
-const widthPx = (text, size) => [...text.replace(/<[^>]+>/g, "").replace(/&[a-z]+;|&#\d+;/g, "x")]
-  .reduce((w, ch) => w + (CJK.test(ch) ? 1 : 0.62), 0) * size;
-function wrapLines(text, size, px) {  // -> the text re-broken with <br>: at a space, or anywhere in CJK text
-  const words = text.replace(/<br>/g, " ").match(/[\u2e80-\u9fff\uff00-\uffef]|[^\s\u2e80-\u9fff\uff00-\uffef]+\s*|\s+/g) || [];
-  const lines = [];
-  let line = "";
-  for (const word of words) {
-    if (line.trim() && widthPx(line + word.trimEnd(), size) > px) { lines.push(line.trimEnd()); line = ""; }
-    line += line || word.trim() ? word : "";
-  }
-  if (line.trim()) lines.push(line.trimEnd());
-  return lines.join("<br>");
-}
 function wrapTitle(layout, width) {
   const title = layout.title;
   if (!title || typeof title.text !== "string") return;
@@ -438,8 +409,8 @@ function wrapTitle(layout, width) {
   const px = width - 16, size = (title.font && title.font.size) || 20;
   const sub = title.subtitle, subSize = (sub && sub.font && sub.font.size) || 14;
   const before = count(title.text) * 26 + count(sub && sub.text) * 20;
-  title.text = wrapLines(title.text, size, px);
-  if (sub && typeof sub.text === "string") sub.text = wrapLines(sub.text, subSize, px);
+  title.text = wrapPx(title.text, size, px, true);
+  if (sub && typeof sub.text === "string") sub.text = wrapPx(sub.text, subSize, px, true);
   // plotly draws a title of several lines anchored at its top about 14 px higher than one of one line: cut off
   const lift = count(title.text) > 1 ? 14 : 0;
   if (lift) title.pad = {...(title.pad || {}), t: ((title.pad && title.pad.t) || 0) + lift};
@@ -452,33 +423,60 @@ function wrapTitle(layout, width) {
   if (lg && lg.yref === "container" && typeof lg.y === "number" && lg.y > 0.5) lg.y = 1 - ((1 - lg.y) * old + extra) / layout.height;
   else if (lg && lg.yref === "container" && typeof lg.y === "number") lg.y = lg.y * old / layout.height;
 }
-// Only a plot on screen is re-fitted: plotly cannot lay out one in a hidden tab or box (no width: "Something went
-// wrong with axis scaling"); a hidden one is re-fitted within a second of being shown.
+
+/* ---- Each plot fitted to its box when the box changes: the window resized or turned, its tab opened. ---- */
+// A ResizeObserver, not a poll: it sees a plot's box change whatever changed it, a hidden plot (its tab closed: no
+// box) shown again included. The page's own plots (PAGE_CONFIG: not plotly's responsive ones) take their box's
+// width at the height they were drawn, or are drawn again if laid out for the other shape (page.js, onOtherShape);
+// Gradio's are laid out again for a phone or a wide window (refit). (A page of the flipbook is fitted when shown:
+// flipbook.js.) Only a plot on screen: plotly cannot lay out one without a box ("Something went wrong with axis
+// scaling"). A frame later: the page has its new width then, and a plot re-laid out in the observer's own callback
+// would change the boxes it reports on (a "ResizeObserver loop" error).
 const onScreen = (gd) => gd.offsetParent !== null && gd.clientWidth > 0;
-// The page's own plots (PAGE_CONFIG: not plotly's responsive ones) laid out again for their box's width, each at the
-// height it was drawn (a plot in a tab opened after the window was resized, within a second of being shown)
-const PAGE_PLOTS = `.${parts.plot}.js-plotly-plot`;  // (a page of the flipbook is fitted when shown: flipbook.js)
-function fitWidths() {
-  for (const gd of document.querySelectorAll(PAGE_PLOTS)) {
-    const full = gd._fullLayout;
-    if (!full || !onScreen(gd) || Math.abs(full.width - gd.clientWidth) <= 1) continue;
-    window.Plotly.relayout(gd, {width: gd.clientWidth});
+const fits = new WeakMap();  // plot -> how it is fitted to its box
+let resized = new Set(), fitting = 0;
+const boxes = new ResizeObserver((entries) => {
+  for (const entry of entries) resized.add(entry.target);
+  if (!fitting) fitting = requestAnimationFrame(fitResized);
+});
+function fitToBox(gd, fit) {
+  if (!fits.has(gd)) boxes.observe(gd);
+  fits.set(gd, fit);
+}
+let redrawOtherShape = () => {};
+// page.js: what draws again the charts of the open tab laid out for the other shape (a tab opened after the turn)
+export const onOtherShape = (redraw) => { redrawOtherShape = redraw; };
+function fitResized() {
+  fitting = 0;
+  const plots = resized;
+  resized = new Set();
+  let reshape = false;
+  for (const gd of plots) {
+    if (!gd.isConnected) { boxes.unobserve(gd); fits.delete(gd); continue; }  // (replaced: its chart has a new plot)
+    if (!window.Plotly || !onScreen(gd)) continue;
+    if (fits.get(gd) === fitWidth && otherShape(gd)) reshape = true;
+    else fits.get(gd)(gd);
+  }
+  if (reshape) redrawOtherShape();
+}
+function fitWidth(gd) {  // a page plot: its box's width, at the height it was drawn
+  const full = gd._fullLayout;
+  if (full && Math.abs(full.width - gd.clientWidth) > 1) window.Plotly.relayout(gd, {width: gd.clientWidth});
+}
+// A gr.Plot's plot appears when its tab is first opened or its first figure arrives, and nothing tells the page:
+// the document's child lists are watched for it (a frame with changes looks the gr.Plots up by id, no more). Each
+// is hooked once: re-fitted after each figure Gradio draws (plotly_afterplot), and whenever its box changes.
+let looking = 0;
+new MutationObserver(() => { if (!looking) looking = requestAnimationFrame(hookGradioPlots); })
+  .observe(document.documentElement, {childList: true, subtree: true});
+function hookGradioPlots() {
+  looking = 0;
+  for (const id of Object.values(T.gradio_plots)) {
+    const box = el(id);
+    for (const gd of box ? box.getElementsByClassName("js-plotly-plot") : []) {
+      if (fits.has(gd) || !gd.on) continue;
+      gd.on("plotly_afterplot", () => onScreen(gd) && refit(gd));
+      fitToBox(gd, refit);
+    }
   }
 }
-setInterval(() => {  // a gr.Plot's plot appears when its tab is first opened: hooked once, re-fitted after each draw
-  for (const gd of document.querySelectorAll(GRADIO_PLOTS)) {
-    if (!gd.on || !onScreen(gd)) continue;
-    if (!gd._tbtHooked) {
-      gd._tbtHooked = true;
-      gd.on("plotly_afterplot", () => onScreen(gd) && refit(gd));
-    }
-    refit(gd);  // (nothing to do when it is already laid out for this width)
-  }
-  if (window.Plotly) fitWidths();
-}, 1000);
-let fitting = 0;
-addEventListener("resize", () => {
-  for (const gd of document.querySelectorAll(GRADIO_PLOTS)) if (gd._tbtHooked && onScreen(gd)) refit(gd);
-  cancelAnimationFrame(fitting);  // (a frame later: the page has its new width then)
-  fitting = requestAnimationFrame(() => window.Plotly && fitWidths());
-});

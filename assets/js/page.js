@@ -8,7 +8,7 @@
 //   written: window[T.globals.play] and window[T.globals.play_ended] (below), which the Play button's listeners
 //            call from their js= snippets (ui/play.py), and window[T.globals.goto_step] (charts.gotoStep), which
 //            the goto listener's js= snippet reads (ui/controls.py). No module reaches another through window.
-import {T, announce, carried, el, otherShape, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
+import {T, announce, carried, el, onOtherShape, otherShape, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, dropAhead, promote, takeAhead} from "./ahead.js";
 import {drawPlot, flipClose, openBundle, sliderT} from "./flipbook.js";
@@ -65,8 +65,8 @@ window[T.globals.play_ended] = () => { if (playEnded()) askAhead(); };
 
 // A window that turns narrow or wide (a phone turned, a window resized past T.fit.narrow_px): each chart of the
 // open tab drawn again for its new shape (charts.js narrow: one plot at a time on a phone), the flipbook's pages
-// and the chart ahead too; another tab's when it is opened. (Between, a resize only re-lays a plot out for its
-// box's width: charts.js fitWidths.)
+// and the chart ahead too; another tab's when it is opened (its plot's box changes: charts.js onOtherShape).
+// (Between, a resize only re-lays a plot out for its box's width: charts.js fitWidth.)
 function drawForShape(all) {
   if (!window.Plotly) return;
   const shown = carried("figure").map((carrier) => [carrier, el(carrier.dataset[env.target])])
@@ -87,5 +87,5 @@ function drawForShape(all) {
 matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change", () => {
   requestAnimationFrame(() => requestAnimationFrame(() => drawForShape(true)));
 });
-setInterval(() => drawForShape(false), 1000);
+onOtherShape(() => drawForShape(false));
 setTimeout(() => watchCarriers(react));  // once the page's other scripts have run: what arrives is theirs too

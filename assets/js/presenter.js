@@ -78,7 +78,7 @@ function setPresenter(on) {
   if (on === presenting()) return;
   flag(PRESENTER, on);
   try { localStorage.setItem(STORE, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
-  dispatchEvent(new Event("resize"));  // each chart re-laid out for its new box (charts.js fitWidths, plotly)
+  dispatchEvent(new Event("resize"));  // each chart re-laid out for its new box (Gradio's by plotly, the page's by charts.js)
 }
 flag(PRESENTER, remembered());
 const switchInput = () => { const box = el(T.ids.presenter); return box && box.querySelector("input[type=checkbox]"); };
