@@ -99,6 +99,7 @@ PROTOCOL = {
     "fit": {"min_px": 330, "narrow_px": 700},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
+GRADIO_PLOTS = PROTOCOL["gradio_plots"]  # the views' gr.Plot elem_ids, by name (the page's script reads the same)
 
 
 def chart_id(tab: str) -> str:

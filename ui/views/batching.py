@@ -9,6 +9,7 @@ import gradio as gr
 
 from model.serving.throughput import measure_throughput
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly
 from ui.strings import t
 from viz.batching import batching_figure, throughput_figure, throughput_sentence
@@ -29,13 +30,13 @@ class BatchingView:
         add(gr.Markdown(t("names_batching"), elem_classes="tbt-explain tbt-names"), "names_batching", "value")  # the words an interview uses
         self.refresh = add(gr.Button(t("btn_batch_refresh"), elem_id="tbt-batch-refresh"), "btn_batch_refresh",
                            "value")
-        self.live_plot = gr.Plot(label=t("tab_batching"), elem_id="tbt-plot-batching", show_label=False)
+        self.live_plot = gr.Plot(label=t("tab_batching"), elem_id=GRADIO_PLOTS["batching"], show_label=False)
         self.live_numbers = gr.JSON(label="passes", elem_id="tbt-batch-numbers", elem_classes="tbt-hidden")
         add(gr.Markdown(t("explain_batch_measure"), elem_classes="tbt-explain"), "explain_batch_measure", "value")
         self.measure_btn = add(gr.Button(t("btn_batch_measure"), elem_id="tbt-batch-measure"), "btn_batch_measure",
                                "value")
         self.sentence = gr.Markdown(elem_id="tbt-batch-sentence")
-        self.measure_plot = gr.Plot(label=t("btn_batch_measure"), elem_id="tbt-plot-throughput", show_label=False)
+        self.measure_plot = gr.Plot(label=t("btn_batch_measure"), elem_id=GRADIO_PLOTS["throughput"], show_label=False)
         self.measure_numbers = gr.JSON(label="throughput", elem_id="tbt-throughput-numbers", elem_classes="tbt-hidden")
 
     def _batcher(self):

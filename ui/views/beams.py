@@ -10,6 +10,7 @@ import gradio as gr
 from model.strategies.beams import (MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_WIDTH, BeamRun, beam_search, compare_texts,
                          sampled_continuation)
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import named_range, whole
 from ui.strings import Refusal, t
 from viz.beams import beam_texts_html, beam_tree_figure
@@ -90,7 +91,7 @@ class BeamsView:
             self.next_btn = add(gr.Button(t("btn_beams_next"), elem_id="tbt-beams-next"), "btn_beams_next", "value")
             self.end_btn = add(gr.Button(t("btn_beams_all"), elem_id="tbt-beams-end"), "btn_beams_all", "value")
         self.summary = gr.Markdown(elem_id="tbt-beams-summary")
-        self.plot = gr.Plot(label=t("tab_beams"), elem_id="tbt-plot-beams", show_label=False)
+        self.plot = gr.Plot(label=t("tab_beams"), elem_id=GRADIO_PLOTS["beams"], show_label=False)
         self.texts = gr.HTML("", elem_id="tbt-beams-texts")
         self.numbers = gr.JSON(label="beam search", elem_id="tbt-beams-numbers", elem_classes="tbt-hidden")
 

@@ -10,6 +10,7 @@ from model.errors import SessionError
 from model.parse import shown, whole_number
 from ui.controls import plot
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.state import carrier
 from ui.strings import Refusal, t
 from viz.branches import branch_compare_html, branch_logp_figure, branch_row, branch_tree_chart
@@ -62,7 +63,7 @@ class BranchesView:
             self.compare_btn = add(gr.Button(t("btn_branch_compare"), elem_id="tbt-compare-branches", scale=1),
                                    "btn_branch_compare", "value")
         self.compare_html = gr.HTML("", elem_id="tbt-branch-compare")
-        self.compare_plot = gr.Plot(elem_id="tbt-plot-branch-logp", show_label=False)
+        self.compare_plot = gr.Plot(elem_id=GRADIO_PLOTS["branches"], show_label=False)
 
     def chart(self, session, cfg, view, dist=None) -> str:
         """The tree, read off the session's branch records (no model run)."""

@@ -8,6 +8,7 @@ import viz
 from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from model.errors import SessionError
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly
 from ui.strings import t
 
@@ -42,7 +43,7 @@ class CalculatorView:
             self.shape = [add(gr.Number(value, label=t(key), minimum=1, maximum=limits[key], precision=0), key)
                           for key, value in shape.items()]
         self.result = gr.Markdown(elem_id="tbt-calc-result")
-        self.plot = gr.Plot(label=t("tab_calculator"), elem_id="tbt-plot-calc", show_label=False)
+        self.plot = gr.Plot(label=t("tab_calculator"), elem_id=GRADIO_PLOTS["calculator"], show_label=False)
         add(gr.Markdown(t("explain_kv_calculator"), elem_classes="tbt-explain"), "explain_kv_calculator", "value")
 
     def loaded(self, request: gr.Request | None):

@@ -6,6 +6,7 @@ import gradio as gr
 
 from model.strategies.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES, self_consistency, temperature_sweep
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import whole
 from ui.strings import t
 from viz.consistency import consistency_figure
@@ -59,7 +60,7 @@ class ConsistencyView:
             self.run_btn = add(gr.Button(t("btn_sc_run"), variant="primary", elem_id="tbt-sc-run"), "btn_sc_run", "value")
             self.sweep_btn = add(gr.Button(t("btn_sc_sweep"), elem_id="tbt-sc-sweep"), "btn_sc_sweep", "value")
         self.summary = gr.Markdown(elem_id="tbt-sc-summary")
-        self.plot = gr.Plot(label=t("tab_consistency"), elem_id="tbt-plot-sc", show_label=False)
+        self.plot = gr.Plot(label=t("tab_consistency"), elem_id=GRADIO_PLOTS["consistency"], show_label=False)
         self.numbers = gr.JSON(label="self-consistency run", elem_id="tbt-sc-numbers", elem_classes="tbt-hidden")
         self.sweep = gr.Markdown(elem_id="tbt-sc-sweep-result")
 

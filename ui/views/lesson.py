@@ -22,6 +22,7 @@ from model.classroom.quiz import NoToken, reveal_record, size_choices, step_conf
 from model.classroom.rooms import Question
 from model.errors import SessionError
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly, upload_bytes
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import class_guesses_chart
@@ -83,12 +84,12 @@ class LessonView:
                         # a teacher with a room open: the students guess in their Room tab, counted here
                         self.class_btn = add(gr.Button(t("btn_class_guesses"), size="sm", visible=False,
                                                        elem_id="tbt-lesson-class"), "btn_class_guesses", "value")
-                    self.class_plot = gr.Plot(visible=False, elem_id="tbt-lesson-class-plot", show_label=False)
+                    self.class_plot = gr.Plot(visible=False, elem_id=GRADIO_PLOTS["lesson_class"], show_label=False)
                 self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
                 # the step's whole tab, for more than its chart (its knobs, its buttons)
                 self.open_view = gr.Button("", visible=False, size="sm", elem_id="tbt-lesson-open")
             with gr.Column(scale=3, min_width=320):
-                self.reveal_plot = gr.Plot(visible=False, elem_id="tbt-lesson-plot", show_label=False)
+                self.reveal_plot = gr.Plot(visible=False, elem_id=GRADIO_PLOTS["lesson"], show_label=False)
         self.lesson = gr.State(None)  # the open lesson (checked)
         self.index = gr.State(0)  # its step shown
         self.revealed = gr.State(None)  # the step's reveal, to say it again in the other language

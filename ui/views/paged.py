@@ -8,6 +8,7 @@ import gradio as gr
 from model.serving.paged import BLOCK_SIZE, paged_layout
 from model.decoding.session import MAX_TOKENS
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly
 from ui.strings import t
 from viz.i18n import t as viz_t
@@ -38,7 +39,7 @@ class PagedView:
         self.refresh = add(gr.Button(t("btn_paged_refresh"), elem_id="tbt-paged-refresh"), "btn_paged_refresh",
                            "value")
         self.summary = gr.Markdown(elem_id="tbt-paged-summary")
-        self.plot = gr.Plot(label=t("tab_paged"), elem_id="tbt-plot-paged", show_label=False)
+        self.plot = gr.Plot(label=t("tab_paged"), elem_id=GRADIO_PLOTS["paged"], show_label=False)
         self.numbers = gr.JSON(label="paged layout", elem_id="tbt-paged-numbers", elem_classes="tbt-hidden")
 
     def sessions(self, request: gr.Request):

@@ -9,6 +9,7 @@ import gradio as gr
 from model.errors import SessionError
 from model.strategies.race import RACE_MAX_STEPS, race
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import named_range, whole
 from ui.labels import choices
 from ui.strings import t
@@ -55,7 +56,7 @@ class RaceView:
             self.run_btn = add(gr.Button(t("btn_race"), variant="primary", elem_id="tbt-race-run", scale=1),
                                "btn_race", "value")
         self.texts = gr.HTML("", elem_id="tbt-race-texts")
-        self.plot = gr.Plot(label=t("tab_race"), elem_id="tbt-plot-race", show_label=False)
+        self.plot = gr.Plot(label=t("tab_race"), elem_id=GRADIO_PLOTS["race"], show_label=False)
         self.numbers = gr.JSON(label="sampler race", elem_id="tbt-race-numbers", elem_classes="tbt-hidden")
         for knob in (self.temperature, self.top_k, self.top_p, self.min_p, self.steps):
             named_range(knob)

@@ -7,6 +7,7 @@ import gradio as gr
 from model.serving.speculative import SPEED_TEXTS, kept_choices, speculative_decode, speed_report
 from model.errors import SessionError
 from ui.events import Event
+from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly, whole
 from ui.strings import Refusal, t
 from viz.speculative import speculative_figure
@@ -72,7 +73,7 @@ class SpeculativeView:
         self.example_btn = add(gr.Button(t("btn_spec_example"), elem_id="tbt-spec-example", size="sm"),
                                "btn_spec_example", "value")
         self.summary = gr.Markdown(elem_id="tbt-spec-summary")
-        self.plot = gr.Plot(label=t("tab_speculative"), elem_id="tbt-plot-spec", show_label=False)
+        self.plot = gr.Plot(label=t("tab_speculative"), elem_id=GRADIO_PLOTS["speculative"], show_label=False)
         self.numbers = gr.JSON(label="speculative run", elem_id="tbt-spec-numbers", elem_classes="tbt-hidden")
         self.measure_btn = add(gr.Button(t("btn_spec_measure"), elem_id="tbt-spec-measure"), "btn_spec_measure",
                                "value")
