@@ -254,9 +254,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "game_full": ("This token already has {limit} guesses.", "这个词元已经有 {limit} 个猜测了。"),
     # ---- truth: the work a trace may ask for ---- (model/decoding/trace.py)
     "trace_too_much_work": ("This trace asks for too much work to replay: {steps:,} steps over its {texts} texts, each "
-                            "a forward pass of the model; a trace may hold at most {limit:,} steps in all. Nothing "
-                            "was run.",
-                            "此记录文件回放所需的计算太多：{texts} 段文本共 {steps:,} 步，每一步都是模型的一次前向计算；"
+                            "text run through the model again; a trace may hold at most {limit:,} steps in all. "
+                            "Nothing was run.",
+                            "此记录文件回放所需的计算太多：{texts} 段文本共 {steps:,} 步，每段文本都要让模型重新计算一遍；"
                             "一个记录文件总共最多 {limit:,} 步。什么都没有运行。"),
     # ---- guard: sessions per address (model/serving/sessions.py) ----
     "network_full": ("Your network already has {limit} sessions open, the most one network may hold; close a tab "

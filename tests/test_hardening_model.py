@@ -233,8 +233,101 @@ def test_a_trace_that_fits_exactly_still_replays(lm, small_trace):
     target = DecodeSession(lm, max_tokens=len(small_trace["prompt_tokens"]) + 3)
     with counted_passes(lm) as passes:
         assert replay(target, small_trace) == 3
-    assert passes[0] == 1 + 3  # the prefill and one pass per step
+    assert passes[0] == 1 + 1  # the prompt's prefill, then the steps' tokens in one chunk (DecodeSession.follow)
     assert target.ids[target.prompt_len:] == [s["distribution"]["chosen"]["id"] for s in small_trace["steps"]]
+
+
+# ---- round four, item 10: a trace's replay runs each text in chunks, not a pass per step --------------------
+@pytest.mark.model
+def test_the_largest_valid_trace_replays_in_about_80_passes_not_1024(lm):
+    """The largest trace the bounds let through (16 texts, 1,024 steps, the session's 512 tokens each): each text
+    through the model once, in chunks of PREFILL_CHUNK tokens. Before: a pass per step, 1,024 and the branches'
+    prefills (about 212 s of one import slot here)."""
+    from bench.import_wait import largest_trace
+    from model.decoding.branches import MAX_BRANCHES
+    from model.decoding.door import PREFILL_CHUNK
+    from model.decoding.session import MAX_TOKENS, DecodeSession
+    from model.decoding.trace import MAX_TRACE_STEPS
+
+    trace = largest_trace(lm)
+    texts = [trace["steps"], *(b["steps"] for b in trace["branches"])]
+    assert len(texts) == MAX_BRANCHES and sum(map(len, texts)) == MAX_TRACE_STEPS
+    session = DecodeSession(lm)
+    with counted_passes(lm) as passes:
+        assert replay(session, trace, rewind=True) == MAX_TOKENS - len(trace["prompt_tokens"])
+    # a text's prompt or prefix, then its steps, each in chunks: at most 512 / 128 + 1 passes a text
+    assert passes[0] <= MAX_BRANCHES * (MAX_TOKENS // PREFILL_CHUNK + 1), passes[0]
+    assert session.replay_left == len(trace["steps"]) and len(session.branches.kept) == len(trace["branches"])
+    assert [s.token.id for s in session.branch_record(1).steps[-3:]] == [
+        s["distribution"]["chosen"]["id"] for s in trace["branches"][0]["steps"][-3:]]
+
+
+@pytest.mark.model
+def test_a_text_run_in_chunks_has_the_records_its_steps_had(lm):
+    """DecodeSession.follow (a replay's steps in chunks) makes the records step() makes one pass at a time: the
+    same tokens, text, KV bytes, claims checked the same way, attention rows and logits to float rounding."""
+    import numpy as np
+
+    from model.decoding.session import DecodeSession
+
+    stepped = DecodeSession(lm)
+    stepped.start("The history of printing")
+    claims = []
+    for n in range(130):  # past one chunk (128): a chunk's boundary inside the text
+        if n == 70:
+            record = stepped.step(SamplingConfig(temperature=0.0), force_token=29299)  # forced by the user
+        else:
+            record = stepped.step(SamplingConfig(temperature=0.9, top_k=50, seed=n))
+        claims.append((record.distribution.config, record.token.id, n == 70))
+        if stepped.finished:
+            break
+    followed = DecodeSession(lm)
+    followed.start("The history of printing")
+    assert len(claims) == 130
+    followed.follow(claims)  # (claims that do not reproduce: tests/test_truth.py, through replay)
+    assert followed.ids == stepped.ids and followed.text == stepped.text
+    for a, b in zip(stepped.steps, followed.steps, strict=True):
+        assert (a.step, a.position, a.text, a.kv) == (b.step, b.position, b.text, b.kv)
+        da, db = a.distribution, b.distribution
+        assert (da.chosen.id, da.forced, da.marked_forced, da.u) == (db.chosen.id, db.forced, db.marked_forced, db.u)
+        assert np.allclose([c.logit for c in da.candidates], [c.logit for c in db.candidates], atol=1e-3)
+        assert a.attention.shape == b.attention.shape
+        assert np.abs(a.attention.astype(np.float32) - b.attention.astype(np.float32)).max() < 2e-3
+    assert torch.allclose(stepped.next_logits, followed.next_logits, atol=1e-3)
+    assert [s.distribution.forced for s in followed.steps].count(True) == 1  # the user's forced token, no other
+
+
+@pytest.mark.model
+def test_a_text_run_in_chunks_changes_nothing_if_a_pass_fails(lm):
+    from model.decoding.session import DecodeSession
+
+    session = DecodeSession(lm)
+    session.start("One two three")
+    session.step(SamplingConfig(temperature=0.0))
+    before = (list(session.ids), list(session.steps), session.next_logits)
+    greedy = SamplingConfig(temperature=0.0)
+    steps = [(greedy, 1000 + i, True) for i in range(200)]  # two chunks: the second one fails
+    calls, forward = [0], lm.model.forward
+
+    def failing(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == 2:
+            raise RuntimeError("out of memory")
+        return forward(*args, **kwargs)
+
+    lm.model.forward = failing
+    try:
+        with pytest.raises(RuntimeError):
+            session.follow(steps)
+    finally:
+        del lm.model.forward
+    assert (session.ids, session.steps) == before[:2] and torch.equal(session.next_logits, before[2])
+    session.step(greedy)  # its cache is as it was: the next step is the one a session that never failed takes
+    ref = DecodeSession(lm)
+    ref.start("One two three")
+    ref.step(greedy)
+    ref.step(greedy)
+    assert session.ids == ref.ids and torch.allclose(session.next_logits, ref.next_logits, atol=1e-4)
 
 
 # ---- 4. no added special token can be typed ---------------------------------------------------------------

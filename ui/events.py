@@ -16,7 +16,7 @@ LANES = {
     # passes take turns at the model's door after the class's steps; two at once share it pass by pass
     "runs": dict(concurrency_id="runs", concurrency_limit=2),
     "measure": dict(concurrency_id="measure", concurrency_limit=1),
-    "import": dict(concurrency_id="import", concurrency_limit=2),  # a replay runs a forward pass per step
+    "import": dict(concurrency_id="import", concurrency_limit=2),  # a replay runs each text of a trace in chunks
     "lesson": dict(concurrency_id="lesson", concurrency_limit=2),  # a lesson upload: never behind a trace's replay
     "page": {},  # no server work worth queueing apart
 }

@@ -20,9 +20,9 @@ import torch
 from transformers import DynamicCache
 
 from model.decoding.batcher import StepBatcher, forward_one
-from model.decoding.door import Prefilled, attention_matrix, door_of, prefill
+from model.decoding.door import Prefilled, attention_matrix, attention_rows, chunk_passes, door_of, prefill
 from model.decoding.cache_surgery import crop_to, restore, snapshot
-from model.decoding.kv import kv_bytes
+from model.decoding.kv import kv_bytes, kv_bytes_when
 from model.decoding.loading import LoadedModel, end_ids
 from model.decoding.lookahead import LookAhead
 from model.decoding.records import Distribution, KVBytes, SamplingConfig
@@ -43,7 +43,8 @@ class Backend(Protocol):
     """The calls a DecodeSession makes on its backend. `ids` is always the session's whole text (prompt + generated).
 
     logits are (V,) raw scores for the position after the text. When capabilities.prefetch is True the backend is
-    also a LookAhead (lookahead.py): prefetch(ids, token), held(), and its prefetch_hits / prefetch_misses.
+    also a LookAhead (lookahead.py): prefetch(ids, token), held(), and its prefetch_hits / prefetch_misses. When
+    capabilities.runs_locally is True it also runs known tokens in chunks: follow(ids, start, each) (LocalBackend).
     """
 
     lm: object  # the model it runs (LoadedModel, or engine_session.EngineModel)
@@ -140,6 +141,25 @@ class LocalBackend(LookAhead):
                 restore(self.cache, before)
                 raise
         return self._rebuild(ids[:keep])  # a new cache, set only if the prefill succeeds
+
+    @torch.no_grad()
+    def follow(self, ids, start, each):
+        """ids[start:] after the cache (which holds ids[:start]) in chunks (door.chunk_passes: a turn at the door per
+        PREFILL_CHUNK tokens), not a pass per token. For each position p from `start` on, in order and outside the
+        door: each(logits after ids[:p + 1] (V,), its attention row (layers, heads, p + 1), KV bytes then, the ms of
+        its chunk's pass over its positions). The cache then holds ids; if anything fails (each() too), what it
+        held before. Every number is a one-token pass's, to float rounding (the same keys and values)."""
+        self.settle()
+        before = snapshot(self.cache)
+        try:
+            for begin, end, out, ms in chunk_passes(self.lm.model, ids, self.cache, start,
+                                                    options=lambda b, e: dict(output_attentions=True)):
+                for j, row in enumerate(attention_rows(out.attentions, begin, end)):
+                    each(out.logits[0, j].clone(), row, kv_bytes_when(self.cache, self.lm.info, begin + j + 1),
+                         ms / (end - begin))
+        except BaseException:
+            restore(self.cache, before)
+            raise
 
     def answers(self):
         return None  # a branch keeps no cache: choosing it again prefills its ids once

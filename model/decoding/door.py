@@ -171,6 +171,21 @@ def _full_rows(a: torch.Tensor, end: int, n: int) -> torch.Tensor:
     return torch.nn.functional.pad(a, (end - k, n - end))
 
 
+def chunk_passes(model: torch.nn.Module, ids: list[int], cache: DynamicCache, start: int = 0,
+                 chunk: int = PREFILL_CHUNK, options=lambda begin, end: {}):
+    """ids[start:] through `model` on `cache` (which holds ids[:start]), `chunk` tokens per pass, each pass a turn at
+    the model's door: yields (begin, end, out, ms) after each pass, outside the door (what the caller makes of `out`
+    runs between turns). options(begin, end): the pass's other arguments (logits_to_keep, output_attentions, ...)."""
+    for begin in range(start, len(ids), chunk):
+        end = min(begin + chunk, len(ids))
+        with model_pass(model):
+            t0 = time.perf_counter()
+            out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=cache, use_cache=True,
+                        **options(begin, end))
+            ms = (time.perf_counter() - t0) * 1000
+        yield begin, end, out, ms
+
+
 @torch.no_grad()
 def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: bool = False,
             hidden_from: int | None = None, chunk: int = PREFILL_CHUNK) -> Prefilled:
@@ -186,27 +201,39 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
     cache = DynamicCache(config=model.config)
     logits, rows, hidden = [], None, None
     ms, passes = 0.0, 0
-    for begin in range(0, n, chunk):
-        end = min(begin + chunk, n)
-        want_logits = min(end, n) - max(begin, n - keep)  # this chunk's positions among the last `keep`
-        want_hidden = hidden_from is not None and end > hidden_from
-        with model_pass(model):
-            t0 = time.perf_counter()
-            out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=cache, use_cache=True,
-                        logits_to_keep=max(want_logits, 1), output_attentions=attentions,
-                        output_hidden_states=want_hidden)
-            ms += (time.perf_counter() - t0) * 1000
+
+    def options(begin, end):
+        return dict(logits_to_keep=max(_wanted(begin, end, n, keep), 1), output_attentions=attentions,
+                    output_hidden_states=hidden_from is not None and end > hidden_from)
+
+    for begin, end, out, pass_ms in chunk_passes(model, ids, cache, 0, chunk, options):
+        ms += pass_ms
         passes += 1
+        want_logits = _wanted(begin, end, n, keep)
         if want_logits > 0:
             logits.append(out.logits[0, -want_logits:])
         if attentions:
             chunk_rows = [_full_rows(a, end, n) for a in out.attentions]  # per layer (1, heads, c, n)
             rows = chunk_rows if rows is None else [torch.cat([r, c], 2) for r, c in zip(rows, chunk_rows)]
-        if want_hidden:
+        if hidden_from is not None and end > hidden_from:
             first = max(hidden_from - begin, 0)
             states = [h[0, first:] for h in out.hidden_states]
             hidden = states if hidden is None else [torch.cat([h, s], 0) for h, s in zip(hidden, states)]
     return Prefilled(cache, torch.cat(logits, 0), rows, hidden, ms, passes)
+
+
+def _wanted(begin: int, end: int, n: int, keep: int) -> int:
+    """Positions of the chunk [begin, end) among the last `keep` of n (0 or fewer: none)."""
+    return end - max(begin, n - keep)
+
+
+def attention_rows(attentions, begin: int, end: int):
+    """The attention rows of the positions of a pass over the chunk [begin, end) (out.attentions: per layer
+    (1, heads, c, k)), each as a one-token pass gives it: yields (layers, heads, p + 1) float16 for p from begin
+    to end - 1 (see _full_rows: a sliding window's keys placed, the future cut)."""
+    full = torch.stack([_full_rows(a, end, end)[0] for a in attentions]).to(torch.float16)  # (layers, heads, c, end)
+    for j in range(end - begin):
+        yield full[:, :, j, : begin + j + 1].numpy().copy()  # its own array: a record must not hold the chunk's
 
 
 def attention_matrix(rows: list[torch.Tensor]) -> np.ndarray:

@@ -34,6 +34,20 @@ def kv_bytes(cache, info: ModelInfo) -> KVBytes:
     return KVBytes(measured=keys + values, formula=formula_bytes(info, tokens), keys=keys, values=values, tokens=tokens)
 
 
+
+def kv_bytes_when(cache, info: ModelInfo, tokens: int) -> KVBytes:
+    """kv_bytes() of the cache as it was when it had seen its first `tokens` tokens (at most what it has seen now).
+
+    A layer holds every token it has seen up to its cap (a sliding window's), then its last `cap`: what it holds
+    now, n, is min(seen, cap), so at `tokens` it held min(tokens, n). Equal to what kv_bytes() measured then.
+    """
+    def held(x):
+        return 0 if x is None else x[..., : min(tokens, x.shape[-2]), :].numel() * x.element_size()
+
+    keys = sum(held(layer.keys) for layer in cache.layers)
+    values = sum(held(layer.values) for layer in cache.layers)
+    return KVBytes(measured=keys + values, formula=formula_bytes(info, tokens), keys=keys, values=values, tokens=tokens)
+
 # ---- the calculator: any model's cache from its shape, compared across attention layouts and models ----------
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "int8": 1}  # bytes per cached value
 # name: (layers, query heads, KV heads, head size)

@@ -339,7 +339,7 @@ class DecodeSession:
             t0 = time.perf_counter()
             dist = self.preview(cfg, force_token)
             if forced is not None:
-                dist = self._claimed(dist, cfg, forced)
+                dist = self._claimed(dist, cfg, forced, self._next_logits, self.ids)
             sampling_ms = (time.perf_counter() - t0) * 1000
             at = len(self.steps)
             self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
@@ -359,8 +359,62 @@ class DecodeSession:
             self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
             return record
 
-    def _claimed(self, dist: Distribution, cfg: SamplingConfig, claim) -> Distribution:
-        """The step as what really chose its token, whatever the caller (a trace, a speculative run) claims.
+    def follow(self, steps: list[tuple[SamplingConfig, int, bool | SpecChoice]]) -> None:
+        """Append recorded (settings, token, what chose it) steps, as step(cfg, force_token=token, forced=...) one by
+        one would, but with their tokens run through the model in chunks (LocalBackend.follow: a turn at the
+        model's door per PREFILL_CHUNK tokens) instead of a pass per step: a replayed trace's texts (issue 32 item
+        10: 1,024 steps were 1,024 passes, minutes of an import slot). Each record is a step's: its distribution
+        derived from the logits after its prefix, its claim checked on them, its attention row and KV bytes; its
+        forward_ms is its share of its chunk's pass. On a backend that does not run here (an engine), one step()
+        each. All or nothing: if anything fails, the session is as it was.
+        """
+        if not self.capabilities.runs_locally:
+            for cfg, token, forced in steps:
+                self.step(cfg, force_token=token, forced=forced)
+            return
+        with self._locked():
+            self._require_started()
+            if len(self.ids) + len(steps) > self.max_tokens:
+                raise SessionError("token_limit", limit=self.max_tokens)
+            ends, start = self.eos_ids(), len(self.ids)
+            ids = self.ids + [token for _, token, _ in steps]
+            if any(i in ends for i in ids[start - 1 if self.steps else start : -1]):
+                raise SessionError("text_ended")  # a step after an end-of-text token
+            records: list[StepRecord] = []
+            logits = [self._next_logits]  # the logits after the text so far: the next step's to derive from
+
+            def each(next_logits, row, kv, forward_ms):
+                i = len(records)
+                cfg, token, claim = steps[i]
+                before = ids[: start + i]
+                t0 = time.perf_counter()
+                dist = self._derive(logits[0], before, cfg) if claim is False else None
+                if dist is None or dist.chosen.id != token:  # an honest draw is its own record: one derive, not two
+                    dist = self._derive(logits[0], before, cfg, token)
+                    if claim is not None:
+                        dist = self._claimed(dist, cfg, claim, logits[0], before)
+                sampling_ms = (time.perf_counter() - t0) * 1000
+                logits[0] = next_logits
+                records.append(StepRecord(step=len(self.steps) + i + 1, position=dist.position, distribution=dist,
+                                          attention=row, kv=kv, timings=Timings(forward_ms, sampling_ms),
+                                          text=self.lm.tokens.text(ids[self.prompt_len : start + i + 1])))
+
+            if steps:
+                self.backend.follow(ids, start, each)  # a failure changes nothing
+            walked = [(at, r.token.id, r.distribution.config, r.distribution.forced)
+                      for at, r in enumerate(records, len(self.steps))]
+            for step in walked:  # all checked first: a refusal changes nothing
+                self.branches.check_room(*step)
+            for step in walked:
+                self.branches.stepped(*step)
+            self.ids, self.steps = ids, self.steps + records
+            self._next_logits = logits[0]
+            self._replay = []
+
+    def _claimed(self, dist: Distribution, cfg: SamplingConfig, claim, logits: torch.Tensor,
+                 ids: list[int]) -> Distribution:
+        """The step after `ids` (whose next `logits` these are) as what really chose its token, whatever the caller
+        (a trace, a speculative run) claims.
 
         claim True: forced. A SpecChoice: checked again (model/speculative.reproduce_choice), with the numbers
         recomputed; False: drawn, if the settings and seed draw this token here. A claim they do not reproduce
@@ -370,9 +424,9 @@ class DecodeSession:
             return replace(dist, forced=True)
         if isinstance(claim, SpecChoice):
             from model.serving.speculative import reproduce_choice  # speculative imports what session does not need
-            spec = reproduce_choice(self._next_logits, self.ids, cfg, dist.chosen.id, claim)
+            spec = reproduce_choice(logits, ids, cfg, dist.chosen.id, claim)
             return replace(dist, forced=spec is None, speculative=spec, marked_forced=spec is None)
-        drawn = self.preview(cfg).chosen.id == dist.chosen.id
+        drawn = self._derive(logits, ids, cfg).chosen.id == dist.chosen.id
         return replace(dist, forced=not drawn, marked_forced=not drawn)
 
     # ---- going back ------------------------------------------------------------------------------
@@ -441,8 +495,8 @@ class DecodeSession:
     def add_branch(self, branch_id: int, parent: int | None, fork: int, steps: list[tuple[SamplingConfig, int, bool]]):
         """Keep, as branch `branch_id`, the text that follows `parent`'s first `fork` steps with these (settings,
         token, forced) steps (a replayed trace; None = from the prompt). Its prefix records are the parent's; its
-        own are made by a prefill of the prefix (or the parent's engine answers) and one pass per step, on a session
-        of its own: this one is not touched until the branch is complete."""
+        own are made by a prefill of the prefix (or the parent's engine answers) and follow() of its steps (in
+        chunks), on a session of its own: this one is not touched until the branch is complete."""
         base = self.branch_record(parent) if parent is not None else self._prompt_branch()
         if not 0 <= fork <= base.length or branch_id in self.branches.kept or branch_id == self.branches.current_id:
             raise SessionError("trace_branch_damaged", branch=branch_id)
@@ -451,8 +505,7 @@ class DecodeSession:
         work.ids, work.steps = base.ids[: self.prompt_len + fork], list(base.steps[:fork])
         logits = work.backend.resume(work.ids, None if base.answers is None else base.answers[: fork + 1])
         work._next_logits = self._prefill_logits if fork == 0 else logits[-1].clone()
-        for config, token, forced in steps:
-            work.step(config, force_token=token, forced=forced)
+        work.follow(steps)
         with self._locked():
             self.branches.kept[branch_id] = replace(work._as_branch(), id=branch_id, parent=parent, fork=fork)
 

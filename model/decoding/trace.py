@@ -31,10 +31,11 @@ FORMAT = "token-by-token/trace"
 VERSION = 2
 READS = (1, 2)  # the versions parse_trace accepts
 MAX_TRACE_BYTES = 5_000_000
-# Forward passes one trace may ask for, every text of its tree together (a step is one pass; the current text once
-# more when it is played back): one full-length text (511 steps after a 1-token prompt) and as much again in
-# branches. At ~0.17 s a pass on this machine's 2 cores that is about 3 minutes of one import slot; 16 full-length
-# texts (8,176 passes, ~23 minutes) are refused before the first.
+# Steps one trace may hold, every text of its tree together: one full-length text (511 steps after a 1-token prompt)
+# and as much again in branches. A replay runs each text through the model once, in chunks (DecodeSession.follow), so
+# the largest valid trace is at most 16 texts x 512 tokens, about 80 passes of at most 128 tokens (it was a pass per
+# step: 1,024 and the branches' prefills, about 212 s of one import slot here); 16 full-length texts (8,176 steps)
+# are still refused before the first pass.
 MAX_TRACE_STEPS = 1024
 
 
@@ -245,7 +246,11 @@ def marked_steps(session: DecodeSession) -> list[int]:
 
 
 def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
-    """Re-run a trace on this session's model, step by step; returns the number of steps replayed.
+    """Re-run a trace on this session's model; returns the number of steps replayed.
+
+    Each text of its tree is run through the model once, in chunks of PREFILL_CHUNK tokens (its prompt by start(),
+    a branch's prefix by a prefill, the steps by DecodeSession.follow), not a pass per step: the largest valid
+    trace (MAX_TRACE_STEPS over 16 texts) is about 100 passes instead of 1,024 and more (issue 32 item 10).
 
     A step whose claimed draw (or speculative choice) does not reproduce is taken as forced (marked_forced).
 
@@ -256,8 +261,7 @@ def replay(session: DecodeSession, trace, rewind: bool = False) -> int:
     tree = parse_branches(trace, steps, session)  # so are its branches
     fresh = session.sibling()  # an engine's session replays on the engine
     fresh.start(prompt, chat)
-    for config, token, forced in steps + tree.tail:
-        fresh.step(config, force_token=token, forced=forced)
+    fresh.follow(steps + tree.tail)  # each text's tokens in chunks, not a pass per step (DecodeSession.follow)
     if tree.tail:
         fresh.back(len(tree.tail))  # the cut steps wait as the pending continuation, as they did
     fresh.branches.place(tree.id, tree.parent, tree.fork)
