@@ -27,6 +27,9 @@ STEP_ROOM = 120  # of those, places only steps may take (Start, Next token, ...)
 WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
 WAITING_PER_ADDRESS = 240  # events of one address waiting at once: a class of 80, three each
 SLOW_PER_ADDRESS = 16  # slow events of one kind from one address, waiting or running (a fifth of a class at once)
+# A whole-text run (lane `runs`: the lens, beams, the race, self-consistency, ...) holds one of the lane's two places
+# for seconds: one address's runs are bounded tighter, so another address's run waits behind at most six of them.
+SLOW_PER_ADDRESS_OF = {"runs": 6}
 STEP_LANES = ("model", "play", "ahead")  # a step and what the page asks with it (ui/events.py LANES)
 SLOW_LANES = ("runs", "measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
 
@@ -91,7 +94,7 @@ def share_refused(queue, fn, session_hash, client, lang) -> str | None:
         if any(e.session_hash == session_hash for e in kind):
             return said("queue_slow_busy", lang)
         ours_of_kind = sum(1 for e in kind if address(e.request) == client)
-        if ours_of_kind >= SLOW_PER_ADDRESS:
+        if ours_of_kind >= SLOW_PER_ADDRESS_OF.get(fn.concurrency_id, SLOW_PER_ADDRESS):
             return said("queue_network_slow_busy", lang, n=ours_of_kind)
     return None
 

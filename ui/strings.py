@@ -365,8 +365,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
-    "lens_result": ("{layers} layers × {n} positions in one pass ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
-                    "一次前向计算得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
+    "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
+                    "得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
+    "lens_bounded": ("It reads the last {n} positions, not {asked}: each cell is a softmax over all {vocab} tokens of the vocabulary, and the server bounds that work so the class's steps keep their share.",
+                     "只读取最后 {n} 个位置，而不是 {asked} 个：每个格子都要对词表中全部 {vocab} 个词元做 softmax，服务器限制了这部分计算量，好让全班的步骤照常进行。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (
