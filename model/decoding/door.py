@@ -76,11 +76,7 @@ class ModelDoor:
         try:
             yield
         finally:
-            with self._cond:
-                self._held = False
-                self.steps += 1
-                self._steps_since_turn += 1
-                self._cond.notify_all()
+            self._leave(turn=False)
 
     @contextlib.contextmanager
     def turn(self):
@@ -98,11 +94,19 @@ class ModelDoor:
         try:
             yield
         finally:
-            with self._cond:
-                self._held = False
+            self._leave(turn=True)
+
+    def _leave(self, turn: bool) -> None:
+        """The pass ended (or failed): the door is free, and whoever may go next is woken."""
+        with self._cond:
+            self._held = False
+            if turn:
                 self.turns += 1
                 self._steps_since_turn = 0
-                self._cond.notify_all()
+            else:
+                self.steps += 1
+                self._steps_since_turn += 1
+            self._cond.notify_all()
 
 
 _DOORS: "weakref.WeakKeyDictionary[torch.nn.Module, ModelDoor]" = weakref.WeakKeyDictionary()
