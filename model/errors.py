@@ -305,6 +305,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                        "你的网络刚才加入课堂的次数过多：请在 {seconds} 秒后重试。"),
     "room_not_following": ("You are not in a room: type the teacher's code and press Join.",
                            "你还没有加入课堂：请输入老师的课堂码并按“加入”。"),
+    "room_seat_lapsed": ("Your seat lapsed: this page was not seen for {seconds} s, so your answer was not counted. "
+                         "Keep the Room tab open: it takes your seat back in a moment, then send again.",
+                         "你的座位已失效：这个页面已有 {seconds} 秒没有连接课堂，所以你的回答没有计入。"
+                         "请保持“课堂”标签页打开：它很快会取回你的座位，然后再提交一次。"),
     "room_guess_no_question": ("The teacher is not asking anything right now.", "老师现在没有提问。"),
     "room_guess_revealed": ("The teacher has revealed the answer: look at the chart below.",
                             "老师已揭晓答案：请看下面的图。"),

@@ -445,9 +445,17 @@ PAGE: dict[str, tuple[str, str]] = {
     # ---- consistency view ---- (ui/views/consistency.py)
     "tab_consistency": ("Self-consistency", "自洽投票"),
     "explain_consistency": (
-        "Ask the same question several times with sampling and let the answers vote (self-consistency). The samples continue your text under your sampling settings, sample i with seed + i − 1, all in one batched forward pass per step; the greedy answer (T = 0) is written beside them. The answer rule: the first number in a sample (thousands commas dropped); if there is none, its first line, lower-cased. A small model is often wrong, and so is its vote: watch how the vote moves as N grows and with temperature. Works best with a short question in chat mode, such as “What is 7 + 5?”.",
-        "用采样把同一个问题问好几次，让答案投票（自洽投票）。样本按你的采样设置续写你的文本，第 i 个样本用种子 seed + i − 1，每一步所有样本在一次批量前向计算里完成；旁边是贪心解码（T = 0）的答案。答案规则：样本中的第一个数字（去掉千位逗号）；没有数字时取它的第一行（转为小写）。小模型经常答错，它的投票也会错：看看投票结果如何随 N 和温度变化。最适合对话模式下的简短问题，例如“What is 7 + 5?”。",
+        "Ask the same question several times with sampling and let the answers vote (self-consistency). The samples continue your text under your sampling settings, sample i with seed + i − 1, all in one batched forward pass per step; the greedy answer (T = 0) is written beside them. {rule} A small model is often wrong, and so is its vote: watch how the vote moves as N grows and with temperature. Works best with a short question in chat mode, such as “What is 7 + 5?”.",
+        "用采样把同一个问题问好几次，让答案投票（自洽投票）。样本按你的采样设置续写你的文本，第 i 个样本用种子 seed + i − 1，每一步所有样本在一次批量前向计算里完成；旁边是贪心解码（T = 0）的答案。{rule}小模型经常答错，它的投票也会错：看看投票结果如何随 N 和温度变化。最适合对话模式下的简短问题，例如“What is 7 + 5?”。",
     ),
+    "sc_answer_rule": (
+        "The answer rule: the first number in a sample (every comma removed first, so 1,000 is 1000; its minus sign and decimals kept); if there is none, its first non-empty line, trimmed, lower-cased, without the full stops and exclamation marks that end it (. 。 ! ！), and cut to its first {chars} characters.",
+        "答案规则：样本中的第一个数字（先去掉所有英文逗号，所以 1,000 记作 1000；保留负号和小数）；没有数字时取它的第一个非空行，去掉首尾空白，转为小写，去掉结尾的句号和感叹号（. 。 ! ！），并只保留前 {chars} 个字符。",
+    ),
+    "sc_texts_head": ("What each sample wrote, and the answer it votes for", "每个样本写了什么，以及它投给哪个答案"),
+    "sc_text_greedy": ("★ greedy (T = 0)", "★ 贪心（T = 0）"),
+    "sc_text_sample": ("sample {k} (seed {seed})", "样本 {k}（种子 {seed}）"),
+    "sc_text_cut": ("… (ran out of tokens)", "……（词元数用完）"),
     "sc_samples": ("Samples N", "样本数 N"),
     "sc_tokens": ("Tokens per answer at most", "每个答案最多的词元数"),
     "btn_sc_run": ("Ask N times and vote", "问 N 次并投票"),
