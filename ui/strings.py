@@ -30,6 +30,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "queue_slow_busy": ("Your previous request of this kind is still running; wait for it to finish.",
                         "你上一个同类请求还在进行，请等它完成。"),
     "no_such_event": ("No such event.", "没有这个事件。"),
+    # a number outside its slider's range (the named_range patch, said by plain_preprocess_data): Gradio's words, named
+    "range_below": ("{name}: Value {value} is less than minimum value {low}.", "{name}：数值 {value} 小于最小值 {low}。"),
+    "range_above": ("{name}: Value {value} is greater than maximum value {high}.", "{name}：数值 {value} 大于最大值 {high}。"),
     "input_count": ("This event takes {expected} inputs; {sent} were sent.", "这个事件需要 {expected} 个输入，收到 {sent} 个。"),
     "not_uploaded": ("That file was not uploaded here: choose it with the Import button.",
                      "这个文件不是上传到这里的：请用“导入”按钮选择它。"),

@@ -22,6 +22,7 @@ on the wall and `renew` closes the room and opens it under a new code, every fol
 """
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import threading
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from model.classroom.quiz import NoToken
 from model.decoding.records import PrefillRecord, StepRecord
 from model.errors import SessionError
+from model.parse import valid_text
 from model.words import LANGS
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, none read as another (no I/1, O/0)
@@ -249,14 +251,15 @@ class Rooms:
     def join(self, follower: str, code, address: str | None = None) -> str:
         """Follow the room of `code` (typed by a student: case and spaces forgiven) from a page at `address`; a
         refusal naming why not. The page's ticks (state) keep the seat."""
-        code = normal_code(code)
+        code = normal_code(valid_text(code, "room_code_invalid_text"))
         with self._lock:
             self._expire()
             if code in self._closed:
                 raise closed_refusal(self._closed[code])
             room = self._rooms.get(code)
             if room is None:
-                raise SessionError("room_unknown", code=code or "—")
+                # the code as typed, shown as text: the page renders a refusal as (sanitised) HTML
+                raise SessionError("room_unknown", code=html.escape(code) or "—")
             if room.teacher == follower:
                 raise SessionError("room_own")
             self._take_seat(room, follower, address)

@@ -21,7 +21,7 @@ import torch
 from model.decoding.door import model_pass, prefill
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
-from model.parse import whole_in_range
+from model.parse import valid_text, whole_in_range
 from model.decoding.records import Distribution, SamplingConfig
 from model.decoding.sampling import derive, run_stages
 
@@ -50,7 +50,7 @@ class Constraint:
 
         if self.kind not in KINDS:
             raise SessionError("constrain_kind_unknown", kinds=", ".join(KINDS), value=self.kind)
-        text = self.text if isinstance(self.text, str) else ""
+        text = valid_text(self.text, "constrain_invalid_text") if isinstance(self.text, str) else ""
         if self.kind == "words":
             return without_forcing(LLMatcher.grammar_from_regex(words_regex(allowed_words(text))))
         if not text.strip():

@@ -11,7 +11,7 @@ from model.strategies.consistency import (ANSWER_CHARS, MAX_NEW_TOKENS, MAX_SAMP
                                           self_consistency, temperature_sweep)
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
-from ui.handlers import whole
+from ui.handlers import named_range, whole
 from ui.strings import t
 from viz.consistency import consistency_figure
 from viz.style import format_prob
@@ -82,6 +82,8 @@ class ConsistencyView:
                                          elem_id="tbt-sc-n"), "sc_samples")
             self.tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_TOKENS, step=1, label=t("sc_tokens"),
                                         elem_id="tbt-sc-tokens"), "sc_tokens")
+        named_range(self.samples, "sc_samples")
+        named_range(self.tokens, "sc_tokens")
         with gr.Row():
             self.run_btn = add(gr.Button(t("btn_sc_run"), variant="primary", elem_id="tbt-sc-run"), "btn_sc_run", "value")
             self.sweep_btn = add(gr.Button(t("btn_sc_sweep"), elem_id="tbt-sc-sweep"), "btn_sc_sweep", "value")

@@ -44,7 +44,7 @@ class LensView:
         plot(self.tab)
         add(gr.Markdown(t("explain_lens_limits"), elem_classes="tbt-explain"), "explain_lens_limits", "value")
         self.numbers = gr.JSON(label="logit lens", elem_id="tbt-lens-numbers", elem_classes="tbt-hidden")
-        named_range(self.window)
+        named_range(self.window, "lens_window")
 
     def read(self, request: gr.Request, window, lang):
         """The lens of the user's text: its last `window` positions, every layer."""
