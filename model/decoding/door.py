@@ -160,7 +160,7 @@ def model_pass(model: torch.nn.Module, cores: bool = True):
 class Prefilled:
     """A text run through the model into a cache, in chunks."""
 
-    cache: DynamicCache  # the text's keys and values
+    cache: DynamicCache | None  # the text's keys and values (None: asked for none, and the text was one pass)
     logits: torch.Tensor  # (keep, V): the scores after each of the last `keep` positions
     attentions: list[torch.Tensor] | None  # per layer (1, heads, n, n): every position's row, the future zero
     hidden: list[torch.Tensor] | None  # per hidden state (embeddings, each layer) (n - hidden_from, d)
@@ -177,7 +177,7 @@ def _full_rows(a: torch.Tensor, end: int, n: int) -> torch.Tensor:
 
 @torch.no_grad()
 def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: bool = False,
-            hidden_from: int | None = None, chunk: int = PREFILL_CHUNK) -> Prefilled:
+            hidden_from: int | None = None, chunk: int = PREFILL_CHUNK, cache: bool = True) -> Prefilled:
     """`ids` through `model` into a new cache, `chunk` tokens per pass, each pass a turn at the model's door.
 
     keep: the last positions whose logits are returned (the LM head over every position of a long text is slow,
@@ -185,9 +185,10 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
     pass gives it. hidden_from: every hidden state (output_hidden_states) of the positions from there on.
     A text of at most `chunk` tokens is one pass, exactly as before; a longer one gives the same numbers to
     float rounding (the same keys and values, attended in pieces), as an engine's chunked prefill does.
+    cache=False: no cache is kept where none is needed (a text of one pass, as training runs it).
     """
     n = len(ids)
-    cache = DynamicCache(config=model.config)
+    kv = DynamicCache(config=model.config) if cache or n > chunk else None
     logits, rows, hidden = [], None, None
     ms, passes = 0.0, 0
     for begin in range(0, n, chunk):
@@ -196,7 +197,7 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
         want_hidden = hidden_from is not None and end > hidden_from
         with model_pass(model):
             t0 = time.perf_counter()
-            out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=cache, use_cache=True,
+            out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=kv, use_cache=kv is not None,
                         logits_to_keep=max(want_logits, 1), output_attentions=attentions,
                         output_hidden_states=want_hidden)
             ms += (time.perf_counter() - t0) * 1000
@@ -210,7 +211,7 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
             first = max(hidden_from - begin, 0)
             states = [h[0, first:] for h in out.hidden_states]
             hidden = states if hidden is None else [torch.cat([h, s], 0) for h, s in zip(hidden, states)]
-    return Prefilled(cache, torch.cat(logits, 0), rows, hidden, ms, passes)
+    return Prefilled(kv, torch.cat(logits, 0), rows, hidden, ms, passes)
 
 
 def attention_matrix(rows: list[torch.Tensor]) -> np.ndarray:
