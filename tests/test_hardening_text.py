@@ -228,6 +228,8 @@ RANGES = [
     ("/consistency", lambda v: (v, 8), "sc_samples", 16),
     ("/consistency", lambda v: (4, v), "sc_tokens", 48),
     ("/constrain", lambda v: ("words", "yes\nno", v), "constrain_tokens", 48),
+    ("/speculative", lambda v: (v, 8), "spec_draft_len", 8),
+    ("/speculative", lambda v: (4, v), "spec_new_tokens", 48),
 ]
 
 
