@@ -10,6 +10,10 @@ second page, on a long text of the same model (448 tokens), runs one heavy view 
 window. The target: during any view, the bystander's p95 exceeds the baseline's p95 by at most about one pass
 (the longest pass a view may hold the model for: a chunk of a long prefill, or the Training view's one pass).
 
+`--chunks` measures instead what a chunked prefill costs (in this process, no server): a 448-token text through
+each model in one pass and in chunks of 64, 128 and 256 tokens (each chunk's pass is what a waiting step may
+wait for; their sum against the one pass is what chunking costs the run).
+
 `--root` runs the same benchmark against another checkout's app.py: before and after in one sitting (the machine's
 speed varies 2-3x between days; compare only within one run). Results: bench/results/<name>.json and a table.
 """
@@ -126,6 +130,33 @@ def phase(url: str, model: str, view: str | None, seconds: float) -> dict:
             "others_share": round(others.share, 3)}
 
 
+def chunk_costs(models: list[str], repeats: int = 3) -> list[dict]:
+    """A 448-token prefill of each model in one pass and in chunks: the longest chunk's pass and the total (ms)."""
+    import torch
+
+    from model.decoding.door import prefill
+    from model.decoding.loading import load_model
+
+    rows = []
+    for name in models:
+        lm = load_model(name)
+        ids = (lm.tokenizer(LONG[name])["input_ids"] * 2)[:448]
+        torch.set_num_threads(1)  # a request thread's count outside a pass (WholeText.run); each pass takes both
+        prefill(lm.model, ids, chunk=len(ids))  # warm-up
+        for chunk in (448, 256, 128, 64):
+            totals, longest = [], []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                done = prefill(lm.model, ids, chunk=chunk)
+                totals.append((time.perf_counter() - t0) * 1000)
+                longest.append(done.ms / done.passes)  # the mean pass; chunks are alike but for their last
+            rows.append({"model": name, "chunk": chunk, "passes": done.passes, "total_ms": statistics.median(totals),
+                         "pass_ms": statistics.median(longest)})
+            print(table(["model", "chunk", "passes", "total ms", "pass ms"],
+                        [[name, chunk, done.passes, rows[-1]["total_ms"], rows[-1]["pass_ms"]]]), flush=True)
+    return rows
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="+", default=["smollm2", "gemma3-270m"])
@@ -133,7 +164,14 @@ def main(argv=None) -> None:
     ap.add_argument("--seconds", type=float, default=20.0, help="each window")
     ap.add_argument("--root", help="another checkout's app to measure (default: this one)")
     ap.add_argument("--name", default=f"scheduler_{time.strftime('%Y%m%d')}")
+    ap.add_argument("--chunks", action="store_true", help="what a chunked prefill costs, per chunk size")
     args = ap.parse_args(argv)
+    if args.chunks:
+        with OthersWatch() as others:
+            rows = chunk_costs(args.models)
+        print(f"others took {others.share:.2f} of the machine meanwhile")
+        print("saved", save(args.name.replace("scheduler", "chunks"), {"chunks": rows, "others_share": others.share}))
+        return
     rows, results = [], []
     with AppServer(root=args.root, startup_timeout_s=600) as srv:
         for model in args.models:

@@ -224,6 +224,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "constrain_tokens_range": ("Tokens to generate must be a whole number from {low} to {high}, got {value!r}.",
                                "生成的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "constrain_dead_end": ("The constraint allows no token here.", "约束在这里不允许任何词元。"),
+    "constrain_invalid_text": ("The constraint contains characters that are not valid text (lone surrogates).",
+                               "约束包含无效的文本字符（孤立的代理项）。"),
     # ---- consistency view ---- (model/strategies/consistency.py)
     "consistency_no_prompt": ("Self-consistency needs a question to continue: start with a prompt first.",
                               "自洽投票需要一个可续写的问题：请先输入提示词并开始。"),
@@ -235,6 +237,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
     "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",
                             "这段文本有 {n} 个字符；比较最多接受 {limit} 个。"),
+    "tokenizers_invalid_text": ("The text contains characters that are not valid text (lone surrogates).",
+                                "这段文本包含无效的文本字符（孤立的代理项）。"),
     # ---- class: the class as the sampler, beat the model (model/classroom/class_draws.py, model/classroom/guess_game.py) ----
     "class_draw_bad_u": ("A draw needs a random number from 0 up to (not including) 1, got {value}.",
                          "抽样需要一个从 0 到 1（不含 1）的随机数，收到的是 {value}。"),
@@ -250,6 +254,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                              "要猜的部分有 {n} 个词元；最多 {limit} 个：请选一段更短的文本。"),
     "game_guess_empty": ("Type a guess first.", "请先输入你的猜测。"),
     "game_guess_too_long": ("A guess is at most {limit} characters.", "一次猜测最多 {limit} 个字符。"),
+    "game_invalid_text": ("The game's text contains characters that are not valid text (lone surrogates).",
+                          "游戏文本包含无效的文本字符（孤立的代理项）。"),
+    "game_guess_invalid_text": ("The guess contains characters that are not valid text (lone surrogates).",
+                                "猜测包含无效的文本字符（孤立的代理项）。"),
     "game_over": ("The game is over: every token has been revealed.", "游戏结束了：所有词元都已揭晓。"),
     "game_full": ("This token already has {limit} guesses.", "这个词元已经有 {limit} 个猜测了。"),
     # ---- truth: the work a trace may ask for ---- (model/decoding/trace.py)
@@ -289,9 +297,16 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "lesson_too_long": ("Lesson file, {field}: at most {limit} characters.", "课程文件，{field}：最多 {limit} 个字符。"),
     "lesson_token": ("Lesson file, {field}: must be a token's text of 1 to 40 characters (\" Paris\", with its space).",
                      "课程文件，{field}：必须是 1 到 40 个字符的词元文本（例如 \" Paris\"，带上前面的空格）。"),
+    "lesson_invalid_text": ("Lesson file, {field}: contains characters that are not valid text (lone surrogates).",
+                            "课程文件，{field}：包含无效的文本字符（孤立的代理项）。"),
+    "lesson_guess_invalid_text": ("The guess contains characters that are not valid text (lone surrogates).",
+                                  "猜测包含无效的文本字符（孤立的代理项）。"),
     # ---- rooms: a class follows the teacher (model/classroom/rooms.py) ----
     "room_unknown": ("There is no room with the code {code}: check the code the teacher gave (8 letters and digits).",
                      "没有课堂码为 {code} 的课堂：请核对老师给的课堂码（8 个字母和数字）。"),
+    "room_code_invalid_text": ("The room code contains characters that are not valid text (lone surrogates): type the "
+                               "code the teacher gave (8 letters and digits).",
+                               "课堂码包含无效的文本字符（孤立的代理项）：请输入老师给的课堂码（8 个字母和数字）。"),
     "room_closed": ("This room has closed: the teacher left or closed it.", "这个课堂已关闭：老师已离开或关闭了它。"),
     "room_renewed": ("The teacher gave the room a new code: type the new code from the board.",
                      "老师给课堂换了新的课堂码：请输入黑板上的新课堂码。"),
@@ -305,6 +320,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                        "你的网络刚才加入课堂的次数过多：请在 {seconds} 秒后重试。"),
     "room_not_following": ("You are not in a room: type the teacher's code and press Join.",
                            "你还没有加入课堂：请输入老师的课堂码并按“加入”。"),
+    "room_seat_lapsed": ("Your seat lapsed: this page was not seen for {seconds} s, so your answer was not counted. "
+                         "Keep the Room tab open: it takes your seat back in a moment, then send again.",
+                         "你的座位已失效：这个页面已有 {seconds} 秒没有连接课堂，所以你的回答没有计入。"
+                         "请保持“课堂”标签页打开：它很快会取回你的座位，然后再提交一次。"),
     "room_guess_no_question": ("The teacher is not asking anything right now.", "老师现在没有提问。"),
     "room_guess_revealed": ("The teacher has revealed the answer: look at the chart below.",
                             "老师已揭晓答案：请看下面的图。"),

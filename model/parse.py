@@ -1,9 +1,14 @@
-"""Whole numbers typed on the page or sent by the API (a forced token id, a count, a branch, a layer), read by one
-reader, strictly: ASCII digits only.
+"""What the page or the API sends, read by one reader of each kind: whole numbers (a forced token id, a count, a
+branch, a layer), strictly ASCII digits; and text (a prompt, a constraint, a guess, a code, a lesson file), which
+must be valid text.
 
 str.isdigit() and int() disagree on what a digit is: "²" and "①" pass isdigit() and int() refuses them, while
 int() takes "٣" (an Arabic-Indic three), "1_000" and " 7". Every page input that should be a whole number is read
 by whole_number() instead, to one answer; what is refused, and how, is its caller's (each names the input).
+
+A JSON client can send a lone surrogate ("\\ud800"): Python keeps it in a str, but nothing after can encode it (a
+tokenizer, a log line, Gradio's answer to the page). Every text a page sends is checked by valid_text() before it is
+used or stored, and refused under its caller's key.
 """
 from __future__ import annotations
 
@@ -72,3 +77,16 @@ def a_name(value, limit: int = 200) -> str | None:
     """A name the page sends back (a lesson's id in the browser's saved progress): a str of at most `limit`
     characters, or None for anything else (a list, a number, a 5 MB text), which no table holds."""
     return value if isinstance(value, str) and len(value) <= limit else None
+
+
+def valid_text(value, key: str, refusal: type[SessionError] = SessionError, **params):
+    """`value` as it is, or refusal(key, **params) if it is a str that is not valid text: one holding a lone
+    surrogate (U+D800-U+DFFF), which cannot be encoded as UTF-8, so neither tokenized nor sent back to a page (Gradio
+    fails to serialise the answer, and the answers of every page the text reaches). The one check of the text a page
+    sends; anything that is not a str is passed on unchanged (its type, emptiness and length are the caller's)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise refusal(key, **params) from None
+    return value

@@ -1,11 +1,12 @@
 """The charts of the Constraints and Self-consistency tabs from hand-made records (no model): valid plotly figures,
 the grammar cut drawn as its own fate in both languages, the vote and each sample's log P where they belong."""
+import html
 from dataclasses import replace
 
 import plotly.graph_objects as go
 import pytest
 
-from model.strategies.consistency import ConsistencyRun, Sample
+from model.strategies.consistency import ConsistencyRun, Sample, extract_answer
 from model.decoding.records import SamplingConfig, StageSummary
 from test_viz import make_dist
 from viz.candidates import candidate_figure
@@ -76,3 +77,54 @@ def test_consistency_chart_greedy_answer_no_sample_gave():
     run = replace(run, greedy=Sample(None, [1], "forty", "forty", -2.0, True))
     fig = consistency_figure(run)
     assert "★ forty" in fig.layout.yaxis.ticktext
+
+
+# Each clause of the answer rule the page states, in each language, with cases extract_answer must give: the page's
+# sentence says what the code does, no less (issue 32, item 8: "!" and the 40-character cut were not said).
+RULE_CLAUSES = [
+    ({"en": "the first number", "zh": "第一个数字"}, [("It is 7 or 8", "7"), ("x 12.", "12")]),
+    ({"en": "every comma removed first, so 1,000 is 1000", "zh": "先去掉所有英文逗号，所以 1,000 记作 1000"},
+     [("1,000 apples", "1000"), ("1,2", "12"), ("3，4", "3")]),  # a Chinese comma is not removed
+    ({"en": "minus sign and decimals kept", "zh": "保留负号和小数"}, [("-3.5 degrees", "-3.5")]),
+    ({"en": "its first non-empty line", "zh": "第一个非空行"}, [("\n\n Yes\nNo", "yes")]),
+    ({"en": "trimmed", "zh": "去掉首尾空白"}, [("   maybe  ", "maybe")]),
+    ({"en": "lower-cased", "zh": "转为小写"}, [("PARIS", "paris")]),
+    ({"en": "the full stops and exclamation marks that end it (. 。 ! ！)", "zh": "结尾的句号和感叹号（. 。 ! ！）"},
+     [("Yes.", "yes"), ("Yes!!", "yes"), ("是的。", "是的"), ("是的！", "是的"), ("Yes?", "yes?"), ("No. Yes", "no. yes")]),
+    ({"en": "cut to its first 40 characters", "zh": "只保留前 40 个字符"}, [("a" * 50, "a" * 40), ("b" * 40 + "!", "b" * 40)]),
+]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_pages_answer_rule_is_the_rule_the_vote_applies(lang):
+    from ui.strings import t
+    from ui.views.consistency import explanation
+
+    rule = t("sc_answer_rule", lang, chars=40)
+    assert rule in explanation(lang)  # the tab's explanation states it
+    for clause, cases in RULE_CLAUSES:
+        assert clause[lang] in rule, clause[lang]
+        for text, answer in cases:
+            assert extract_answer(text) == answer, (clause["en"], text)
+
+
+@pytest.mark.parametrize("lang, head", [("en", "What each sample wrote"), ("zh", "每个样本写了什么")])
+def test_each_samples_text_is_shown_beside_its_answer(lang, head):
+    """Under the chart, every row's text and the answer it votes for: also the samples whose answer the chart folds
+    away (more than MAX_ANSWERS answers), and a text that is markup shown as text."""
+    from viz.consistency import MAX_ANSWERS
+    from ui.views.consistency import sample_texts
+
+    texts = [f"It is {k}, surely.\nNext" for k in range(MAX_ANSWERS + 3)] + ["<b>Paris</b>!", "  Lyon"]
+    samples = [Sample(40 + i, [1], text, extract_answer(text), -1.0, i != 2) for i, text in enumerate(texts)]
+    run = ConsistencyRun([1, 2], SamplingConfig(), Sample(None, [1], "Twelve!", "twelve", -0.4, True), samples, 1.0, 3)
+    shown = sample_texts(run, lang)
+    assert head in shown
+    items = shown.split("<li")[1:]
+    assert len(items) == len(samples) + 1 and "Twelve!" in items[0] and "<b class=\"tbt-sc-answer\">twelve</b>" in items[0]
+    for item, s in zip(items[1:], samples):
+        assert f'data-seed="{s.seed}"' in item
+        assert f'<b class="tbt-sc-answer">{html.escape(s.answer)}</b>' in item
+        assert html.escape(s.text.strip().replace("\n", " ↵ ")) in item
+    assert "<b>Paris</b>" not in shown and "&lt;b&gt;Paris&lt;/b&gt;!" in shown
+    assert {"en": "ran out of tokens", "zh": "词元数用完"}[lang] in items[3]  # sample 3 did not end

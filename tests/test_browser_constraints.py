@@ -49,8 +49,12 @@ def test_consistency_tab_votes(page, lang):
     page.locator("#tbt-sc-run").click()
     page.locator("#tbt-sc-summary").get_by_text(words["wrote"]).wait_for(timeout=300_000)
     plot_drawn(page, "tbt-plot-sc")
+    # under the chart, each row's text beside its answer: the greedy row and the N samples (issue 32, item 8)
+    assert page.locator("#tbt-sc-texts li").count() == 1 + int(page.locator("#tbt-sc-n input").first.input_value())
     page.locator("#tbt-sc-summary").scroll_into_view_if_needed()
     artifact(page, f"consistency_{lang}")
     page.locator("#tbt-plot-sc").scroll_into_view_if_needed()
     artifact(page, f"consistency_chart_{lang}")
+    page.locator("#tbt-sc-texts").scroll_into_view_if_needed()
+    artifact(page, f"consistency_texts_{lang}")
     assert not page.problems, page.problems

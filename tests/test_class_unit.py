@@ -140,3 +140,48 @@ def test_the_wall_figures_are_valid_plotly_in_both_languages():
             go.Figure(**spec)  # validated
         assert len(draws_chart([r] * 4, lang)["data"]) == 6  # the last three rounds, two traces each
         assert "&lt;b&gt;" in draws_chart([r], lang)["data"][0]["y"][2]
+
+
+class _Tokens:
+    """What a round's wall asks of the model's tokens: each id's display."""
+
+    def info(self, token_id):
+        return type("Info", (), {"display": f"t{token_id}"})()
+
+
+def test_a_lapsed_seat_neither_draws_nor_guesses_until_its_page_ticks_again():
+    """Issue 32, item 5: a student whose page stopped ticking (the wall counts 0 joined) had a draw and a game's
+    guess counted, so the seats' cap did not bound the voters. Only a seated follower votes; the page's next tick
+    (Rooms.state) seats it again. The rooms' clock is injected: no sleeping."""
+    from model.classroom.class_play import ClassPlay
+    from model.classroom.rooms import Rooms
+
+    now = [0.0]
+    rooms = Rooms(clock=lambda: now[0], follower_stale_s=30.0)
+    play = ClassPlay(rooms)
+    code = rooms.open("teacher", "10.0.0.1")
+    rooms.join("late", code, "10.0.0.2")
+    rooms.join("here", code, "10.0.0.3")
+    play.open_round("teacher", DrawRound.open(LOGITS, [1, 2, 3], SamplingConfig()), _Tokens())
+    toks = [GameToken(1, " Paris", "␣Paris", 0.5, 1.0)]
+    play.start_game("teacher", Game("The capital of France is", [9, 9, 1], 2, toks, ["A", "A Paris"]))
+    now[0] = 31.0  # "late" has not ticked for 31 s; "here" ticks
+    rooms.state("here", "10.0.0.3")
+    assert rooms.wall("teacher") == (code, 1)
+    for vote in (lambda: play.draw("late", 0.5), lambda: play.guess("late", "Paris")):
+        with pytest.raises(SessionError) as err:
+            vote()
+        assert err.value.key == "room_seat_lapsed" and err.value.params == {"seconds": 30}
+    play.draw("here", 0.5)
+    play.guess("here", "Paris")
+    _, rounds, score, game = play.wall("teacher")
+    assert rounds[-1]["n"] == 1 and len(game.guesses[game.at]) == 1  # only the seated student counted
+    rooms.state("late", "10.0.0.2")  # the page came back: its tick takes the seat again
+    play.draw("late", 0.5)
+    play.guess("late", "Paris")
+    _, rounds, _, game = play.wall("teacher")
+    assert rounds[-1]["n"] == 2 and len(game.guesses[game.at]) == 2
+    rooms.close("teacher")
+    with pytest.raises(SessionError) as err:  # a closed room is still told as closed
+        play.draw("late", 0.5)
+    assert err.value.key == "room_closed"

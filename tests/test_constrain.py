@@ -1,6 +1,7 @@
 """Constrained decoding on the real model: the grammar stage against transformers' PrefixConstrainedLogitsProcessor,
 the greedy text against generate(prefix_allowed_tokens_fn=...), the regex masks against the `regex` package's
-partial matching over the whole vocabulary, and the stage a no-op without a constraint."""
+partial matching over the whole vocabulary, every mask where the grammar forces bytes against an acceptor written out,
+and the stage a no-op without a constraint."""
 import math
 
 import pytest
@@ -13,6 +14,7 @@ from model.strategies.constrain import (MAX_NEW_TOKENS, MAX_REGEX_CHARS, MAX_WOR
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.sampling import derive
+from model.decoding.tokens import token_bytes
 
 pytestmark = pytest.mark.model
 
@@ -96,6 +98,55 @@ def test_regex_mask_is_partial_matching_over_the_vocabulary(lm):
         grammar.consume(token)
         text += tok.decode([token])
     assert regex.fullmatch(pattern, text) and grammar.allowed()[eos]
+
+
+def viable_mask(lm, text: bytes, is_viable, complete: bool) -> torch.Tensor:
+    """The hand-written acceptor's mask: token t (not special) is allowed iff is_viable(text + t's bytes); the end
+    of text iff the text is `complete`."""
+    special = set(lm.tokenizer.all_special_ids) | set(lm.tokenizer.added_tokens_decoder)
+    expected = torch.zeros(lm.info.vocab, dtype=torch.bool)
+    for i in range(lm.info.vocab):
+        if i not in special:
+            expected[i] = is_viable(text + token_bytes(lm.tokens.info(i)))
+    expected[lm.tokenizer.eos_token_id] = complete
+    return expected
+
+
+def one_token(lm, piece: str) -> int:
+    (token,) = lm.tokenizer(piece, add_special_tokens=False)["input_ids"]
+    return token
+
+
+def test_the_mask_is_every_viable_token_where_the_grammar_forces_bytes(lm):
+    """Issue 32, item 7: where the grammar forces the next bytes (after " may" in a word list only "be" can follow),
+    llguidance allowed only the first token of their canonical tokenization ("be", not "b"), so the page drew "b"
+    as cut by the grammar. The stage says it removes the tokens that cannot continue a valid text: checked here
+    against an acceptor written out, in forced states and free ones."""
+    words = ["maybe", "blue", "no"]
+    texts = [prefix + w.encode() for w in words for prefix in (b"", b" ")]  # words_regex: an optional space first
+    for path in ([], [" may"], [" may", "b"], [" b"], [" b", "l"], ["no"], ["may"]):
+        grammar, text = Grammar(lm, Constraint("words", "\n".join(words))), b""
+        for piece in path:
+            grammar.consume(one_token(lm, piece))
+            text += piece.encode()
+        expected = viable_mask(lm, text, lambda t: any(w.startswith(t) for w in texts), text in texts)
+        mask = grammar.allowed()
+        assert torch.equal(mask, expected), (path, [lm.tokens.info(i).display
+                                                    for i in (mask != expected).nonzero().flatten().tolist()[:10]])
+    grammar = Grammar(lm, Constraint("words", "\n".join(words)))
+    grammar.consume(one_token(lm, " may"))
+    assert grammar.allowed()[one_token(lm, "b")] and grammar.allowed()[one_token(lm, "be")]
+    # a regular expression's forced bytes: after "12 p" only "ears" can follow
+    pattern = r"[0-9]{1,2} (apples|pears)"
+    grammar = Grammar(lm, Constraint("regex", pattern))
+    for piece in ("1", "2", " p"):
+        grammar.consume(one_token(lm, piece))
+    expected = viable_mask(lm, b"12 p", lambda t: b"12 pears".startswith(t), False)
+    assert torch.equal(grammar.allowed(), expected)
+    # a JSON object's first bytes are forced ('{"colour":"', its keys in order, no whitespace): "{" as well as '{"'
+    grammar = Grammar(lm, Constraint("json", JSON_SCHEMA))
+    expected = viable_mask(lm, b"", lambda t: b'{"colour":"'.startswith(t), False)
+    assert torch.equal(grammar.allowed(), expected) and expected[one_token(lm, "{")] and int(expected.sum()) >= 2
 
 
 def test_no_constraint_is_no_stage(lm):

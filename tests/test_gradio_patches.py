@@ -158,6 +158,7 @@ def refusal(call, *args) -> str:
 
 
 def test_named_range_names_the_setting_in_gradios_range_check():
+    from ui.guard import UnsaidRefusal
     from ui.handlers import named_range
 
     for cls in (gr.Slider, gr.Number):
@@ -166,9 +167,15 @@ def test_named_range_names_the_setting_in_gradios_range_check():
         plain = cls(minimum=0, maximum=2, label="plain")
         gradios = "Value 5 is greater than maximum value 2."
         assert refusal(original, plain, 5) == gradios
-        named = named_range(cls(minimum=0, maximum=2, label="Top-k", elem_id=f"tbt-test-{cls.__name__}"))
+        named = named_range(cls(minimum=0, maximum=2, label="Top-k", elem_id=f"tbt-test-{cls.__name__}"), "top_k")
         assert inspect.signature(cls.preprocess) == inspect.signature(original)  # Gradio reads the type from it
-        assert refusal(named.preprocess, 5) == f"Top-k: {gradios}"
+        with pytest.raises(UnsaidRefusal) as refused:  # said in the event's language by plain_preprocess_data
+            named.preprocess(5)
+        assert refused.value.refusal.text("en") == f"Top-k (0 = off): {gradios}"
+        assert refused.value.refusal.text("zh") == "Top-k（0 = 关闭）：数值 5 大于最大值 2。"
+        with pytest.raises(UnsaidRefusal) as refused:
+            named.preprocess(-1)
+        assert refused.value.refusal.text("en") == "Top-k (0 = off): Value -1 is less than minimum value 0."
         assert refusal(plain.preprocess, 5) == gradios  # not named: Gradio's words
         assert named.preprocess(1) == 1
     # why on the class: an updated component is a new instance of its class, kept for the session

@@ -385,6 +385,71 @@ def test_a_flood_of_fresh_hashes_from_one_address_leaves_another_address_steppin
     assert p95 < max(2.0, 2 * one_pass + 0.5), (latencies, one_pass)
 
 
+# ---- round four, 1-2. the views that run the model beyond a step: slow work, and the class's steps first ---------
+def event_data(demo, api: str, **values) -> tuple[int, list]:
+    """An event's fn_index and a queue/join payload: each input's default value (a State None), some replaced by
+    name (its elem_id's or label's last word, e.g. samples=16 for tbt-sc-n ... given as `values` by position)."""
+    index = next(i for i, fn in demo.fns.items() if fn.api_name == api)
+    data = []
+    for component in demo.fns[index].inputs:
+        value = getattr(component, "value", None)
+        data.append(values.get(getattr(component, "elem_id", None) or "", value))
+    return index, data
+
+
+@pytest.mark.server
+def test_a_flood_of_self_consistency_runs_is_slow_work_and_leaves_another_address_stepping(server, client):
+    """The probe: one address queued 24 self-consistency runs (3 sessions x 8, N = 16), all accepted, and another
+    address's Next token took 14.0 s and 10.1 s instead of 0.15 s. Now a run is slow work (lane `runs`): one per
+    session and six per address wait or run, the rest refused with the reason; and its passes take turns at the
+    model's door after the class's steps, so the other address's p95 stays within about one pass of its baseline."""
+    from ui.guard import SLOW_PER_ADDRESS_OF
+
+    _, url, demo = server
+    start(client, "A student who keeps stepping")
+
+    def steps(n=10):
+        waits = []
+        while len(waits) < n:
+            t0 = time.perf_counter()
+            try:
+                assert step_of(call(client, "/next_token", top_k=20)) >= 1
+            except AppError:  # the model ended the text: begin it again (not counted)
+                start(client, "A student who keeps stepping")
+                continue
+            waits.append(time.perf_counter() - t0)
+        return waits
+
+    base = steps()
+    pages = [Client(url, verbose=False, analytics_enabled=False) for _ in range(8)]
+    for page in pages:
+        start(page, "Question: what is 17 plus 25? Answer:")
+    fn, data = event_data(demo, "consistency", **{"tbt-sc-n": 16, "tbt-sc-tokens": 16})
+    answers = []
+    try:
+        with from_address("127.0.0.2", timeout=60) as flood:
+            for page in pages:
+                for _ in range(3):
+                    answers.append(flood.post(f"{url}gradio_api/queue/join", json={
+                        "data": data, "fn_index": fn, "session_hash": page.session_hash}))
+            during = steps()
+        codes = [a.status_code for a in answers]
+        assert codes.count(200) <= SLOW_PER_ADDRESS_OF["runs"] == 6, Counter(codes)  # all 24 taken before
+        assert codes.count(503) == len(codes) - codes.count(200), Counter(codes)
+        refused = next(a for a in answers if a.status_code == 503)
+        assert "of this kind" in refused.json()["detail"], refused.text
+        p95 = lambda w: sorted(w)[int(0.95 * (len(w) - 1))]  # noqa: E731
+        print(f"bystander p95 {p95(during):.2f} s during the runs, {p95(base):.2f} s before")
+        assert p95(during) < p95(base) + 1.5, (during, base)
+    finally:
+        queue, deadline = demo._queue, time.time() + 180
+        while time.time() < deadline and (any(lane.queue for lane in queue.event_queue_per_concurrency_id.values())
+                                          or any(queue.active_jobs)):
+            time.sleep(0.5)  # the accepted runs end before the next test
+        for page in pages:
+            server[0].store.drop(page.session_hash)
+
+
 @pytest.mark.server
 def test_the_connecting_address_is_what_the_guard_counts(server):
     """request.client.host of a connection from 127.0.0.2 is 127.0.0.2 (what the test above relies on)."""

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from model.errors import SessionError
-from model.inside.lens import LENS_MAX_TOKENS, LENS_WINDOW, logit_lens
+from model.inside.lens import LENS_MAX_CELLS, LENS_MAX_TOKENS, LENS_WINDOW, lens_positions, logit_lens
 from model.decoding.loading import available_models, load_model
 from model.strategies.race import RACE_MAX_STEPS, race
 from model.decoding.records import SamplingConfig
@@ -58,15 +58,15 @@ def _hooked_readings(lm, ids):
         for h in handles:
             h.remove()
     unembed = lm.model.lm_head.weight.float()  # (V, d); SmolLM2 and Gemma tie it to the embeddings
-    readings = [torch.softmax(_rms_norm(inner.norm, h) @ unembed.T, -1) for h in caught]
-    return readings, logits
+    layer_logits = [_rms_norm(inner.norm, h) @ unembed.T for h in caught]
+    return [torch.softmax(x, -1) for x in layer_logits], logits, layer_logits
 
 
 def test_lens_last_layer_is_the_model_output_and_every_layer_matches_hooks(model):
     ids = model.tokenizer(TEXT)["input_ids"][:64]
     lens = logit_lens(model, ids)
-    readings, logits = _hooked_readings(model, ids)
-    n, start = len(ids), max(0, len(ids) - LENS_WINDOW)
+    readings, logits, layer_logits = _hooked_readings(model, ids)
+    n, start = len(ids), max(0, len(ids) - lens_positions(model, LENS_WINDOW))
     assert lens.top_prob.shape == (model.model.config.num_hidden_layers + 1, n - start)
     assert lens.start == start and [t.id for t in lens.tokens] == ids[start:]
     # the last row IS the model's output: the lens's final logits against out.logits, and the final top token
@@ -88,11 +88,26 @@ def test_lens_last_layer_is_the_model_output_and_every_layer_matches_hooks(model
         top2 = probs.topk(2, -1).values
         clear = (top2[:, 0] - top2[:, 1]) > 1e-4
         assert (torch.tensor(lens.top_ids[layer])[clear] == probs.argmax(-1)[clear]).all(), layer
-        ranks = (probs > p[:, None]).sum(1) + 1
+        # the rank on logits: a probability that underflows to 0 in float32 (layer 0 reads far from any token)
+        # would stop counting the tokens above the target (rank 5,375 where it is 48,780 once)
+        x = layer_logits[layer][start:]
+        ranks = (x > x.gather(1, target[:, None])).sum(1) + 1
         assert (abs(torch.tensor(lens.target_rank[layer]) - ranks) <= 1).all(), layer
     assert worst_p < 1e-4, worst_p
     print(f"\n{model.name}: final lens vs logits max |diff| {lens.final_max_abs_diff:.2e}; every layer vs hooks: "
           f"max |p diff| {worst_p:.2e}; {n} tokens, {lens.ms:.0f} ms")
+
+
+def test_the_readings_are_bounded_by_positions_layers_and_vocabulary(model):
+    """positions x (layers + 1) x vocabulary stays within LENS_MAX_CELLS: SmolLM2's whole window, Gemma's 15."""
+    layers = model.model.config.num_hidden_layers + 1
+    shown = lens_positions(model, LENS_WINDOW)
+    assert shown * layers * model.info.vocab <= LENS_MAX_CELLS < (shown + 1) * layers * model.info.vocab or \
+        shown == LENS_WINDOW
+    assert shown == {"smollm2": LENS_WINDOW, "gemma3-270m": 15}[model.name]
+    ids = model.tokenizer(TEXT)["input_ids"][:40]
+    lens = logit_lens(model, ids)
+    assert len(lens.tokens) == min(shown, 40) and lens.asked == LENS_WINDOW
 
 
 def test_lens_a_shorter_window_reads_the_same_cells(lm):

@@ -390,7 +390,7 @@ def test_scripted_followers_without_a_heartbeat_lose_their_seats_and_votes(serve
         time.sleep(0.5)
     assert joined_on_wall(teacher) == 1
     assert class_counts(teacher) == {"␣Paris": 1, "␣the": 0, "␣London": 0, "␣a": 0}
-    with pytest.raises(AppError, match=re.escape(t("room_not_following", "en"))):
+    with pytest.raises(AppError, match=re.escape(t("room_seat_lapsed", "en", seconds=2))):
         script.predict(" London", "en", api_name="/room_guess")  # a lapsed seat has no vote
     script.session_hash = fakes[0]  # a page that comes back (its phone woke) ticks its seat and its vote back
     room_state(script)

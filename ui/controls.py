@@ -101,7 +101,7 @@ class Page:
                                  render=False)
         self.force_btn = gr.Button(t("btn_force"), elem_id=IDS["force"], scale=1, min_width=120, render=False)
         self.layer = named_range(gr.Slider(0, info.layers - 1, 0, step=1, label=t("layer"), elem_id="tbt-layer",
-                                           scale=3, render=False))
+                                           scale=3, render=False), "layer")
         self.head = gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head", scale=1,
                                 render=False)
         # which KV head each query head reads (Attention shows it): the session's model's, drawn by attention_controls
@@ -179,9 +179,9 @@ class Page:
         self.settings = [self.temperature, self.top_k, self.top_p, self.min_p, self.repetition_penalty, self.order,
                          self.seed]
         assert len(self.settings) == len(SETTING_NAMES)
-        for knob in (*self.settings, self.play_steps):
+        for knob, key in zip((*self.settings, self.play_steps), (*SETTING_NAMES, "play_steps")):
             if knob is not self.order:
-                named_range(knob)
+                named_range(knob, key)  # (each setting's label is the key of its name)
 
     def build_text(self):
         self.text = gr.HTML(label="Text", elem_id=CARRIERS["text"])  # the chips, and the status line under them

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from ui import guard
+from ui.strings import Refusal
 
 GRADIO = "6.31.0"  # the Gradio every patch below was written against (requirements.txt pins it)
 ANALYTICS_EVENTS = 200  # events Gradio's queue keeps for its monitoring summary (its default: 10,000)
@@ -176,12 +177,13 @@ def _one_line_refusals(demo: gr.Blocks) -> None:
 
 # --- class: a range check that names its setting (ui/handlers.py named_range) ---
 
-NAMED_RANGES: set[str] = set()  # elem_ids of the sliders and number boxes whose range check names the setting
+NAMED_RANGES: dict[str, str] = {}  # elem_id of a slider or number box whose range check names it -> its label's key
 
 
 def _named_range(cls) -> None:
-    """Wrap cls.preprocess (once) so that its range refusal of a component whose elem_id is in
-    `NAMED_RANGES` starts with the component's label."""
+    """Wrap cls.preprocess (once) so that the range refusal of a component whose elem_id is in `NAMED_RANGES`
+    names it, in the page's language: a keyed refusal (range_below, range_above) that ui/guard.py
+    plain_preprocess_data says in the language of the event's inputs (a preprocess does not know it)."""
     if getattr(cls.preprocess, "names_the_setting", False):
         return
     check = cls.preprocess
@@ -190,10 +192,13 @@ def _named_range(cls) -> None:
     def preprocess(self, payload):
         try:
             return check(self, payload)
-        except gr.Error as err:
-            if self.elem_id not in NAMED_RANGES:
+        except gr.Error:
+            name_key = NAMED_RANGES.get(self.elem_id)
+            if name_key is None:
                 raise
-            raise gr.Error(f"{self.label}: {err.message}", print_exception=False) from None
+            below = self.minimum is not None and payload < self.minimum  # (Gradio's own test, in its order)
+            raise guard.UnsaidRefusal(Refusal("range_below" if below else "range_above", name_key=name_key,
+                                              value=payload, low=self.minimum, high=self.maximum)) from None
 
     preprocess.names_the_setting = True
     cls.preprocess = preprocess
@@ -229,8 +234,9 @@ PATCHES = (
           (("gradio.queueing:Queue.process_events", "24a58a15f71f"),)),
     Patch("named_range", "preprocess of each class given to ui/handlers.py named_range (gr.Slider, gr.Number)",
           "class",
-          "Gradio's range check says only 'Value 5 is greater than maximum value 2.'; for the components named_range "
-          "names, it starts with the setting's label. On the class, not the instance: an update of a component (a "
+          "Gradio's range check says only 'Value 5 is greater than maximum value 2.', in English; for the "
+          "components named_range names, it names the setting, in the page's language (said by plain_preprocess, "
+          "which knows the event's inputs). On the class, not the instance: an update of a component (a "
           "new label in another language, a model's layer count) makes Gradio keep a new instance of its class for "
           "that session (Blocks.postprocess_data, `state[block._id] = block.__class__(**kwargs)`), which an "
           "instance's own wrapper would not reach. (A subclass would do it too, but Gradio writes a .pyi file beside "

@@ -14,7 +14,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
 
-from ui.strings import LANG_INPUT, LANGS, t
+from ui.strings import LANG_INPUT, LANGS, Refusal, t
 
 log = logging.getLogger("token-by-token")
 # The queue's places, and who may take them. One address may be a whole class behind a school's NAT (80 students,
@@ -27,6 +27,11 @@ STEP_ROOM = 120  # of those, places only steps may take (Start, Next token, ...)
 WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
 WAITING_PER_ADDRESS = 240  # events of one address waiting at once: a class of 80, three each
 SLOW_PER_ADDRESS = 16  # slow events of one kind from one address, waiting or running (a fifth of a class at once)
+# A whole-text run (lane `runs`: the lens, beams, the race, self-consistency, ...) holds one of the lane's two places
+# for seconds: one address's runs are bounded tighter, so another address's run waits behind at most six of them.
+# An import of the largest valid trace holds one of the import lane's two places for about 30 s: two per address,
+# so another address's import waits behind about one pair of them, not eight (bench.import_wait --served).
+SLOW_PER_ADDRESS_OF = {"runs": 6, "import": 2}
 STEP_LANES = ("model", "play", "ahead")  # a step and what the page asks with it (ui/events.py LANES)
 SLOW_LANES = ("runs", "measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
 
@@ -49,6 +54,20 @@ def event_lang(block_fn, inputs) -> str | None:
 def said(key: str, lang: str | None, **fmt) -> str:
     """A refusal of the guard's (a key of PAGE) in `lang`; with no language known, in each, English first."""
     return t(key, lang, **fmt) if lang in LANGS else " ".join(t(key, each, **fmt) for each in LANGS)
+
+
+def said_refusal(refusal: Refusal, lang: str | None) -> str:
+    """`refusal` in `lang`; with no language known, in each, English first."""
+    return refusal.text(lang) if lang in LANGS else " ".join(refusal.text(each) for each in LANGS)
+
+
+class UnsaidRefusal(gr.Error):
+    """A refusal raised where the page's language is not known (a component's preprocess, as the named_range
+    patch's range check): plain_preprocess_data says it in the language of the event's inputs."""
+
+    def __init__(self, refusal: Refusal):
+        self.refusal = refusal
+        super().__init__(said_refusal(refusal, None))
 
 
 def fair_push(demo: gr.Blocks, push):
@@ -91,7 +110,7 @@ def share_refused(queue, fn, session_hash, client, lang) -> str | None:
         if any(e.session_hash == session_hash for e in kind):
             return said("queue_slow_busy", lang)
         ours_of_kind = sum(1 for e in kind if address(e.request) == client)
-        if ours_of_kind >= SLOW_PER_ADDRESS:
+        if ours_of_kind >= SLOW_PER_ADDRESS_OF.get(fn.concurrency_id, SLOW_PER_ADDRESS):
             return said("queue_network_slow_busy", lang, n=ours_of_kind)
     return None
 
@@ -113,13 +132,17 @@ def plain_validate_inputs(check):
     return validate_inputs
 
 
-CALL = re.compile(r"^/gradio_api/call/(?:v2/)?([^/]+)/?$")
+# The routes that name an event: the queued call, and the direct ones (run, api) that Gradio answers only for an
+# event outside the queue, which here is one that runs only in the page's script (every server event is queued).
+CALL = re.compile(r"^/gradio_api/(?:call/(?:v2/)?|run/|api/)([^/]+)/?$")
 HEARTBEAT = re.compile(r"^/gradio_api/heartbeat/([^/]+)/?$")
 
 
 class Gate:
-    """In front of Gradio's routes: a call to an event name the API does not have gets 404 (Gradio's own
-    route answers 500 with a traceback in the log), and a page's heartbeat tells the store it is a real page."""
+    """In front of Gradio's routes: a call to an event name the API does not have gets 404, "No such event."
+    (Gradio's own routes answer 500 with a traceback in the log: a made-up name, or /run/predict with a made-up
+    number; and an event that runs only in the page's script is called and fails), and a page's heartbeat tells
+    the store it is a real page."""
 
     def __init__(self, inner, names: set[str], on_heartbeat):
         self.inner, self.names, self.on_heartbeat = inner, names, on_heartbeat
@@ -154,12 +177,15 @@ SERVER_PATH = re.compile(r"(?<![\w.])/(?:[\w.\-]+/)+[\w.\-]*")
 def plain_preprocess_data(preprocess):
     """Blocks' `preprocess_data`, in front of Gradio's `preprocess` (the plain_preprocess patch of
     ui/gradio_patches.py): an input Gradio cannot read answers with a plain message: a file the user did not
-    upload is refused without naming its path on the server, and a value of the wrong type says which input and
-    type it wanted (Gradio's own message), with any server path taken out."""
+    upload is refused without naming its path on the server, a value of the wrong type says which input and
+    type it wanted (Gradio's own message), with any server path taken out, and a refusal raised in a component's
+    preprocess (UnsaidRefusal: a value out of its slider's range) is said in the event's language."""
 
     async def preprocess_data(block_fn, inputs, *args, **kwargs):
         try:
             return await preprocess(block_fn, inputs, *args, **kwargs)
+        except UnsaidRefusal as err:  # (logged once, as every gr.Error, by one_line_process_api)
+            raise gr.Error(said_refusal(err.refusal, event_lang(block_fn, inputs))) from None
         except gr.Error:
             raise
         except InvalidPathError:

@@ -139,12 +139,13 @@ def plainly(name: str, lang: str):
         raise gr.Error(Refusal("bug", kind=type(err).__name__).text(lang), print_exception=False) from None
 
 
-def named_range(component):
-    """Make a slider's or number box's range check name the setting; Gradio's own says only 'Value 5 is
-    greater than maximum value 2.'. The check is wrapped on the component's class, for the elem_ids named here
-    (the named_range patch of ui/gradio_patches.py, which says why on the class)."""
+def named_range(component, name_key: str):
+    """Make a slider's or number box's range check name the setting (`name_key`: its label's key) in the page's
+    language; Gradio's own says only 'Value 5 is greater than maximum value 2.', in English. The check is wrapped
+    on the component's class, for the elem_ids named here (the named_range patch of ui/gradio_patches.py, which
+    says why on the class)."""
     assert component.elem_id, "a named range needs an elem_id (its session copies keep it)"
-    NAMED_RANGES.add(component.elem_id)
+    NAMED_RANGES[component.elem_id] = name_key
     patch_class(type(component))
     return component
 

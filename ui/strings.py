@@ -30,6 +30,9 @@ PAGE: dict[str, tuple[str, str]] = {
     "queue_slow_busy": ("Your previous request of this kind is still running; wait for it to finish.",
                         "你上一个同类请求还在进行，请等它完成。"),
     "no_such_event": ("No such event.", "没有这个事件。"),
+    # a number outside its slider's range (the named_range patch, said by plain_preprocess_data): Gradio's words, named
+    "range_below": ("{name}: Value {value} is less than minimum value {low}.", "{name}：数值 {value} 小于最小值 {low}。"),
+    "range_above": ("{name}: Value {value} is greater than maximum value {high}.", "{name}：数值 {value} 大于最大值 {high}。"),
     "input_count": ("This event takes {expected} inputs; {sent} were sent.", "这个事件需要 {expected} 个输入，收到 {sent} 个。"),
     "not_uploaded": ("That file was not uploaded here: choose it with the Import button.",
                      "这个文件不是上传到这里的：请用“导入”按钮选择它。"),
@@ -365,8 +368,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
-    "lens_result": ("{layers} layers × {n} positions in one pass ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
-                    "一次前向计算得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
+    "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
+                    "得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
+    "lens_bounded": ("It reads the last {n} positions, not {asked}: each cell is a softmax over all {vocab} tokens of the vocabulary, and the server bounds that work so the class's steps keep their share.",
+                     "只读取最后 {n} 个位置，而不是 {asked} 个：每个格子都要对词表中全部 {vocab} 个词元做 softmax，服务器限制了这部分计算量，好让全班的步骤照常进行。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (
@@ -443,9 +448,17 @@ PAGE: dict[str, tuple[str, str]] = {
     # ---- consistency view ---- (ui/views/consistency.py)
     "tab_consistency": ("Self-consistency", "自洽投票"),
     "explain_consistency": (
-        "Ask the same question several times with sampling and let the answers vote (self-consistency). The samples continue your text under your sampling settings, sample i with seed + i − 1, all in one batched forward pass per step; the greedy answer (T = 0) is written beside them. The answer rule: the first number in a sample (thousands commas dropped); if there is none, its first line, lower-cased. A small model is often wrong, and so is its vote: watch how the vote moves as N grows and with temperature. Works best with a short question in chat mode, such as “What is 7 + 5?”.",
-        "用采样把同一个问题问好几次，让答案投票（自洽投票）。样本按你的采样设置续写你的文本，第 i 个样本用种子 seed + i − 1，每一步所有样本在一次批量前向计算里完成；旁边是贪心解码（T = 0）的答案。答案规则：样本中的第一个数字（去掉千位逗号）；没有数字时取它的第一行（转为小写）。小模型经常答错，它的投票也会错：看看投票结果如何随 N 和温度变化。最适合对话模式下的简短问题，例如“What is 7 + 5?”。",
+        "Ask the same question several times with sampling and let the answers vote (self-consistency). The samples continue your text under your sampling settings, sample i with seed + i − 1, all in one batched forward pass per step; the greedy answer (T = 0) is written beside them. {rule} A small model is often wrong, and so is its vote: watch how the vote moves as N grows and with temperature. Works best with a short question in chat mode, such as “What is 7 + 5?”.",
+        "用采样把同一个问题问好几次，让答案投票（自洽投票）。样本按你的采样设置续写你的文本，第 i 个样本用种子 seed + i − 1，每一步所有样本在一次批量前向计算里完成；旁边是贪心解码（T = 0）的答案。{rule}小模型经常答错，它的投票也会错：看看投票结果如何随 N 和温度变化。最适合对话模式下的简短问题，例如“What is 7 + 5?”。",
     ),
+    "sc_answer_rule": (
+        "The answer rule: the first number in a sample (every comma removed first, so 1,000 is 1000; its minus sign and decimals kept); if there is none, its first non-empty line, trimmed, lower-cased, without the full stops and exclamation marks that end it (. 。 ! ！), and cut to its first {chars} characters.",
+        "答案规则：样本中的第一个数字（先去掉所有英文逗号，所以 1,000 记作 1000；保留负号和小数）；没有数字时取它的第一个非空行，去掉首尾空白，转为小写，去掉结尾的句号和感叹号（. 。 ! ！），并只保留前 {chars} 个字符。",
+    ),
+    "sc_texts_head": ("What each sample wrote, and the answer it votes for", "每个样本写了什么，以及它投给哪个答案"),
+    "sc_text_greedy": ("★ greedy (T = 0)", "★ 贪心（T = 0）"),
+    "sc_text_sample": ("sample {k} (seed {seed})", "样本 {k}（种子 {seed}）"),
+    "sc_text_cut": ("… (ran out of tokens)", "……（词元数用完）"),
     "sc_samples": ("Samples N", "样本数 N"),
     "sc_tokens": ("Tokens per answer at most", "每个答案最多的词元数"),
     "btn_sc_run": ("Ask N times and vote", "问 N 次并投票"),

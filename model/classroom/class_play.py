@@ -66,8 +66,14 @@ class ClassPlay:
         return code, play
 
     def _following(self, student: str) -> Play | None:
-        code = self.rooms.code_of(student)  # a refusal when closed or not following (the room's tick says which)
+        """What the student's boxes show: any follower of the room, seated or not (the room's tick says which)."""
+        code = self.rooms.code_of(student)  # a refusal when closed or not following
         return self._plays.get(code)
+
+    def _voting(self, student: str) -> Play | None:
+        """A vote (a draw, a game's guess) counts only from a seated follower: the seats' cap bounds the voters.
+        Refused ('room_seat_lapsed') when the student's page has not ticked lately; its next tick seats it again."""
+        return self._plays.get(self.rooms.seat_of(student))
 
     # ---- the teacher -------------------------------------------------------------------------------------
     def open_round(self, teacher: str, draw_round: DrawRound, tokens) -> None:
@@ -107,7 +113,7 @@ class ClassPlay:
     def draw(self, student: str, u) -> tuple[str, float, float]:
         """The student's token in the current round (display), its u and the round's T; a refusal without one."""
         with self._lock:
-            play = self._following(student)
+            play = self._voting(student)
             if play is None or not play.rounds or play.rounds[-1][0].probs is None:
                 raise SessionError("cp_no_round")
             draw_round, tokens = play.rounds[-1]
@@ -117,7 +123,7 @@ class ClassPlay:
 
     def guess(self, student: str, text) -> str:
         with self._lock:
-            play = self._following(student)
+            play = self._voting(student)
             if play is None or play.game is None:
                 raise SessionError("cp_no_game")
             said = play.game.guess(student, text)

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from model.errors import SessionError
+from model.parse import valid_text
 from model.decoding.loading import LoadedModel
 from model.decoding.session import DecodeSession
 from model.inside.teacher_forcing import teacher_forcing
@@ -33,6 +34,7 @@ def split_text(text) -> tuple[str, str]:
     """(opening, the part to guess) of the teacher's text; SessionError if it is not a short text of both."""
     if not isinstance(text, str) or not text.strip():
         raise SessionError("game_text_empty")
+    valid_text(text, "game_invalid_text")
     if len(text) > MAX_TEXT_CHARS:
         raise SessionError("game_text_too_long", n=len(text), limit=MAX_TEXT_CHARS)
     if "|" in text:
@@ -87,6 +89,7 @@ def matches(guess: str, token_text: str) -> bool:
 def valid_guess(guess) -> str:
     if not isinstance(guess, str) or not guess.strip():
         raise SessionError("game_guess_empty")
+    valid_text(guess, "game_guess_invalid_text")
     if len(guess) > MAX_GUESS_CHARS:
         raise SessionError("game_guess_too_long", limit=MAX_GUESS_CHARS)
     return guess.strip()

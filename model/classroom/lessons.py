@@ -14,6 +14,7 @@ from pathlib import Path
 from model.classroom.quiz import CURRENT_MODEL  # cache_size: the model the page runs
 from model.decoding.kv import DTYPE_BYTES, PRESETS
 from model.errors import SessionError, message
+from model.parse import valid_text
 
 LESSON_DIR = Path(__file__).resolve().parents[2] / "assets" / "lessons"
 MAX_LESSON_BYTES = 64_000  # a lesson file (and the copy of an uploaded one the browser keeps)
@@ -69,6 +70,7 @@ def read_lesson(raw: bytes | str, tabs) -> dict:
 
 def check_lesson(data, tabs: tuple[str, ...]) -> dict:
     """The lesson `data` (parsed JSON) with every field checked, or a LessonError naming the first bad one."""
+    _all_valid_text(data)
     lesson = _object(data, "lesson", LESSON_FIELDS, required=("id", "title", "steps"))
     if lesson.get("format", 1) != 1:
         raise LessonError("lesson_format", field="format", value=repr(lesson["format"]))
@@ -154,6 +156,24 @@ def _predict(data, where: str) -> dict:
                               value=repr(dtype)[:60])
         out.update(model=model, tokens=tokens, dtype=dtype)
     return out
+
+
+def _all_valid_text(data) -> None:
+    """Refuse a file with a lone surrogate anywhere (a JSON escape such as \\ud800), in a name or a value, read or
+    not: its text would reach the room's students and break their pages (issue 32). Checked first, so no other
+    refusal quotes it; iterative, so a file nested as deep as json.loads reads is walked without a RecursionError."""
+    stack = [(data, "lesson")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            valid_text(value, "lesson_invalid_text", LessonError, field=where)
+        elif isinstance(value, dict):
+            for name in value:
+                valid_text(name, "lesson_invalid_text", LessonError, field=where)
+            stack.extend((item, name if where == "lesson" else f"{where}.{name}")
+                         for name, item in reversed(value.items()))  # (reversed: the first in the file is said)
+        elif isinstance(value, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in reversed(list(enumerate(value))))
 
 
 def _object(data, where: str, allowed: set[str], required) -> dict:

@@ -22,6 +22,7 @@ on the wall and `renew` closes the room and opens it under a new code, every fol
 """
 from __future__ import annotations
 
+import html
 import re
 import secrets
 import threading
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 from model.classroom.quiz import NoToken
 from model.decoding.records import PrefillRecord, StepRecord
 from model.errors import SessionError
+from model.parse import valid_text
 from model.words import LANGS
 
 CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # 32 symbols, none read as another (no I/1, O/0)
@@ -249,14 +251,15 @@ class Rooms:
     def join(self, follower: str, code, address: str | None = None) -> str:
         """Follow the room of `code` (typed by a student: case and spaces forgiven) from a page at `address`; a
         refusal naming why not. The page's ticks (state) keep the seat."""
-        code = normal_code(code)
+        code = normal_code(valid_text(code, "room_code_invalid_text"))
         with self._lock:
             self._expire()
             if code in self._closed:
                 raise closed_refusal(self._closed[code])
             room = self._rooms.get(code)
             if room is None:
-                raise SessionError("room_unknown", code=code or "—")
+                # the code as typed, shown as text: the page renders a refusal as (sanitised) HTML
+                raise SessionError("room_unknown", code=html.escape(code) or "—")
             if room.teacher == follower:
                 raise SessionError("room_own")
             self._take_seat(room, follower, address)
@@ -266,11 +269,7 @@ class Rooms:
         """A follower's guess at the teacher's question (a later one replaces it); a refusal when there is no open
         question or `value` is not one of its choices."""
         with self._lock:
-            room = self._rooms.get(self._following.get(follower))
-            if room is not None:
-                self._sweep(room)
-            if room is None or follower not in room.followers:  # (a page away too long ticks its seat back first)
-                raise SessionError("room_not_following")
+            room = self._seated(follower)
             question = room.question
             if question is None:
                 raise SessionError("room_guess_no_question")
@@ -317,6 +316,14 @@ class Rooms:
                 raise closed_refusal(self._closed.get(code, "closed"))
             return code
 
+    def seat_of(self, follower: str) -> str:
+        """The code of the open room where `follower` holds a seat, without a tick (the page's tick is the heartbeat).
+        Every vote asks it (a lesson's guess, a class draw, a game's guess), so only a seated follower votes and the
+        seats' cap bounds the voters. Refused as code_of, and ('room_seat_lapsed') when the follower's page has not
+        ticked for follower_stale_s: its next tick takes the seat back (state), then it may vote again."""
+        with self._lock:
+            return self._seated(follower).code
+
     def split(self, follower: str) -> Split:
         """How the class of `follower`'s room answered, and this follower's own pick (see Split)."""
         with self._lock:
@@ -338,6 +345,19 @@ class Rooms:
         return len(self._rooms)
 
     # ---- inside the lock -----------------------------------------------------------------------------
+    def _seated(self, follower: str) -> Room:
+        """The open room where `follower` holds a seat (see seat_of); a closed room is told, not forgotten."""
+        code = self._following.get(follower)
+        if code is None:
+            raise SessionError("room_not_following")
+        room = self._rooms.get(code)
+        if room is None:
+            raise closed_refusal(self._closed.get(code, "closed"))
+        self._sweep(room)
+        if follower not in room.followers:
+            raise SessionError("room_seat_lapsed", seconds=round(self.follower_stale_s))
+        return room
+
     def _leave(self, follower: str) -> None:
         code = self._following.pop(follower, None)
         if code in self._rooms:

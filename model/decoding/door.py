@@ -76,11 +76,7 @@ class ModelDoor:
         try:
             yield
         finally:
-            with self._cond:
-                self._held = False
-                self.steps += 1
-                self._steps_since_turn += 1
-                self._cond.notify_all()
+            self._leave(turn=False)
 
     @contextlib.contextmanager
     def turn(self):
@@ -98,11 +94,19 @@ class ModelDoor:
         try:
             yield
         finally:
-            with self._cond:
-                self._held = False
+            self._leave(turn=True)
+
+    def _leave(self, turn: bool) -> None:
+        """The pass ended (or failed): the door is free, and whoever may go next is woken."""
+        with self._cond:
+            self._held = False
+            if turn:
                 self.turns += 1
                 self._steps_since_turn = 0
-                self._cond.notify_all()
+            else:
+                self.steps += 1
+                self._steps_since_turn += 1
+            self._cond.notify_all()
 
 
 _DOORS: "weakref.WeakKeyDictionary[torch.nn.Module, ModelDoor]" = weakref.WeakKeyDictionary()
@@ -156,7 +160,7 @@ def model_pass(model: torch.nn.Module, cores: bool = True):
 class Prefilled:
     """A text run through the model into a cache, in chunks."""
 
-    cache: DynamicCache  # the text's keys and values
+    cache: DynamicCache | None  # the text's keys and values (None: asked for none, and the text was one pass)
     logits: torch.Tensor  # (keep, V): the scores after each of the last `keep` positions
     attentions: list[torch.Tensor] | None  # per layer (1, heads, n, n): every position's row, the future zero
     hidden: list[torch.Tensor] | None  # per hidden state (embeddings, each layer) (n - hidden_from, d)
@@ -180,7 +184,7 @@ def chunk_passes(model: torch.nn.Module, ids: list[int], cache: DynamicCache, st
         end = min(begin + chunk, len(ids))
         with model_pass(model):
             t0 = time.perf_counter()
-            out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=cache, use_cache=True,
+            out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=cache, use_cache=cache is not None,
                         **options(begin, end))
             ms = (time.perf_counter() - t0) * 1000
         yield begin, end, out, ms
@@ -188,7 +192,7 @@ def chunk_passes(model: torch.nn.Module, ids: list[int], cache: DynamicCache, st
 
 @torch.no_grad()
 def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: bool = False,
-            hidden_from: int | None = None, chunk: int = PREFILL_CHUNK) -> Prefilled:
+            hidden_from: int | None = None, chunk: int = PREFILL_CHUNK, cache: bool = True) -> Prefilled:
     """`ids` through `model` into a new cache, `chunk` tokens per pass, each pass a turn at the model's door.
 
     keep: the last positions whose logits are returned (the LM head over every position of a long text is slow,
@@ -196,9 +200,10 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
     pass gives it. hidden_from: every hidden state (output_hidden_states) of the positions from there on.
     A text of at most `chunk` tokens is one pass, exactly as before; a longer one gives the same numbers to
     float rounding (the same keys and values, attended in pieces), as an engine's chunked prefill does.
+    cache=False: no cache is kept where none is needed (a text of one pass, as training runs it).
     """
     n = len(ids)
-    cache = DynamicCache(config=model.config)
+    kv = DynamicCache(config=model.config) if cache or n > chunk else None
     logits, rows, hidden = [], None, None
     ms, passes = 0.0, 0
 
@@ -206,7 +211,7 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
         return dict(logits_to_keep=max(_wanted(begin, end, n, keep), 1), output_attentions=attentions,
                     output_hidden_states=hidden_from is not None and end > hidden_from)
 
-    for begin, end, out, pass_ms in chunk_passes(model, ids, cache, 0, chunk, options):
+    for begin, end, out, pass_ms in chunk_passes(model, ids, kv, 0, chunk, options):
         ms += pass_ms
         passes += 1
         want_logits = _wanted(begin, end, n, keep)
@@ -219,7 +224,7 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
             first = max(hidden_from - begin, 0)
             states = [h[0, first:] for h in out.hidden_states]
             hidden = states if hidden is None else [torch.cat([h, s], 0) for h, s in zip(hidden, states)]
-    return Prefilled(cache, torch.cat(logits, 0), rows, hidden, ms, passes)
+    return Prefilled(kv, torch.cat(logits, 0), rows, hidden, ms, passes)
 
 
 def _wanted(begin: int, end: int, n: int, keep: int) -> int:

@@ -20,6 +20,7 @@ from model.decoding.branches import Branch, BranchBook, BranchSummary, branch_by
 from model.decoding.engine_session import EngineBackend, EngineModel
 from model.errors import SessionBusy, SessionError
 from model.decoding.loading import LoadedModel
+from model.parse import valid_text
 from model.decoding.records import Distribution, PrefillRecord, SamplingConfig, SpecChoice, StepRecord, TemperatureSweep, Timings
 from model.decoding.sampling import temperature_sweep
 
@@ -156,10 +157,7 @@ class DecodeSession:
             raise SessionError("prompt_empty")
         if len(prompt) > MAX_PROMPT_CHARS:
             raise SessionError("prompt_too_long", n=len(prompt), limit=MAX_PROMPT_CHARS)
-        try:
-            prompt.encode("utf-8")
-        except UnicodeEncodeError:
-            raise SessionError("prompt_invalid_text") from None
+        valid_text(prompt, "prompt_invalid_text")
         tok = self.lm.tokenizer
         # Every added token marked special is one control token when typed (all_special_tokens lists only the
         # named ones: 3 of SmolLM2's 17, without <file_sep>, <jupyter_code>, <empty_output>, ...).

@@ -22,6 +22,17 @@ from model.decoding.session import MAX_TOKENS
 
 LENS_WINDOW = 48  # positions read (the last ones), as many as the attention view shows
 LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session's own limit
+# The readings' work, positions x (layers + 1) x vocabulary (a softmax over every token of every cell): SmolLM2's
+# whole window (48 x 31 x 49,152 = 73M) fits; Gemma 3 270M's 262,144-token vocabulary allows 15 positions
+# (48 would be 239M: 13 s of one core here, while the class's steps want it too).
+LENS_MAX_CELLS = 75_000_000
+
+
+def lens_positions(lm: LoadedModel, window: int) -> int:
+    """The positions a lens of `window` reads on this model: the window, or fewer if its readings would pass
+    LENS_MAX_CELLS (at least one)."""
+    per_position = (lm.model.config.num_hidden_layers + 1) * lm.info.vocab
+    return max(1, min(window, LENS_MAX_CELLS // per_position))
 
 
 @dataclass
@@ -43,6 +54,7 @@ class LogitLens:
     target_rank: np.ndarray  # (layers + 1, W) int64: the target's rank (1 = top) under each layer's reading
     final_max_abs_diff: float  # the last layer's lens against the model's own logits, max |difference|
     ms: float  # wall time of the passes and the readings (waits at the model's door included)
+    asked: int | None = None  # the positions asked for; more than shown when LENS_MAX_CELLS bounded the readings
 
     @property
     def layers(self) -> int:
@@ -84,7 +96,7 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
     check_lens_text(ids, window)
     model = lm.model
     n = len(ids)
-    start = max(0, n - window)
+    start = max(0, n - lens_positions(lm, window))
     t0 = time.perf_counter()
     done = prefill(model, ids, keep=n - start, hidden_from=start)
     states = done.hidden  # (layers + 1) x (W, d)
@@ -118,4 +130,5 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
         target_rank=torch.stack(target_rank).numpy(),
         final_max_abs_diff=final_diff,
         ms=ms,
+        asked=window,
     )

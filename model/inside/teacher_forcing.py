@@ -46,7 +46,7 @@ def parallel_pass(lm: LoadedModel, ids: list[int], chunk: int = PREFILL_CHUNK) -
     """
     if len(ids) < 2:
         raise SessionError("teacher_too_short", n=len(ids))
-    done = prefill(lm.model, ids, keep=len(ids), chunk=chunk)
+    done = prefill(lm.model, ids, keep=len(ids), chunk=chunk, cache=False)  # as training: no cache kept
     return ParallelPass(done.logits.float(), done.ms, os.cpu_count() or 1)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from model.errors import SessionError
+from model.parse import valid_text
 from model.decoding.kv import formula_bytes, kv_cache_bytes
 from model.decoding.loading import available_models, model_info, resolve
 from model.decoding.records import ModelInfo, TokenInfo
@@ -54,6 +55,7 @@ def compare(text: str, names: list[str] | None = None) -> list[Tokenized]:
     """`text` through every installed packaged model's tokenizer (or `names`'); refused when empty or too long."""
     if not isinstance(text, str) or not text.strip():
         raise SessionError("tokenizers_empty")
+    valid_text(text, "tokenizers_invalid_text")
     if len(text) > MAX_CHARS:
         raise SessionError("tokenizers_too_long", limit=MAX_CHARS, n=len(text))
     return [tokenize(name, text) for name in (names or available_models())]

@@ -1,1 +1,1 @@
-"""Serving a class: every user's session and the admission of new ones, the runner that schedules whole-text work between the class's steps, and what makes serving fast (speculative decoding, paged blocks, measured throughput)."""
+"""Serving a class: every user's session and the one way to open one (with its admission), and what makes serving fast (speculative decoding, paged blocks, measured throughput)."""

@@ -23,14 +23,16 @@ from model.decoding.sampling import draw_u, inverse_cdf, run_stages
 
 MAX_SAMPLES = 16  # rows besides the greedy one: bounds a pass's batch
 MAX_NEW_TOKENS = 48  # tokens per answer: bounds the passes
-ANSWER_CHARS = 40  # an answer longer than this (a first line) is cut, for the vote's labels
+ANSWER_CHARS = 40  # an answer longer than this (a first line) is cut: the vote's labels stay short
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 SWEEP_TEMPERATURES = (0.3, 0.7, 1.0, 1.5)
 
 
 def extract_answer(text: str) -> str:
-    """The answer a vote counts: the first number in the text (thousands commas dropped, so 1,000 is 1000);
-    if there is none, the first non-empty line, trimmed, lower-cased, without a final full stop."""
+    """The answer a vote counts: the first number in the text (an optional minus sign, digits, optional decimals),
+    read after every comma is removed (so 1,000 is 1000, and 1,2 is 12); if there is none, the first non-empty
+    line, trimmed, lower-cased, without the full stops and exclamation marks that end it (. 。 ! ！), cut to its
+    first ANSWER_CHARS characters. The page states the same rule (ui/strings.py, sc_answer_rule)."""
     number = NUMBER.search(text.replace(",", ""))
     if number:
         return number.group()

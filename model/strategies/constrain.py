@@ -21,7 +21,7 @@ import torch
 from model.decoding.door import model_pass, prefill
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
-from model.parse import whole_in_range
+from model.parse import valid_text, whole_in_range
 from model.decoding.records import Distribution, SamplingConfig
 from model.decoding.sampling import derive, run_stages
 
@@ -50,15 +50,15 @@ class Constraint:
 
         if self.kind not in KINDS:
             raise SessionError("constrain_kind_unknown", kinds=", ".join(KINDS), value=self.kind)
-        text = self.text if isinstance(self.text, str) else ""
+        text = valid_text(self.text, "constrain_invalid_text") if isinstance(self.text, str) else ""
         if self.kind == "words":
-            return LLMatcher.grammar_from_regex(words_regex(allowed_words(text)))
+            return without_forcing(LLMatcher.grammar_from_regex(words_regex(allowed_words(text))))
         if not text.strip():
             raise SessionError("constrain_empty")
         if self.kind == "regex":
             if len(text) > MAX_REGEX_CHARS:
                 raise SessionError("constrain_regex_too_long", n=len(text), limit=MAX_REGEX_CHARS)
-            return LLMatcher.grammar_from_regex(text)
+            return without_forcing(LLMatcher.grammar_from_regex(text))
         if len(text) > MAX_SCHEMA_CHARS:
             raise SessionError("constrain_schema_too_long", n=len(text), limit=MAX_SCHEMA_CHARS)
         try:
@@ -68,7 +68,24 @@ class Constraint:
         if not isinstance(schema, dict):
             raise SessionError("constrain_schema_not_object")
         # Compact JSON (no whitespace between items): a small model given room for whitespace fills it with newlines
-        return LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False})
+        return without_forcing(LLMatcher.grammar_from_json_schema(schema, defaults={"whitespace_flexible": False}))
+
+
+NO_FORCING = '%llguidance {"no_forcing": true}\n'
+
+
+def without_forcing(grammar: str) -> str:
+    """`grammar` (llguidance's JSON, one grammar) with every token that can continue a valid text allowed.
+
+    By default, where the grammar forces the next bytes, llguidance allows only the first token of their canonical
+    tokenization: after " may" in a word list only "be", not "b"; at a JSON object's start only '{"', not '{'. The
+    page says the stage removes the tokens that cannot continue a valid text, so the mask is the full viable set:
+    llguidance's no_forcing option, a %llguidance line of a Lark grammar (a JSON schema goes in as %json)."""
+    from llguidance import LLMatcher
+
+    (entry,) = json.loads(grammar)["grammars"]
+    lark = entry.get("lark_grammar") or "start: %json " + json.dumps(entry["json_schema"])
+    return LLMatcher.grammar_from_lark(NO_FORCING + lark)
 
 
 def allowed_words(text: str) -> list[str]:
@@ -118,7 +135,8 @@ class Grammar:
             raise SessionError("constrain_invalid", detail=_first_line(self.matcher.get_error()))
 
     def allowed(self) -> torch.Tensor:
-        """(V,) bool: the tokens that keep the text inside the constraint (the end of text once it is satisfied)."""
+        """(V,) bool: every token whose bytes keep the text inside the constraint, not only the canonical
+        tokenization of bytes the grammar forces (without_forcing); the end of text once it is satisfied."""
         bits = np.frombuffer(self.matcher.compute_bitmask(), dtype=np.uint8)
         mask = np.unpackbits(bits, bitorder="little")[: self.vocab].astype(bool)  # bit i of the mask is token i
         return torch.from_numpy(mask)

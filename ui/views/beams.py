@@ -83,8 +83,8 @@ class BeamsView:
                                          label=t("beams_penalty"), elem_id="tbt-beams-penalty"), "beams_penalty")
             self.tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_TOKENS, step=1, label=t("beams_tokens"),
                                         elem_id="tbt-beams-tokens"), "beams_tokens")
-        for knob in (self.width, self.penalty, self.tokens):
-            named_range(knob)
+        for knob, key in ((self.width, "beams_width"), (self.penalty, "beams_penalty"), (self.tokens, "beams_tokens")):
+            named_range(knob, key)
         with gr.Row():
             self.search_btn = add(gr.Button(t("btn_beams_search"), variant="primary", elem_id="tbt-beams-search"),
                                   "btn_beams_search", "value")

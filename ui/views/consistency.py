@@ -1,13 +1,17 @@
 """Self-consistency: the user's text (a question) answered N times by sampling and once greedily, in one batched
-pass per step; the vote, each sample's log P, and how the vote moves with N (and, on demand, with temperature)."""
+pass per step; the vote, each sample's log P, each sample's text beside its answer, and how the vote moves with N
+(and, on demand, with temperature)."""
 from __future__ import annotations
+
+import html
 
 import gradio as gr
 
-from model.strategies.consistency import MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES, self_consistency, temperature_sweep
+from model.strategies.consistency import (ANSWER_CHARS, MAX_NEW_TOKENS, MAX_SAMPLES, SWEEP_TEMPERATURES,
+                                          self_consistency, temperature_sweep)
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
-from ui.handlers import whole
+from ui.handlers import named_range, whole
 from ui.strings import t
 from viz.consistency import consistency_figure
 from viz.style import format_prob
@@ -31,6 +35,27 @@ def run_sentence(run, lang: str) -> str:
              majority=quote(majority), votes=votes, greedy=quote(run.greedy.answer), agree=agree)
 
 
+def explanation(lang: str) -> str:
+    """The tab's explanation, with the answer rule extract_answer applies (its length limit from the code)."""
+    return t("explain_consistency", lang, rule=t("sc_answer_rule", lang, chars=ANSWER_CHARS))
+
+
+def sample_texts(run, lang: str) -> str:
+    """Every row's text beside the answer it votes for, the greedy row first: a list under the chart, so a student
+    sees why each sample voted as it did without hovering (a phone has no hover, a projector's class none at all)."""
+    rows = [(t("sc_text_greedy", lang), run.greedy)]
+    rows += [(t("sc_text_sample", lang, k=k, seed=s.seed), s) for k, s in enumerate(run.samples, start=1)]
+    items = []
+    for name, s in rows:
+        text = html.escape(s.text.strip().replace("\n", " ↵ ")) or "∅"
+        cut = "" if s.ended else " " + html.escape(t("sc_text_cut", lang))
+        items.append(f'<li data-seed="{"" if s.seed is None else s.seed}">{html.escape(name)}: '
+                     f'<b class="tbt-sc-answer">{html.escape(s.answer) or "∅"}</b> ← '
+                     f'<span class="tbt-sc-text">{text}</span>{cut}</li>')
+    return (f'<div id="tbt-sc-texts-list"><p><b>{html.escape(t("sc_texts_head", lang))}</b></p>'
+            f'<ol>{"".join(items)}</ol></div>')
+
+
 def sweep_lines(runs, lang: str) -> str:
     lines = []
     for run in runs:
@@ -50,17 +75,21 @@ class ConsistencyView:
 
     def build(self, page):
         add = page.labels.add
-        add(gr.Markdown(t("explain_consistency"), elem_classes="tbt-explain"), "explain_consistency", "value")
+        add(gr.Markdown(explanation("en"), elem_classes="tbt-explain"),
+            words=lambda lang: {"value": explanation(lang)})
         with gr.Row():
             self.samples = add(gr.Slider(1, MAX_SAMPLES, DEFAULT_SAMPLES, step=1, label=t("sc_samples"),
                                          elem_id="tbt-sc-n"), "sc_samples")
             self.tokens = add(gr.Slider(1, MAX_NEW_TOKENS, DEFAULT_TOKENS, step=1, label=t("sc_tokens"),
                                         elem_id="tbt-sc-tokens"), "sc_tokens")
+        named_range(self.samples, "sc_samples")
+        named_range(self.tokens, "sc_tokens")
         with gr.Row():
             self.run_btn = add(gr.Button(t("btn_sc_run"), variant="primary", elem_id="tbt-sc-run"), "btn_sc_run", "value")
             self.sweep_btn = add(gr.Button(t("btn_sc_sweep"), elem_id="tbt-sc-sweep"), "btn_sc_sweep", "value")
         self.summary = gr.Markdown(elem_id="tbt-sc-summary")
         self.plot = gr.Plot(label=t("tab_consistency"), elem_id=GRADIO_PLOTS["consistency"], show_label=False)
+        self.texts = gr.HTML("", elem_id="tbt-sc-texts", elem_classes="tbt-explain")
         self.numbers = gr.JSON(label="self-consistency run", elem_id="tbt-sc-numbers", elem_classes="tbt-hidden")
         self.sweep = gr.Markdown(elem_id="tbt-sc-sweep-result")
 
@@ -68,7 +97,8 @@ class ConsistencyView:
         """N samples and the greedy answer to the user's text, voted (the session is not changed)."""
         n, m = whole(samples, "sc_samples"), whole(tokens, "sc_tokens")
         run = self.app.whole_text(request).run(self_consistency, cfg, n, m)
-        return [run_sentence(run, view.lang), consistency_figure(run, view.lang), run_numbers(run)]
+        return [run_sentence(run, view.lang), consistency_figure(run, view.lang), sample_texts(run, view.lang),
+                run_numbers(run)]
 
     def sweep_temperature(self, request, samples, tokens, cfg, view):
         """The same vote at each of SWEEP_TEMPERATURES, the other settings held."""
@@ -81,8 +111,8 @@ class ConsistencyView:
         inputs = [self.samples, self.tokens, *page_in]
         progress = {"show_progress": "full"}
         return [
-            Event(self.run_btn.click, h(self.run, "samples", "tokens"), inputs, [self.summary, self.plot, self.numbers],
-                  "runs", "consistency", progress),
+            Event(self.run_btn.click, h(self.run, "samples", "tokens"), inputs,
+                  [self.summary, self.plot, self.texts, self.numbers], "runs", "consistency", progress),
             Event(self.sweep_btn.click, h(self.sweep_temperature, "samples", "tokens"), inputs, [self.sweep], "measure",
                   "consistency_sweep", progress),
         ]

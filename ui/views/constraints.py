@@ -9,7 +9,7 @@ import gradio as gr
 from model.strategies.constrain import MAX_NEW_TOKENS, Constraint, constrained_decode
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
-from ui.handlers import friendly, whole
+from ui.handlers import friendly, named_range, whole
 from ui.labels import choices
 from ui.strings import Refusal, t
 from viz.candidates import candidate_figure
@@ -68,6 +68,8 @@ class ConstraintsView:
         self.summary = gr.Markdown(elem_id="tbt-constrain-summary")
         self.step = add(gr.Slider(1, MAX_NEW_TOKENS, 1, step=1, label=t("constrain_step"),
                                   elem_id="tbt-constrain-step"), "constrain_step")
+        named_range(self.tokens, "constrain_tokens")
+        named_range(self.step, "constrain_step")
         self.plot = gr.Plot(label=t("tab_constraints"), elem_id=GRADIO_PLOTS["constraints"], show_label=False)
         self.numbers = gr.JSON(label="constrained run", elem_id="tbt-constrain-numbers", elem_classes="tbt-hidden")
 

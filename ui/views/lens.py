@@ -21,7 +21,8 @@ def lens_summary(lens, lang: str) -> dict:
     return {"start": lens.start, "positions": len(lens.tokens), "layers": lens.layers,
             "tokens": [tok.id for tok in lens.tokens], "targets": [tok.id for tok in lens.targets],
             "top_ids": lens.top_ids.tolist(), "top_prob": lens.top_prob.tolist(),
-            "target_prob": lens.target_prob.tolist(), "final_max_abs_diff": lens.final_max_abs_diff, "ms": lens.ms}
+            "target_prob": lens.target_prob.tolist(), "final_max_abs_diff": lens.final_max_abs_diff, "ms": lens.ms,
+            "asked": lens.asked}
 
 
 class LensView:
@@ -43,7 +44,7 @@ class LensView:
         plot(self.tab)
         add(gr.Markdown(t("explain_lens_limits"), elem_classes="tbt-explain"), "explain_lens_limits", "value")
         self.numbers = gr.JSON(label="logit lens", elem_id="tbt-lens-numbers", elem_classes="tbt-hidden")
-        named_range(self.window)
+        named_range(self.window, "lens_window")
 
     def read(self, request: gr.Request, window, lang):
         """The lens of the user's text: its last `window` positions, every layer."""
@@ -52,6 +53,9 @@ class LensView:
         lens = text.run(logit_lens, n)
         said = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
+        if lens.asked and len(lens.tokens) < min(lens.asked, lens.start + len(lens.tokens)):  # the bound on the readings' work
+            said += " " + t("lens_bounded", lang, n=len(lens.tokens), asked=lens.asked,
+                            vocab=f"{text.lm.info.vocab:,}")
         return said, carrier(lens_chart(lens, text.lm.name, lang), self.tab), lens_summary(lens, lang)
 
     def events(self, page):

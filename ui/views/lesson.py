@@ -14,7 +14,7 @@ import gradio as gr
 import plotly.graph_objects as go
 
 import viz
-from model.parse import a_name
+from model.parse import a_name, valid_text
 from model.decoding.records import SETTING_NAMES
 from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
                                      lesson_model, read_lesson, say)
@@ -169,9 +169,8 @@ class LessonView:
             figure, force = gr.skip(), gr.update(choices=[], value=None)  # nothing of the candidates before a guess
         builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
         progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
-        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang))  # if this user has a room
         room = self.app.rooms.room_of(request.session_hash) is not None
-        return {
+        shown = {
             self.lesson: lesson, self.index: index, self.revealed: None, self.progress: progress,
             self.step_md: self._step_text(lesson, index, view.lang),
             self.open_view: self._open_button(step, view.lang, predict is None),
@@ -190,6 +189,9 @@ class LessonView:
             page.text: text, page.figure: figure, page.force: force,
             self.class_plot: gr.update(value=None, visible=False),
         }
+        # the room asked last, once the teacher's answer is made: a step that fails asks the class nothing
+        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang))  # if this user has a room
+        return shown
 
     def commit_guess(self, request, lesson, index, guess, cfg, view):
         """The guess committed: the answer, the step's chart, and the model's probability of the guess."""
@@ -197,7 +199,7 @@ class LessonView:
             raise Refusal("lesson_no_lesson")
         if guess in (None, ""):
             raise Refusal("lesson_guess_first")
-        return self._reveal(request, lesson, index, str(guess), view)
+        return self._reveal(request, lesson, index, valid_text(str(guess), "lesson_guess_invalid_text"), view)
 
     def reveal_step(self, request, lesson, index, cfg, view):
         """The teacher's Reveal: the answer and the step's chart without a guess of their own."""

@@ -58,8 +58,9 @@ class RaceView:
         self.texts = gr.HTML("", elem_id="tbt-race-texts")
         self.plot = gr.Plot(label=t("tab_race"), elem_id=GRADIO_PLOTS["race"], show_label=False)
         self.numbers = gr.JSON(label="sampler race", elem_id="tbt-race-numbers", elem_classes="tbt-hidden")
-        for knob in (self.temperature, self.top_k, self.top_p, self.min_p, self.steps):
-            named_range(knob)
+        for knob, key in ((self.temperature, "temperature"), (self.top_k, "top_k"), (self.top_p, "top_p"),
+                          (self.min_p, "min_p"), (self.steps, "race_steps")):
+            named_range(knob, key)
 
     def run(self, request, temperature, top_k, top_p, min_p, order, steps, cfg, view):
         """Race the page's settings (A) against these (B) from the user's text: same seed, same u at each step."""

@@ -8,7 +8,7 @@ from model.serving.speculative import SPEED_TEXTS, kept_choices, speculative_dec
 from model.errors import SessionError
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
-from ui.handlers import friendly, whole
+from ui.handlers import friendly, whole, named_range
 from ui.strings import Refusal, t
 from viz.speculative import speculative_figure
 from viz.style import format_prob
@@ -78,6 +78,8 @@ class SpeculativeView:
         self.measure_btn = add(gr.Button(t("btn_spec_measure"), elem_id="tbt-spec-measure"), "btn_spec_measure",
                                "value")
         self.speed = gr.Markdown(elem_id="tbt-spec-speed")
+        named_range(self.draft_len, "spec_draft_len")  # out of range: said in the page's language
+        named_range(self.new_tokens, "spec_new_tokens")
 
     # ---- handlers ------------------------------------------------------------------------------------
     def run(self, request, draft_len, new_tokens, cfg, view):
