@@ -99,10 +99,12 @@ def in_process(model: str) -> dict:
             "tokens_through_model": tokens[0], "seconds": round(took, 2), "others_share": round(w.share, 2)}
 
 
-def _post_join(http, url: str, fn_index: int, data: list, session_hash: str):
+def _post_join(http, url: str, fn_index: int, data: list, session_hash: str, refusable: bool = False):
+    """Join the queue; a 503 (the guard's refusal: the address's budget) is returned when `refusable`."""
     r = http.post(f"{url}/gradio_api/queue/join", json={"data": data, "fn_index": fn_index,
                                                         "session_hash": session_hash})
-    r.raise_for_status()
+    if not (refusable and r.status_code == 503):
+        r.raise_for_status()
     return r
 
 
@@ -151,8 +153,10 @@ def served(model: str, queued: int, root: str | None) -> dict:
             fd = _upload(flood, srv.url, big)
             hashes = [f"flood-{i}-{time.time_ns()}" for i in range(queued)]
             t0 = time.perf_counter()
-            for h in hashes:
-                _post_join(flood, srv.url, fn_index, [fd, *defaults], h)
+            taken = [h for h in hashes
+                     if _post_join(flood, srv.url, fn_index, [fd, *defaults], h, refusable=True).status_code == 200]
+            refused = len(hashes) - len(taken)
+            hashes = taken
             done_at = {}
 
             def drain(h):
@@ -175,7 +179,7 @@ def served(model: str, queued: int, root: str | None) -> dict:
         if not ok:
             print(text[-2000:])
         firsts = sorted(done_at.values())
-        results = {"model": model, "queued": queued, "other_import_s": round(other_wait, 1), "other_ok": ok,
+        results = {"model": model, "queued": queued, "refused": refused, "other_import_s": round(other_wait, 1), "other_ok": ok,
                    "flood_first_done_s": round(firsts[0], 1) if firsts else None,
                    "flood_all_done_s": round(firsts[-1], 1) if firsts else None,
                    "others_share": round(w.share, 2), "root": root or "this checkout"}
