@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from model.decoding.door import one_core
-from model.decoding.loading import LoadedModel
+from model.decoding.loading import LoadedModel, available_models
 from model.decoding.records import SamplingConfig, TokenInfo
 from model.decoding.session import DecodeSession
 from model.decoding.tokens import token_bytes
@@ -209,3 +209,12 @@ def continue_text(session: DecodeSession, prompt: str, cfg: SamplingConfig, step
         session.step(cfg)
     return Continuation(session.lm.name, session.prompt_len, [s.token for s in session.steps], session.text,
                         session.logprob_t1(), session.finished, (time.perf_counter() - t0) * 1000)
+
+
+PAIR = ("smollm2", "gemma3-270m")  # the two packaged models, in the order the view shows them
+
+
+def installed_pair() -> tuple[list[str], list[str]]:
+    """(the packaged models installed here, the ones that are not), each in PAIR's order."""
+    here = set(available_models())
+    return [m for m in PAIR if m in here], [m for m in PAIR if m not in here]
