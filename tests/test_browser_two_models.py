@@ -46,7 +46,7 @@ def test_two_models_tab(both_url, new_tab, lang, size):
     plot_drawn(page, "tbt-plot-two_models")
     assert bars(page) == [len(text), len(text)]  # one bar per character, for each model
     assert page.locator("#tbt-two-result .tbt-two-gaps li").count() >= 1
-    page.locator("#tbt-two-result").scroll_into_view_if_needed()
+    page.locator("#tbt-two-text").scroll_into_view_if_needed()  # the text, the table under it
     artifact(page, f"two_models_score_{lang}_{size}")
     page.locator("#tbt-plot-two_models").scroll_into_view_if_needed()
     artifact(page, f"two_models_chart_{lang}_{size}")

@@ -202,22 +202,48 @@ def page(lm, gemma):
     models = ModelRegistry("smollm2", {"smollm2": lm, "gemma3-270m": gemma}, by_language={"zh": "gemma3-270m"})
     app = app_module.App(models, SessionStore(), Rooms())
     demo = app_module.build(app, models.default)
-    return {fn.fn.__name__: fn for fn in demo.fns.values() if fn.fn is not None}
+    return SimpleNamespace(app=app, fns={fn.fn.__name__: fn for fn in demo.fns.values() if fn.fn is not None})
+
+
+def continue_on(page, user: str, text, steps, lang: str, temperature: float = 0.0):
+    """The page's Continue with both for `user`, at the page's default settings but `temperature`."""
+    from tests.served import DEFAULTS
+
+    settings = {**{k: v for k, v in DEFAULTS.items() if k not in ("lang", "layer", "head")}, "temperature": temperature}
+    return page.fns["continue_both"].fn(SimpleNamespace(session_hash=user, client=None), text, steps,
+                                        *settings.values(), lang, "two_models", 0, "mean")
 
 
 @pytest.mark.model
 def test_the_page_scores_and_continues_with_both_in_each_language(page):
-    from tests.served import DEFAULTS
-
     assert installed_pair() == (["smollm2", "gemma3-270m"], [])
     for lang in ("en", "zh"):
-        html, carried, numbers = page["score"].fn(TEXTS["zh"], lang)
+        html, carried, numbers = page.fns["score"].fn(TEXTS["zh"], lang)
         assert [m["model"] for m in numbers["models"]] == ["smollm2", "gemma3-270m"] and "tbt-two" in html
         for m in numbers["models"]:
             assert -LN2 * sum(m["char_bits"]) == pytest.approx(m["logprob"], abs=1e-9)
-        settings = [v for k, v in DEFAULTS.items() if k not in ("lang", "layer", "head")]
-        settings[0] = 0.0  # greedy: the texts are generate's (above)
-        out = page["continue_both"].fn(SimpleNamespace(session_hash=f"two-{lang}", client=None), "The capital of France is",
-                                       4, *settings, lang, "two_models", 0, "mean")
+        assert ("(of “北”)" in html) == (lang == "en") and ("（属于“北”）" in html) == (lang == "zh")
+        out = continue_on(page, f"two-{lang}", "The capital of France is", 4, lang)  # greedy: generate's (above)
         assert out.count('class="tbt-two-side"') == 2
         assert ("same seed" in out) == (lang == "en") and ("同一个种子" in out) == (lang == "zh")
+    assert len(page.app.store) == 0  # each model's continuation ran in a session of its own, not kept
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_bad_input_is_refused_in_the_pages_language(page, lang):
+    import gradio as gr
+
+    lone = "\ud800"
+    cases = [(lambda: page.fns["score"].fn(f"tea {lone} time", lang), "score_invalid_text", {}),
+             (lambda: page.fns["score"].fn("", lang), "score_empty", {}),
+             (lambda: continue_on(page, "bad", "Hello", 0, lang), "two_models_steps_range", dict(value=0, high=48)),
+             (lambda: continue_on(page, "bad", "Hello", 2.5, lang), None, {}),
+             (lambda: continue_on(page, "bad", f"tea {lone}", 2, lang), "prompt_invalid_text", {})]
+    for call, key, params in cases:
+        with pytest.raises(gr.Error) as err:
+            call()
+        said = str(err.value.message)
+        if key:
+            assert said == SessionError(key, **params).text(lang)
+        assert ("Something went wrong" not in said) and (any("\u4e00" <= ch <= "\u9fff" for ch in said) == (lang == "zh"))

@@ -498,9 +498,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "two_col_bpc": ("bits per character", "每字符比特数"),
     "two_scored_all": ("{model} reads its start token {start} first, so every token of the text is predicted and scored.",
                        "{model} 先读入它的起始词元 {start}，所以文本的每个词元都被预测、都计分。"),
-    "two_scored_first": ("{model} adds no start token: its first token {first} has nothing before it to be predicted "
-                         "from, so it is not scored (its characters are drawn faint).",
-                         "{model} 不加起始词元：它的第一个词元 {first} 前面什么都没有，无从预测，所以不计分（它的字符画得较淡）。"),
+    "two_scored_first": ("{model} adds no start token: its first token {first} (of “{chars}”) has nothing before it "
+                         "to be predicted from, so it is not scored (its characters are drawn faint).",
+                         "{model} 不加起始词元：它的第一个词元 {first}（属于“{chars}”）前面什么都没有，无从预测，所以不计分"
+                         "（它的字符画得较淡）。"),
     "two_comparable": ("Perplexity is per token, and the two tokenizers cut the text into different tokens, so it does "
                        "not compare the models; bits per character does, since both read the same characters.",
                        "困惑度是按词元算的，而两个分词器把文本切成不同的词元，所以它不能用来比较两个模型；"

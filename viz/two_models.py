@@ -60,29 +60,41 @@ def two_models_chart(readings, lang: str = "en") -> dict:
 two_models_figure = as_figure(two_models_chart)
 
 
-def _scored_note(reading, lang: str) -> str:
+def chars_of(text: str, b0: int, b1: int) -> str:
+    """The characters of `text` whose UTF-8 bytes overlap bytes [b0, b1)."""
+    out, at = [], 0
+    for ch in text:
+        n = len(ch.encode("utf-8"))
+        if at < b1 and at + n > b0:
+            out.append(ch)
+        at += n
+    return "".join(out)
+
+
+def _scored_note(reading, text: str, lang: str) -> str:
     """What of the text this model scores: everything after its start token, or all but its first token."""
     name = model_name(reading.model)
     if reading.start:
         return t("two_scored_all", lang, model=name, start=reading.start[0].display)
-    first = reading.tokens[0].display if reading.tokens else ""
-    return t("two_scored_first", lang, model=name, first=first)
+    return t("two_scored_first", lang, model=name, first=reading.tokens[0].display,
+             chars=chars_of(text, *reading.spans[0]))
 
 
 def readings_html(readings, missing: list[str], lang: str = "en") -> str:
-    """The numbers per model (tokens scored, log P, perplexity per token, bits per character), what each scores,
-    and the stretches where the two disagree most."""
+    """The numbers per model (bits per character first, the one that compares them; then perplexity per token, log P
+    and tokens scored), what each model scores, and the stretches where the two disagree most."""
     rows = "".join(
         f'<tr data-model="{html.escape(r.model)}"><td><b style="color:{color}">{html.escape(model_name(r.model))}</b>'
-        f"</td><td>{r.scored} / {len(r.tokens)}</td><td>{r.logprob:.2f}</td><td>{r.perplexity:.1f}</td>"
-        f"<td><b>{r.bits_per_char:.2f}</b></td></tr>"
+        f"</td><td><b>{r.bits_per_char:.2f}</b></td><td>{r.perplexity:.1f}</td><td>{r.logprob:.2f}</td>"
+        f"<td>{r.scored} / {len(r.tokens)}</td></tr>"
         for r, color in zip(readings.readings, SIDE_COLORS))
     head = "".join(f"<th>{html.escape(t(k, lang))}</th>"
-                   for k in ("two_col_model", "two_col_tokens", "two_col_logp", "two_col_ppl", "two_col_bpc"))
-    notes = [_scored_note(r, lang) for r in readings.readings] + [t("two_comparable", lang)]
+                   for k in ("two_col_model", "two_col_bpc", "two_col_ppl", "two_col_logp", "two_col_tokens"))
+    notes = [_scored_note(r, readings.text, lang) for r in readings.readings] + [t("two_comparable", lang)]
     notes += [t("two_missing", lang, model=model_name(m), other=model_name(readings.readings[0].model))
               for m in missing]
-    out = [f'<div class="tbt-two" lang="{lang}"><table class="tbt-two-table"><tr>{head}</tr>{rows}</table>',
+    out = [f'<div class="tbt-two" lang="{lang}"><div class="tbt-two-wrap"><table class="tbt-two-table"><tr>{head}</tr>'
+           f"{rows}</table></div>",
            "".join(f"<p>{html.escape(note)}</p>" for note in notes)]
     if readings.disagreements:
         a, b = (model_name(r.model) for r in readings.readings[:2])
@@ -115,6 +127,9 @@ TWO_CSS = """
 .tbt-two-table{border-collapse:collapse;margin:4px 0 8px}
 .tbt-two-table th,.tbt-two-table td{padding:3px 10px;border-bottom:1px solid #ddd;text-align:right}
 .tbt-two-table th:first-child,.tbt-two-table td:first-child{text-align:left}
+.tbt-two-table td{white-space:nowrap}
+.tbt-two-wrap{overflow-x:auto}
+@media (max-width:600px){.tbt-two-table th,.tbt-two-table td{padding:2px 4px;font-size:14px}}
 .tbt-two-gaps{margin:2px 0 6px 1.2em;padding:0}
 .tbt-two-sides{display:flex;flex-wrap:wrap;gap:12px}
 .tbt-two-side{flex:1 1 300px;min-width:0;padding:4px 10px;background:#fafafa}
