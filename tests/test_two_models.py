@@ -247,3 +247,18 @@ def test_bad_input_is_refused_in_the_pages_language(page, lang):
         if key:
             assert said == SessionError(key, **params).text(lang)
         assert ("Something went wrong" not in said) and (any("\u4e00" <= ch <= "\u9fff" for ch in said) == (lang == "zh"))
+
+
+@pytest.mark.model
+def test_with_one_model_installed_the_view_says_so_and_shows_the_other(page, monkeypatch):
+    """Gemma's packages absent (as on a machine that installed SmolLM2 only): one sentence says so, SmolLM2 is shown."""
+    import model.experiments.two_models as two_models
+
+    monkeypatch.setattr(two_models, "available_models", lambda: ["smollm2"])
+    for lang, said in (("en", "Gemma 3 270M is not installed here, so only SmolLM2-135M is shown."),
+                       ("zh", "这里没有安装 Gemma 3 270M，所以只显示 SmolLM2-135M。")):
+        html, carried, numbers = page.fns["score"].fn(TEXTS["en"], lang)
+        assert said in html and [m["model"] for m in numbers["models"]] == ["smollm2"]
+        assert numbers["disagreements"] == [] and carried.count('"type":"bar"') + carried.count('"type": "bar"') == 1
+        out = continue_on(page, "one-model", "The capital of France is", 3, lang)
+        assert said in out and out.count('class="tbt-two-side"') == 1
