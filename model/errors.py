@@ -233,6 +233,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                   "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
                                  "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    # ---- two models on one text (model/experiments/two_models.py) ----
+    "two_models_unaligned": ("{model}'s tokens do not spell this text byte for byte, so they cannot be lined up by "
+                             "character; try another text.",
+                             "{model} 的词元无法逐字节拼出这段文本，因此无法按字符对齐；请换一段文本。"),
+    "two_models_steps_range": ("Tokens to write must be a whole number from 1 to {high}, got {value!r}.",
+                               "要续写的词元数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     # ---- chinese: the tokenizers view ----
     "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
     "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",

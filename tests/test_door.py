@@ -165,6 +165,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.strategies.consistency import self_consistency
     from model.strategies.constrain import Constraint, constrained_decode
     from model.strategies.race import race
+    from model.experiments.two_models import continue_text, read_by_each
 
     door, seen = door_of(lm.model), []
     hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(door.held()))
@@ -175,6 +176,8 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         "lens": lambda: logit_lens(lm, long, 8),
         "teacher forcing": lambda: teacher_forcing(lm, long),
         "race": lambda: race(lm, short, cfg, SamplingConfig(temperature=0), 3, 512),
+        "two models' reading": lambda: read_by_each([lm], lm.tokenizer.decode(long)[:200]),
+        "two models' continuation": lambda: continue_text(DecodeSession(lm), "Hello there", cfg, 2),
         "self-consistency": lambda: self_consistency(lm, long, cfg, 2, 2),
         "beams": lambda: beam_search(lm, short, 2, 1.0, 2),
         "sampled": lambda: sampled_continuation(lm, short, cfg, 2),

@@ -372,6 +372,18 @@ PAGE: dict[str, tuple[str, str]] = {
                     "得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
     "lens_bounded": ("It reads the last {n} positions, not {asked}: each cell is a softmax over all {vocab} tokens of the vocabulary, and the server bounds that work so the class's steps keep their share.",
                      "只读取最后 {n} 个位置，而不是 {asked} 个：每个格子都要对词表中全部 {vocab} 个词元做 softmax，服务器限制了这部分计算量，好让全班的步骤照常进行。"),
+    # ---- two models on one text (ui/views/two_models.py) ----
+    "tab_two_models": ("Two models", "两个模型"),
+    "explain_two_models": (
+        "The same text read by SmolLM2 and Gemma 3 270M. Their tokenizers cut it differently, so their tokens do not line up; characters do. Each token's surprisal (−log₂ of the probability the model gave it) is spread evenly over the bytes it covers, and each character gets the shares of its bytes: the characters add up to the text's log P in each model. Each model reads the text exactly as a raw prompt.",
+        "同一段文本分别由 SmolLM2 和 Gemma 3 270M 来读。它们的分词器切法不同，词元对不齐；字符却能对齐。每个词元的意外度（模型给它的概率取 −log₂）平摊到它覆盖的字节上，每个字符得到它那些字节的份额：在每个模型里，所有字符加起来正好是整段文本的 log P。每个模型都把文本当作直接续写的提示词来读。"),
+    "two_text": ("Text (scored by both, and the prompt both continue)", "文本（两个模型都给它打分，也是两者续写的提示词）"),
+    "btn_two_score": ("Score with both models", "用两个模型打分"),
+    "two_steps": ("Tokens each model writes", "每个模型续写的词元数"),
+    "btn_two_continue": ("Continue with both", "两个模型都续写"),
+    "explain_two_models_limits": (
+        "What it does not show: which model is better in general. One short text says little, and a character's bits depend on how its token was cut (a token's cost is shared out evenly, which is a convention, not something the model computes). Only the sums over a stretch both tokenizers cut at the same places are each model's own numbers.",
+        "它没有显示什么：哪个模型总体上更好。一小段文本说明不了多少；一个字符的比特数取决于它所在的词元怎么切（把一个词元的代价平均分摊是一种约定，不是模型算出来的）。只有在两个分词器切在同样位置的片段上求和，才是每个模型自己的数字。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (

@@ -483,6 +483,41 @@ WORDS: dict[str, tuple[str, str]] = {
     "race_axis_logp": ("log P so far", "累计 log P"),
     "race_axis_step": ("step", "步"),
     "race_axis_entropy": ("entropy (bits)", "熵（比特）"),
+    # ---- two models on one text (viz/two_models.py) ----
+    "two_chart_title": ("Surprisal per character: each token's bits spread over the bytes it covers",
+                        "每个字符的意外度：每个词元的比特数平摊到它覆盖的字节上"),
+    "two_bpc": ("{model} {bpc} bits per character", "{model} 每字符 {bpc} 比特"),
+    "two_axis_char": ("character of the text", "文本中的字符"),
+    "two_axis_bits": ("surprisal (bits)", "意外度（比特）"),
+    "two_hover": ("{char} (character {i}) · {model}: {bits} bits", "{char}（第 {i} 个字符）· {model}：{bits} 比特"),
+    "two_not_scored": ("partly or wholly in the first token, which nothing predicts", "部分或全部落在第一个词元里，没有任何东西预测它"),
+    "two_col_model": ("model", "模型"),
+    "two_col_tokens": ("tokens scored", "计分的词元"),
+    "two_col_logp": ("log P (nats)", "log P（奈特）"),
+    "two_col_ppl": ("perplexity per token", "每词元困惑度"),
+    "two_col_bpc": ("bits per character", "每字符比特数"),
+    "two_scored_all": ("{model} reads its start token {start} first, so every token of the text is predicted and scored.",
+                       "{model} 先读入它的起始词元 {start}，所以文本的每个词元都被预测、都计分。"),
+    "two_scored_first": ("{model} adds no start token: its first token {first} (of “{chars}”) has nothing before it "
+                         "to be predicted from, so it is not scored (its characters are drawn faint).",
+                         "{model} 不加起始词元：它的第一个词元 {first}（属于“{chars}”）前面什么都没有，无从预测，所以不计分"
+                         "（它的字符画得较淡）。"),
+    "two_comparable": ("Perplexity is per token, and the two tokenizers cut the text into different tokens, so it does "
+                       "not compare the models; bits per character does, since both read the same characters.",
+                       "困惑度是按词元算的，而两个分词器把文本切成不同的词元，所以它不能用来比较两个模型；"
+                       "每字符比特数可以，因为两者读的是同样的字符。"),
+    "two_missing": ("{model} is not installed here, so only {other} is shown.", "这里没有安装 {model}，所以只显示 {other}。"),
+    "two_gaps": ("Where they disagree most (stretches that both tokenizers cut at the same places, so each number is "
+                 "the exact sum of that model's own tokens):",
+                 "两者分歧最大的地方（两个分词器在同样位置切开的片段，所以每个数字都是该模型自己词元的精确总和）："),
+    "two_gap_item": ("{a} {bits_a} bits, {b} {bits_b} bits", "{a} {bits_a} 比特，{b} {bits_b} 比特"),
+    "two_cont_summary": ("{n} tokens after a {prompt}-token prompt · log P {logp} at T = 1",
+                         "在 {prompt} 个词元的提示词之后写了 {n} 个词元 · T = 1 时 log P {logp}"),
+    "two_cont_settings": ("Both with the page's settings: {settings}.", "两者都用页面上的设置：{settings}。"),
+    "two_seed_note": ("The same seed is not the same draws: each draw u is mapped onto a different vocabulary, so even "
+                      "a model that agreed on what is likely could pick another token.",
+                      "同一个种子并不意味着同样的抽样：每次抽样的 u 落在不同的词表上，所以即使两个模型对可能性的看法一致，"
+                      "也可能选出不同的词元。"),
     # ---- beams view (viz/beams.py) ----
     "beams_tree_title": ("Beam search, step {step} (B = {width})", "束搜索，第 {step} 步（B = {width}）"),
     "beams_tree_subtitle": ("Each step: the {k} extensions with the highest cumulative log P; the {width} best that did "

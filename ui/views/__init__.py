@@ -34,8 +34,11 @@ from ui.views.speculative import SpeculativeView
 from ui.views.temperature import TemperatureView
 from ui.views.tokenizers import TokenizersView
 from ui.views.training import TrainingView
+from ui.views.two_models import TwoModelsView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
+VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView,  # one step
+         TwoModelsView,  # inside the model, by experiment
+         KVCacheView,  # one step: what the cache keeps
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
