@@ -372,6 +372,27 @@ PAGE: dict[str, tuple[str, str]] = {
                     "得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
     "lens_bounded": ("It reads the last {n} positions, not {asked}: each cell is a softmax over all {vocab} tokens of the vocabulary, and the server bounds that work so the class's steps keep their share.",
                      "只读取最后 {n} 个位置，而不是 {asked} 个：每个格子都要对词表中全部 {vocab} 个词元做 softmax，服务器限制了这部分计算量，好让全班的步骤照常进行。"),
+    # ---- switching a part off (ui/views/ablation.py) ----
+    "tab_ablation": ("Switch off", "关闭部件"),
+    "explain_ablation": (
+        "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's door, and the class's steps never see it.",
+        "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型门口单独运行，全班的步骤不会受影响。"),
+    "explain_ablation_limits": (
+        "What it does not show: one part switched off at a time says what the model loses without it *here*, not what the part \"does\" in general; another part can take over its work (the later layers often compensate), and two parts that each matter little can matter together. The continuation runs your whole text again with the part off, since every cached key and value after that part depends on it.",
+        "它不能说明的：一次只关闭一个部分，只能说明模型在*这里*没有它会失去什么，而不是这个部分一般“做什么”；别的部分可能接替它的工作（后面的层常常会补偿），两个各自影响不大的部分合在一起也可能很重要。续写时会在关闭该部分的情况下重新运行整段文本，因为该部分之后缓存的每个键和值都依赖于它。"),
+    "abl_kind": ("Part to switch off", "要关闭的部分"),
+    "abl_kind_head": ("one head", "一个注意力头"),
+    "abl_kind_attention": ("a layer's attention", "一层的注意力"),
+    "abl_kind_mlp": ("a layer's MLP", "一层的 MLP"),
+    "abl_layer": ("Layer (from 0)", "层（从 0 开始）"),
+    "abl_head": ("Head (for one head)", "注意力头（仅用于单个头）"),
+    "abl_method": ("Replace its output by", "将它的输出替换为"),
+    "abl_by_mean": ("its mean over the text (default)", "它在文本上的均值（默认）"),
+    "abl_by_zero": ("zero", "零"),
+    "abl_steps": ("Tokens to continue", "续写的词元数"),
+    "btn_ablation": ("Switch off and compare", "关闭并比较"),
+    "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's door, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
+                   "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (

@@ -458,6 +458,33 @@ WORDS: dict[str, tuple[str, str]] = {
     "lens_axis_input": ("token at the position", "该位置的词元"),
     "lens_axis_target": ("next token (compared)", "下一个词元（比较对象）"),
     "lens_axis_layer": ("layer (emb = embeddings)", "层（嵌入 = 词嵌入）"),
+    # ---- a part switched off (viz/ablation.py) ----
+    "abl_part_head": ("head {head} of layer {layer}", "第 {layer} 层的第 {head} 个注意力头"),
+    "abl_part_attention": ("the attention of layer {layer}", "第 {layer} 层的注意力"),
+    "abl_part_mlp": ("the MLP of layer {layer}", "第 {layer} 层的 MLP"),
+    "abl_method_mean": ("replaced by its mean over the text", "替换为它在整段文本上的均值"),
+    "abl_method_zero": ("set to zero", "置零"),
+    "abl_title": ("{model} with {part} switched off ({how})", "{model}：关闭{part}（{how}）"),
+    "abl_subtitle": ("The next token at T = 1, over the whole vocabulary · KL(before ‖ after) = {kl} nats · "
+                     "mean over the text's {n} tokens",
+                     "下一个词元在 T = 1 下的概率，覆盖整个词表 · KL(之前 ‖ 之后) = {kl} 奈特 · 均值取自文本的 {n} 个词元"),
+    "abl_before": ("part on (before)", "开启（之前）"),
+    "abl_after": ("part off (after)", "关闭（之后）"),
+    "abl_moved": ("change", "变化"),
+    "abl_axis_prob": ("probability", "概率"),
+    "abl_axis_change": ("change (percentage points)", "变化（百分点）"),
+    "abl_panel_candidates": ("Candidates before and after", "之前与之后的候选词元"),
+    "abl_panel_moved": ("Rose most and fell most", "上升最多与下降最多"),
+    "abl_split": ("The two texts split at step {step}: until then the part made no difference to the token drawn.",
+                  "两段文本在第 {step} 步分叉：在此之前，关闭这一部分没有改变抽到的词元。"),
+    "abl_same": ("The two texts agree for all {n} steps: switching the part off changed no token drawn.",
+                 "两段文本在全部 {n} 步中一致：关闭这一部分没有改变任何抽到的词元。"),
+    "abl_legend": ("Both use the page's settings and seed, so the same u at every step. Banded: written with the part "
+                   "off; coloured from the split on, the first token that differs framed; ■ the text ended.",
+                   "两边都用页面的设置和种子，所以每一步的 u 相同。带条纹底色：关闭该部分后写出的文本；从分叉处起着色，"
+                   "第一个不同的词元加框；■ 表示文本结束。"),
+    "abl_on_label": ("The model as it is:", "原模型："),
+    "abl_off_label": ("With {part} switched off:", "关闭{part}后："),
     # ---- sampler race view (viz/race.py) ----
     "race_penalty": ("penalty {value}", "惩罚 {value}"),
     "race_order_hf": ("Hugging Face order", "Hugging Face 顺序"),

@@ -14,6 +14,7 @@ what no page unloads is bounded like the sessions.
 
 Adding a view: a new module here and one line in VIEWS.
 """
+from ui.views.ablation import AblationView
 from ui.views.attention import AttentionView
 from ui.views.beams import BeamsView
 from ui.views.branches import BranchesView
@@ -35,7 +36,9 @@ from ui.views.temperature import TemperatureView
 from ui.views.tokenizers import TokenizersView
 from ui.views.training import TrainingView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
+VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView,  # one step
+         AblationView,  # inside the model, by experiment
+         KVCacheView,  # one step
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
