@@ -366,6 +366,10 @@ PAGE: dict[str, tuple[str, str]] = {
     "explain_lens_limits": (
         "What it does not show: the layers before the last were never trained to be read this way. A lens shows at which depth the final answer becomes readable through the last layer's unembedding, not what a layer 'thinks' or 'knows'; an early layer can hold the answer in a form this reading cannot see (a tuned lens, trained per layer, reads them better). The first row (emb) is the token embedding read back, which mostly predicts the input token itself.",
         "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
+    "explain_lens_commit": (
+        "**Where each token was decided.** Under the heat map, on its columns: for each token that came next, the first layer from which it stays the lens's top token all the way up. For a generated token, green means the step's own random number u (its settings and seed) would have drawn it already from that layer's reading, orange that the same u would have drawn another token there. A × marks a token the last layer did not rank first: it was sampled, so it never becomes the top token.",
+        "**每个词元在哪里被决定。** 在热图下方、与它同列：对每个接下来的词元，从哪一层起它一直是透镜的首选词元，直到最后一层。对生成的词元，绿色表示该步自己的随机数 u（它的设置和种子）在那一层的读数上就已经会抽到它，橙色表示同一个 u 在那里会抽到别的词元。× 标出最后一层没有把它排在第一的词元：它是抽样得到的，所以从未成为首选。"),
+    "lens_commit_label": ("Where each token was decided", "每个词元在哪里被决定"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
     "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
