@@ -1,6 +1,6 @@
 """Switch part of the model off: one attention head, a layer's whole attention, or a layer's MLP, on one user's text.
 
-Ablation (FACTS.md section 13): the part's output is replaced, and the change in the next-token distribution is
+Ablation (docs/what-it-teaches.md, "Switching a part off"): the part's output is replaced, and the change in the next-token distribution is
 measured. Two replacements:
 
 - mean (the default): the part's output at every position becomes its mean over the text, from a pass with the part
