@@ -94,7 +94,7 @@ def test_commitment_strip_and_commitment_rows():
     for lang in ("en", "zh"):
         fig = commitment_chart(lens, "smollm2", lang)
         bars = {tr["marker"]["color"]: tr for tr in fig["data"] if tr["type"] == "bar"}
-        assert bars["#009E73"]["x"] == [0] and round(bars["#009E73"]["y"][0]) == 1  # green: the step's u draws it
-        assert bars["#E69F00"]["x"] == [2] and round(bars["#E69F00"]["y"][0]) == 0  # orange: it would draw another
+        assert bars["#009E73"]["x"] == [0] and bars["#009E73"]["y"][0] == 1  # green: the step's u draws it
+        assert bars["#E69F00"]["x"] == [2] and bars["#E69F00"]["y"][0] == 0  # orange: it would draw another
         never = next(tr for tr in fig["data"] if tr["type"] == "scatter")
         assert never["x"] == [1]  # the sampled token no layer ranked first; the last column has no next token yet

@@ -37,7 +37,7 @@ def ablation_chart(record, model_name: str = "", lang: str = "en") -> dict:
         {**common, "x": [m.before for m in shown], "name": t("abl_before", lang), "marker": {"color": ON},
          "text": [format_prob(m.before) for m in shown], "hovertemplate": "%{y}: %{text}<extra></extra>"},
         {**common, "x": [m.after for m in shown], "name": t("abl_after", lang),
-         "marker": {"color": OFF, "pattern": {"shape": "/", "fgcolor": "white"}},
+         "marker": {"color": OFF, "pattern": {"shape": "/", "fgcolor": "white", "fillmode": "overlay", "fgopacity": 0.6}},
          "text": [format_prob(m.after) for m in shown], "hovertemplate": "%{y}: %{text}<extra></extra>"},
     ]
     movers = list(reversed(record.fell)) + list(reversed(record.rose))  # the biggest rise at the top, fall at the bottom
@@ -66,10 +66,10 @@ def ablation_chart(record, model_name: str = "", lang: str = "en") -> dict:
         margin={"t": 170},
     )
     # on a phone the two panels stack: candidates above, the movers below
-    narrow_layout(layout, height=max(760, 300 + 42 * len(shown)),
-                  xaxis={"domain": [0, 1]}, yaxis={"domain": [0.42, 1]},
+    narrow_layout(layout, height=max(900, 360 + 48 * len(shown)),
+                  xaxis={"domain": [0, 1]}, yaxis={"domain": [0.5, 1]},
                   xaxis2={"domain": [0, 1]}, yaxis2={"domain": [0, 0.3]},
-                  annotations=[{**panel_title(t("abl_panel_moved", lang), (0, 1), 0.33), "font": {"size": FONT_SIZE}}])
+                  annotations=[{**panel_title(t("abl_panel_moved", lang), (0, 1), 0.34), "font": {"size": FONT_SIZE}}])
     return chart(data, layout)
 
 

@@ -97,13 +97,14 @@ def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
     data = []
     for name in ("drawn", "not_drawn", "prompt"):
         cols = [c for c in range(n) if kind[c] == name and committed[c] >= 0 and lens.target_is_next[c]]
-        data.append({"type": "bar", "x": cols, "y": [committed[c] + 0.0001 for c in cols], "base": -0.5,
-                     "name": t(COMMIT_NAMES[name], lang), "marker": {"color": COMMIT_COLORS[name]},
+        data.append({"type": "bar", "x": cols, "y": [committed[c] for c in cols], "name": t(COMMIT_NAMES[name], lang),
+                     "marker": {"color": COMMIT_COLORS[name]}, "text": [str(committed[c]) for c in cols],
+                     "textposition": "outside", "cliponaxis": False, "textfont": {"size": SMALL_SIZE},
                      "customdata": [t("lens_commit_hover", lang, tok=targets[c], pos=lens.start + c + 1,
                                       layer=committed[c]) for c in cols],
                      "hovertemplate": "%{customdata}<extra></extra>"})
     never = [c for c in range(n) if committed[c] < 0 and lens.target_is_next[c]]
-    data.append({"type": "scatter", "mode": "markers", "x": never, "y": [rows - 1] * len(never),
+    data.append({"type": "scatter", "mode": "markers", "x": never, "y": [rows] * len(never),
                  "name": t("lens_commit_never", lang),
                  "marker": {"symbol": "x", "size": 14, "color": NEVER_COLOR, "line": {"width": 2}},
                  "customdata": [t("lens_commit_never_hover", lang, tok=targets[c], pos=lens.start + c + 1)
@@ -114,7 +115,7 @@ def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
         xaxis={"title": {"text": t("lens_axis_target", lang)}, "tickvals": list(range(0, n, step)),
                "ticktext": targets[::step], "tickangle": -60, "range": [-0.5, n - 0.5],
                "tickfont": {"size": SMALL_SIZE}},
-        yaxis={"title": {"text": t("lens_commit_axis", lang)}, "range": [-0.5, rows - 0.5], "rangemode": "tozero"},
+        yaxis={"title": {"text": t("lens_commit_axis", lang)}, "range": [0, rows + 1.5]},
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}, bargap=0.15,
         margin={"t": 150, "b": 110}, plot_bgcolor="white",
     )

@@ -1,7 +1,7 @@
 """Switch part of the model off: one attention head, a layer's whole attention, or a layer's MLP, on one user's text.
 
-Ablation (docs/what-it-teaches.md, "Switching a part off"): the part's output is replaced, and the change in the next-token distribution is
-measured. Two replacements:
+Ablation (docs/what-it-teaches.md, "Switching a part off"): the part's output is replaced, and the change in the
+next-token distribution is measured. Two replacements:
 
 - mean (the default): the part's output at every position becomes its mean over the text, from a pass with the part
   on. The layers after it still get a vector of the size they were trained on; only what the part says about *this*
