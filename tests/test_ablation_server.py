@@ -17,9 +17,9 @@ def test_switch_off_through_the_api_and_its_refusals(lm):
         said, _figure, texts, numbers = client.predict("mlp", 0, 0, "zero", 3, **DEFAULTS, api_name="/ablation")
         assert "KL" in said and numbers["kl_nats"] > 0.1 and numbers["part"] == {"kind": "mlp", "layer": 0, "head": None}
         assert len(numbers["on"]) == len(numbers["off"]) == 3 and "tbt-abl-off" in texts
-        for leading, lang, words in [(("head", 30, 0, "mean", 3), "en", "from 0 to 29"),
-                                     (("head", 2, 9, "mean", 3), "zh", "0 到 8"),
-                                     (("mlp", 1, 0, "half", 3), "en", "mean or by zero"),
+        for leading, lang, words in [(("head", 30, 0, "mean", 3), "en", "Layer (from 0)"),
+                                     (("head", 2, 9, "mean", 3), "zh", "注意力头"),
+                                     (("mlp", 1, 0, "half", 3), "en", "half"),
                                      (("mlp", 1, 0, "mean", 0), "zh", "续写的词元数")]:
             with pytest.raises(AppError) as err:
                 client.predict(*leading, **{**DEFAULTS, "lang": lang}, api_name="/ablation")
