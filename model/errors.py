@@ -196,6 +196,20 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "race_needs_weights": ("The race runs the model itself on two texts and needs the whole distribution at every step, "
                            "which {model} on an engine does not give here; choose a local model for it.",
                            "比赛要在本机对两段文本运行模型，并需要每一步的完整分布，而推理引擎上的 {model} 在这里给不出；请为它选择一个本地模型。"),
+    # ---- switching a part off (model/experiments/ablation.py) ----
+    "ablation_part_invalid": ("The part to switch off must be a head, a layer's attention or its MLP, got {value!r}.",
+                              "要关闭的部分必须是一个注意力头、一层的注意力或它的 MLP，收到的是 {value!r}。"),
+    "ablation_layer_range": ("The layer must be a whole number from 0 to {high} ({model}), got {value!r}.",
+                             "层必须是 0 到 {high} 之间的整数（{model}），收到的是 {value!r}。"),
+    "ablation_head_range": ("The head must be a whole number from 0 to {high} ({model}), got {value!r}.",
+                            "注意力头必须是 0 到 {high} 之间的整数（{model}），收到的是 {value!r}。"),
+    "ablation_method_invalid": ("Switching off replaces the part's output by its mean or by zero, got {value!r}.",
+                                "关闭时用均值或零替换该部分的输出，收到的是 {value!r}。"),
+    "ablation_steps_range": ("Tokens to continue must be a whole number from 1 to {high}, got {value!r}.",
+                             "续写的词元数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "ablation_needs_weights": ("Switching a part off runs the model's own layers with a hook on one of them, which only "
+                               "the model's weights allow: {model} runs on an engine, so choose a local model for it.",
+                               "关闭某个部分需要在模型的某一层上挂钩子运行，只有模型权重才能做到：{model} 运行在推理引擎上，请选择一个本地模型。"),
     # ---- beams view (model/strategies/beams.py) ----
     "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
                           "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),

@@ -157,6 +157,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.decoding.records import SamplingConfig
     from model.decoding.session import DecodeSession
     from model.decoding.timing import measure_cache_timing
+    from model.experiments.ablation import Part, ablate
     from model.inside.lens import logit_lens
     from model.inside.teacher_forcing import teacher_forcing
     from model.serving.speculative import plain_greedy, speculative_decode
@@ -174,6 +175,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     long = lm.tokenizer(LONG)["input_ids"][:PREFILL_CHUNK + 40]  # a prefill in two chunks
     runs = {
         "lens": lambda: logit_lens(lm, long, 8),
+        "ablation": lambda: ablate(lm, long, Part("head", 2, 1), "mean", cfg, 2, 512),
         "teacher forcing": lambda: teacher_forcing(lm, long),
         "race": lambda: race(lm, short, cfg, SamplingConfig(temperature=0), 3, 512),
         "two models' reading": lambda: read_by_each([lm], lm.tokenizer.decode(long)[:200]),

@@ -366,6 +366,10 @@ PAGE: dict[str, tuple[str, str]] = {
     "explain_lens_limits": (
         "What it does not show: the layers before the last were never trained to be read this way. A lens shows at which depth the final answer becomes readable through the last layer's unembedding, not what a layer 'thinks' or 'knows'; an early layer can hold the answer in a form this reading cannot see (a tuned lens, trained per layer, reads them better). The first row (emb) is the token embedding read back, which mostly predicts the input token itself.",
         "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
+    "explain_lens_commit": (
+        "**Where each token was decided.** Under the heat map, on its columns: for each token that came next, the first layer from which it stays the lens's top token all the way up. For a generated token, green means the step's own random number u (its settings and seed) would have drawn it already from that layer's reading, orange that the same u would have drawn another token there. A × marks a token the last layer did not rank first: it was sampled, so it never becomes the top token.",
+        "**每个词元在哪里被决定。** 在热图下方、与它同列：对每个接下来的词元，从哪一层起它一直是透镜的首选词元，直到最后一层。对生成的词元，绿色表示该步自己的随机数 u（它的设置和种子）在那一层的读数上就已经会抽到它，橙色表示同一个 u 在那里会抽到别的词元。× 标出最后一层没有把它排在第一的词元：它是抽样得到的，所以从未成为首选。"),
+    "lens_commit_label": ("Where each token was decided", "每个词元在哪里被决定"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
     "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
@@ -384,6 +388,27 @@ PAGE: dict[str, tuple[str, str]] = {
     "explain_two_models_limits": (
         "What it does not show: which model is better in general. One short text says little, and a character's bits depend on how its token was cut (a token's cost is shared out evenly, which is a convention, not something the model computes). Only the sums over a stretch both tokenizers cut at the same places are each model's own numbers.",
         "它没有显示什么：哪个模型总体上更好。一小段文本说明不了多少；一个字符的比特数取决于它所在的词元怎么切（把一个词元的代价平均分摊是一种约定，不是模型算出来的）。只有在两个分词器切在同样位置的片段上求和，才是每个模型自己的数字。"),
+    # ---- switching a part off (ui/views/ablation.py) ----
+    "tab_ablation": ("Switch off", "关闭部件"),
+    "explain_ablation": (
+        "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's door, and the class's steps never see it.",
+        "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型门口单独运行，全班的步骤不会受影响。"),
+    "explain_ablation_limits": (
+        "What it does not show: one part switched off at a time says what the model loses without it *here*, not what the part \"does\" in general; another part can take over its work (the later layers often compensate), and two parts that each matter little can matter together. The continuation runs your whole text again with the part off, since every cached key and value after that part depends on it.",
+        "它不能说明的：一次只关闭一个部分，只能说明模型在*这里*没有它会失去什么，而不是这个部分一般“做什么”；别的部分可能接替它的工作（后面的层常常会补偿），两个各自影响不大的部分合在一起也可能很重要。续写时会在关闭该部分的情况下重新运行整段文本，因为该部分之后缓存的每个键和值都依赖于它。"),
+    "abl_kind": ("Part to switch off", "要关闭的部分"),
+    "abl_kind_head": ("one head", "一个注意力头"),
+    "abl_kind_attention": ("a layer's attention", "一层的注意力"),
+    "abl_kind_mlp": ("a layer's MLP", "一层的 MLP"),
+    "abl_layer": ("Layer (from 0)", "层（从 0 开始）"),
+    "abl_head": ("Head (for one head)", "注意力头（仅用于单个头）"),
+    "abl_method": ("Replace its output by", "将它的输出替换为"),
+    "abl_by_mean": ("its mean over the text (default)", "它在文本上的均值（默认）"),
+    "abl_by_zero": ("zero", "零"),
+    "abl_steps": ("Tokens to continue", "续写的词元数"),
+    "btn_ablation": ("Switch off and compare", "关闭并比较"),
+    "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's door, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
+                   "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (

@@ -14,6 +14,7 @@ what no page unloads is bounded like the sessions.
 
 Adding a view: a new module here and one line in VIEWS.
 """
+from ui.views.ablation import AblationView
 from ui.views.attention import AttentionView
 from ui.views.beams import BeamsView
 from ui.views.branches import BranchesView
@@ -36,9 +37,8 @@ from ui.views.tokenizers import TokenizersView
 from ui.views.training import TrainingView
 from ui.views.two_models import TwoModelsView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView,  # one step
-         TwoModelsView,  # inside the model, by experiment
-         KVCacheView,  # one step: what the cache keeps
+VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
+         AblationView, TwoModelsView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
