@@ -61,6 +61,12 @@ class PatchingGrid:
     def layers(self) -> int:
         return self.patched_prob.shape[0]
 
+    def strongest(self) -> tuple[int, int, float]:
+        """(layer, position, effect) of the cell that restores the most."""
+        effect = self.effect
+        layer, position = np.unravel_index(int(np.argmax(effect)), effect.shape)
+        return int(layer), int(position), float(effect[layer, position])
+
 
 def encode_pair(lm: LoadedModel, clean_text: str, corrupted_text: str) -> tuple[list[int], list[int]]:
     """Both prompts as the model sees them (raw, as a prompt is tokenized: DecodeSession.encode_prompt), refused
