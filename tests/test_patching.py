@@ -114,7 +114,7 @@ def test_a_cell_of_the_grid_is_the_formula_on_a_pass_run_by_hand(model):
     assert np.abs(grid.effect[0, same]).max() < 1e-4
     assert grid.effect[0, differ] > 0.05  # the word that differs carries the answer at the start
     print(f"{model.name}: answer {grid.answer.display} clean {grid.clean_prob:.3f} corrupted {grid.corrupted_prob:.3f}"
-          f", effect at ({differ}, embeddings) {grid.effect[0, differ]:.2f}, max {grid.effect.max():.2f}")
+          f", effect at (layer 0, position {differ}) {grid.effect[0, differ]:.2f}, max {grid.effect.max():.2f}")
 
 
 def test_prompts_of_different_lengths_are_refused_in_both_languages(lm):
