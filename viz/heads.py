@@ -13,6 +13,7 @@ from viz.style import (ATTENTION_SCALE, INK, SMALL_SIZE, axis_ids, base_layout, 
 
 KINDS = ("previous", "induction", "sink")
 KIND_KEYS = {"previous": "heads_previous", "induction": "heads_induction", "sink": "heads_sink"}
+PHONE_GAP_PX = 100  # between panels stacked on a phone: the axis title of one, the panel title of the next
 
 
 def heads_chart(scores, model_name: str = "", lang: str = "en") -> dict:
@@ -22,7 +23,7 @@ def heads_chart(scores, model_name: str = "", lang: str = "en") -> dict:
     spans = domains([1.0] * len(KINDS), 0.05)
     data, annotations, layout_axes, narrow_axes = [], [], {}, {}
     panel_px = 60 + 16 * layers  # a panel's height on a phone
-    rows = stacked([panel_px] * len(KINDS), [70] * (len(KINDS) - 1))
+    rows = stacked([panel_px] * len(KINDS), [PHONE_GAP_PX] * (len(KINDS) - 1))
     for k, kind in enumerate(KINDS, start=1):
         x_ref, y_ref = axis_ids(k)
         z = np.asarray(scores.kinds[kind], dtype=float)
@@ -53,5 +54,5 @@ def heads_chart(scores, model_name: str = "", lang: str = "en") -> dict:
                          subtitle=t("heads_subtitle", lang, n=scores.length), height=max(480, 220 + 16 * layers),
                          annotations=annotations, margin={"t": 150, "b": 70}, plot_bgcolor="white", **layout_axes)
     narrow = [panel_title(t(KIND_KEYS[kind], lang), (0, 1), rows[k][1]) for k, kind in enumerate(KINDS)]
-    narrow_layout(layout, height=len(KINDS) * (panel_px + 70) + 150, annotations=narrow, **narrow_axes)
+    narrow_layout(layout, height=len(KINDS) * (panel_px + PHONE_GAP_PX) + 150, annotations=narrow, **narrow_axes)
     return chart(data, layout)

@@ -12,7 +12,6 @@ from viz.style import SMALL_SIZE, base_layout, chart, format_prob, narrow_layout
 
 # Diverging, white at 0: blue where the patch restores the answer, vermillion where it pushes it further away
 EFFECT_SCALE = [[0.0, "#A33F00"], [0.25, "#E69F00"], [0.5, "#FFFFFF"], [0.75, "#56B4E9"], [1.0, "#0B4F8A"]]
-CELL_TEXT_FROM = 0.2  # a cell names its effect from this size on (the rest stay blank: the picture reads faster)
 
 
 def position_label(clean: str, corrupted: str) -> str:
@@ -23,7 +22,7 @@ def position_label(clean: str, corrupted: str) -> str:
 def patching_chart(grid, model_name: str = "", lang: str = "en") -> dict:
     """Heatmap of grid.effect: row = the layer whose input is patched (0 = the embeddings), column = position;
     colour = (P_patched - P_corrupted) / (P_clean - P_corrupted) of the answer, clipped to [-1, 1] for the colour
-    (the hover and the cell text give the value)."""
+    (the hover gives the value)."""
     effect = np.asarray(grid.effect, dtype=float)  # (layers, n)
     rows, n = effect.shape
     ticks = [position_label(a.display, b.display) for a, b in zip(grid.clean, grid.corrupted)]
@@ -31,11 +30,11 @@ def patching_chart(grid, model_name: str = "", lang: str = "en") -> dict:
     template = t("patch_hover", lang)
     hover = [[template.format(layer=r, pos=c, tok=ticks[c], answer=answer, p=format_prob(grid.patched_prob[r, c]),
                               effect=f"{effect[r, c]:+.2f}") for c in range(n)] for r in range(rows)]
-    text = [[f"{v:.1f}" if abs(v) >= CELL_TEXT_FROM else "" for v in row] for row in effect]
     heat = {"type": "heatmap", "z": effect, "zmin": -1, "zmax": 1, "colorscale": EFFECT_SCALE, "name": "patching",
             "colorbar": {"title": {"text": t("patch_colour", lang)}, "thickness": 16, "tickvals": [-1, 0, 1]},
-            "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "xgap": 1, "ygap": 1,
-            "text": text, "texttemplate": "%{text}", "textfont": {"size": SMALL_SIZE - 2}}
+            "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "xgap": 1, "ygap": 1}
+    # no text in the cells: a phone keeps only the columns whose texts fit (assets/js/charts.js cellTexts), and here
+    # the first columns (the word that differs) matter as much as the last; the hover and the sentence above say it
     layout = base_layout(
         t("patch_title", lang, model=model_name, answer=answer, layers=rows, n=n), lang,
         subtitle=t("patch_subtitle", lang, answer=answer, clean=format_prob(grid.clean_prob),
