@@ -207,6 +207,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
                             "prompt's most likely next token (a leading space counts: ' Paris').",
                             "答案必须是一个词元；{answer!r} 有 {n} 个词元。留空则使用提示词 1 最可能的下一个词元"
                             "（开头的空格也算：' Paris'）。"),
+    "patch_answer_invalid_text": ("The answer contains characters that are not valid text (lone surrogates).",
+                                  "答案包含无效的文本字符（孤立的代理项）。"),
     "patch_no_gap": ("The two prompts give {answer} nearly the same probability ({a} and {b}): there is nothing for a "
                      "patch to restore. Pick another answer, or change the word that differs.",
                      "两个提示词给 {answer} 的概率几乎相同（{a} 和 {b}）：修补没有什么可以恢复的。请换一个答案，或换掉不同的那个词。"),

@@ -130,9 +130,11 @@ def test_prompts_of_different_lengths_are_refused_in_both_languages(lm):
 def test_an_answer_of_several_tokens_is_refused_and_one_token_is_taken(lm):
     assert answer_id(lm, "") is None
     assert lm.tokens.info(answer_id(lm, " Paris")).display == "␣Paris"
-    with pytest.raises(SessionError) as err:
-        answer_id(lm, " Parisian suburbs")
-    assert err.value.key == "patch_answer_tokens"
+    for answer, key in ((" Parisian suburbs", "patch_answer_tokens"), (" Paris" * 20_000, "patch_answer_tokens"),
+                        (" Par\ud800is", "patch_answer_invalid_text"), (7, "patch_answer_tokens")):
+        with pytest.raises(SessionError) as err:
+            answer_id(lm, answer)
+        assert err.value.key == key and len(err.value.text("zh")) < 300
 
 
 def test_an_answer_both_prompts_give_the_same_probability_is_refused(lm):
