@@ -34,6 +34,9 @@ def test_patching_refuses_unequal_prompts_then_draws_its_grid(new_tab, url, lang
     page.get_by_role("button", name=w["run_p"], exact=True).click()
     page.wait_for_function("() => (document.querySelector('#tbt-patch-result')?.innerText || '').length > 20",
                            timeout=600_000)
+    # (on a machine shared with a class, the grid's drawing itself has taken over a minute)
+    page.wait_for_function("() => (document.getElementById('tbt-fig-patching')?.data || []).length > 0",
+                           timeout=300_000)
     plot_drawn(page, "tbt-plot-patching")
     assert heatmap_rows(page, "tbt-fig-patching") == 30  # SmolLM2: the input of each of its 30 layers
     page.locator("#tbt-plot-patching").scroll_into_view_if_needed()
