@@ -158,6 +158,8 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.decoding.session import DecodeSession
     from model.decoding.timing import measure_cache_timing
     from model.experiments.ablation import Part, ablate
+    from model.experiments.heads import head_scores
+    from model.experiments.patching import encode_pair, patching_grid
     from model.inside.lens import logit_lens
     from model.inside.teacher_forcing import teacher_forcing
     from model.serving.speculative import plain_greedy, speculative_decode
@@ -188,6 +190,8 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         "plain greedy": lambda: plain_greedy(lm, short, 2),
         "cache timing": lambda: measure_cache_timing(lm, long, [2, 40], repeats=1, budget_s=0.1),
         "throughput": lambda: measure_throughput(lm, sizes=(1, 2), repeats=1, context_tokens=16, prefill_tokens=16),
+        "patching": lambda: patching_grid(lm, *encode_pair(lm, "The cat sat", "The dog sat")),
+        "heads": lambda: head_scores(lm, length=8),
     }
     try:
         for name, run in runs.items():

@@ -409,6 +409,38 @@ PAGE: dict[str, tuple[str, str]] = {
     "btn_ablation": ("Switch off and compare", "关闭并比较"),
     "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's door, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
                    "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
+    # ---- activation patching view (ui/views/patching.py) ----
+    "tab_patching": ("Patching", "激活修补"),
+    "explain_patching": (
+        "Activation patching asks where in the model an answer is carried. Two prompts differ in one word: after prompt 1 the model says ' Paris', after prompt 2 ' Rome'. Run prompt 2 again, but replace ONE vector with prompt 1's: the residual stream entering one layer at one position. If the answer moves back to ' Paris', that vector carried it. Each cell of the grid is one such run: its colour is how much of the answer's probability came back, (P<sub>patched</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>): 1 all of it, 0 none. The two prompts must have the same number of tokens, so that every position has its partner. The answer is prompt 1's most likely next token unless you type one (one token; a leading space counts).",
+        "激活修补要回答：答案是在模型的哪里被携带的。两个提示词只差一个词：提示词 1 之后模型说“ Paris”，提示词 2 之后说“ Rome”。把提示词 2 再运行一遍，但把其中一个向量换成提示词 1 的：进入某一层、某一位置的残差流。如果答案回到了“ Paris”，就说明这个向量携带了它。网格的每一格就是这样一次运行：颜色表示答案的概率恢复了多少，(P<sub>修补</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)：1 表示全部恢复，0 表示没有。两个提示词的词元数必须相同，这样每个位置都有对应的位置。答案默认是提示词 1 最可能的下一个词元，也可以自己输入（一个词元；开头的空格也算）。"),
+    "explain_patching_limits": (
+        "What it does not show: a cell says that copying that one vector is enough to move the answer, not that the model 'stores the fact' there, nor that nothing else could carry it (other positions, or many small pieces together). The picture depends on the pair of prompts and the answer you pick. Each layer's row is one batched pass of the model (one copy of prompt 2 per position), so the grid is layers × positions runs.",
+        "它没有显示什么：一个格子说明，只复制那一个向量就足以让答案改变，并不说明模型把“事实存放”在那里，也不说明别处不能携带它（其他位置，或许多小的部分合起来）。结果取决于你选的两个提示词和答案。每一层的一行是模型的一次批量前向（每个位置一份提示词 2 的副本），所以整个网格是“层数 × 位置数”次运行。"),
+    "patch_clean": ("Prompt 1 (the source: its vectors are copied)", "提示词 1（来源：复制它的向量）"),
+    "patch_corrupted": ("Prompt 2 (one word changed: the run that is patched)", "提示词 2（换了一个词：被修补的运行）"),
+    "patch_answer": ("Answer token (empty: prompt 1's most likely next token)", "答案词元（留空：提示词 1 最可能的下一个词元）"),
+    "btn_patch": ("Patch every layer and position", "修补每一层、每个位置"),
+    "patch_result": ("After prompt 1 the model gives {answer} {clean}; after prompt 2, {corrupted} (its top token there: {top}, {top_p}). The strongest single vector: the input of layer {layer} at position {pos} ({tok}) restores {effect} of the difference. {passes} passes, {ms} ms.",
+                     "提示词 1 之后，模型给 {answer} 的概率是 {clean}；提示词 2 之后是 {corrupted}（那里的最高词元：{top}，{top_p}）。作用最强的单个向量：第 {layer} 层在位置 {pos}（{tok}）的输入，恢复了差距的 {effect}。共 {passes} 次前向，{ms} 毫秒。"),
+    # ---- heads view (ui/views/heads.py) ----
+    "tab_heads": ("Heads", "注意力头"),
+    "explain_heads": (
+        "Each attention head learns its own habit. To find them, the page makes a text for the purpose: a random sequence of tokens from the model's vocabulary, said twice. It runs it once and scores every head by where its attention goes. **Previous-token heads** look at the token just before: they let the next layers know which token came before each one, the first half of copying. **Induction heads** look, from a token in the second copy, at the token that came right after its earlier copy: they find where the current token was seen before and copy what followed it, which is how a model continues a pattern it has seen in its context (in-context repetition). **Sink heads** park their attention on the first token: when a head has nothing useful to read, its weights must still sum to 1, and the first token serves as a no-op. Click a head to open it in the Attention view (on your own text).",
+        "每个注意力头都学到了自己的习惯。为了找到它们，页面专门生成一段文本：从模型词表中随机抽取的一串词元，重复说两遍。运行一次，按每个头的注意力落在哪里给它打分。**前一个词元头**看紧挨着的前一个词元：让后面的层知道每个词元前面是什么，这是复制的前一半。**归纳头**从第二遍中的某个词元出发，去看它在第一遍出现时紧跟其后的那个词元：它找到当前词元以前在哪里出现过，并复制后面跟着的内容，模型就是这样延续上下文里见过的模式（上下文中的重复）。**汇点头**把注意力停放在第一个词元上：当一个头没有有用的东西可读时，它的权重之和仍必须是 1，第一个词元就充当一个“什么都不做”的位置。点击一个头，可以在“注意力”视图中打开它（看你自己的文本）。"),
+    "explain_heads_limits": (
+        "What it does not show: a score is a mean attention weight on one made-up text, not what the head writes into the residual stream; attention weights are not explanations. A head can do more than one thing, and a head that is a clear induction head here may behave differently on ordinary prose. The control text (the same length, no repetition) shows the induction score is about the repetition: there it stays near 0.",
+        "它没有显示什么：得分是一段人造文本上的平均注意力权重，不是这个头写进残差流的内容；注意力权重并不是解释。一个头可以做不止一件事，在这里表现为明显归纳头的头，在普通文章上可能表现不同。对照文本（同样长度，没有重复）说明归纳得分来自重复：在对照文本上它接近 0。"),
+    "btn_heads": ("Score every head", "给每个头打分"),
+    "heads_result": ("Scored on a random sequence of {n} tokens said twice ({ms} ms). The heads with the highest scores:",
+                     "在说了两遍的 {n} 个随机词元上打分（{ms} 毫秒）。得分最高的头："),
+    "heads_named": ("L{layer} H{head} ({score})", "L{layer} H{head}（{score}）"),
+    "heads_named_induction": ("L{layer} H{head} ({score}; {control} on the control text)",
+                              "L{layer} H{head}（{score}；对照文本上 {control}）"),
+    "heads_pick_bad": ("A head is named as 'layer,head' (two whole numbers), got {value}.",
+                       "一个头要写成“层,头”（两个整数），收到的是 {value}。"),
+    "heads_pick_range": ("This model has {layers} layers of {heads} heads: there is no layer {layer}, head {head}. Score the heads again for this model.",
+                         "这个模型有 {layers} 层、每层 {heads} 个头：没有第 {layer} 层的第 {head} 个头。请为这个模型重新给头打分。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (

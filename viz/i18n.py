@@ -499,6 +499,34 @@ WORDS: dict[str, tuple[str, str]] = {
                    "第一个不同的词元加框；■ 表示文本结束。"),
     "abl_on_label": ("The model as it is:", "原模型："),
     "abl_off_label": ("With {part} switched off:", "关闭{part}后："),
+    # ---- activation patching view (viz/patching.py) ----
+    "patch_hover": ("input of layer {layer} · position {pos} ({tok}) patched<br>P({answer}) = {p} · effect {effect}",
+                    "第 {layer} 层的输入 · 位置 {pos}（{tok}）被修补<br>P({answer}) = {p} · 效果 {effect}"),
+    "patch_colour": ("restored", "恢复比例"),
+    "patch_title": ("Activation patching, {model}: where does {answer} come from? · {layers} layers × {n} positions",
+                    "激活修补，{model}：{answer} 从哪里来？· {layers} 层 × {n} 个位置"),
+    "patch_subtitle": ("One vector of prompt 2's run replaced by prompt 1's (the residual stream entering that layer at "
+                       "that position)<br>Colour: (P<sub>patched</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)"
+                       " of {answer}: 1 = prompt 1's {clean} restored, 0 = prompt 2's {corrupted} unchanged",
+                       "把提示词 2 运行中的一个向量换成提示词 1 的（进入该层、该位置的残差流）<br>颜色：{answer} 的 "
+                       "(P<sub>修补</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)：1 = 恢复到提示词 1 的 {clean}，"
+                       "0 = 仍是提示词 2 的 {corrupted}"),
+    "patch_axis_position": ("position (prompt 1 → prompt 2 where they differ)", "位置（两者不同处：提示词 1 → 提示词 2）"),
+    "patch_axis_layer": ("layer whose input is patched (0 = embeddings)", "被修补输入的层（0 = 词嵌入）"),
+    # ---- heads view (viz/heads.py) ----
+    "heads_previous": ("previous token", "前一个词元"),
+    "heads_induction": ("induction", "归纳"),
+    "heads_sink": ("sink (first token)", "汇点（第一个词元）"),
+    "heads_hover": ("layer {layer} · head {head}<br>{kind}: {score}<br>click: open in the Attention view",
+                    "第 {layer} 层 · 第 {head} 个头<br>{kind}：{score}<br>点击：在“注意力”视图中打开"),
+    "heads_colour": ("score", "得分"),
+    "heads_title": ("Heads by what they do, {model}: {layers} layers × {heads} heads",
+                    "按作用看注意力头，{model}：{layers} 层 × {heads} 个头"),
+    "heads_subtitle": ("Mean attention weight on a random sequence of {n} tokens said twice · outlined: the heads "
+                       "named below · click a head to open it in the Attention view",
+                       "在一段说了两遍的 {n} 个随机词元上的平均注意力权重 · 加框：下面点名的头 · 点击一个头可在“注意力”视图中打开"),
+    "heads_axis_head": ("head", "头"),
+    "heads_axis_layer": ("layer", "层"),
     # ---- sampler race view (viz/race.py) ----
     "race_penalty": ("penalty {value}", "惩罚 {value}"),
     "race_order_hf": ("Hugging Face order", "Hugging Face 顺序"),

@@ -25,9 +25,11 @@ from ui.views.chain import ChainView
 from ui.views.consistency import ConsistencyView
 from ui.views.constraints import ConstraintsView
 from ui.views.kv_cache import KVCacheView
+from ui.views.heads import HeadsView
 from ui.views.lens import LensView
 from ui.views.lesson import LessonView
 from ui.views.paged import PagedView
+from ui.views.patching import PatchingView
 from ui.views.race import RaceView
 from ui.views.room import RoomView
 from ui.views.session_io import SessionView
@@ -38,7 +40,7 @@ from ui.views.training import TrainingView
 from ui.views.two_models import TwoModelsView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
-         AblationView, TwoModelsView,  # inside the model, by experiment
+         AblationView, PatchingView, HeadsView, TwoModelsView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
