@@ -160,6 +160,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.experiments.ablation import Part, ablate
     from model.experiments.heads import head_scores
     from model.experiments.patching import encode_pair, patching_grid
+    from model.experiments.two_models import continue_text, read_by_each
     from model.inside.lens import logit_lens
     from model.inside.teacher_forcing import teacher_forcing
     from model.serving.speculative import plain_greedy, speculative_decode
@@ -168,7 +169,6 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.strategies.consistency import self_consistency
     from model.strategies.constrain import Constraint, constrained_decode
     from model.strategies.race import race
-    from model.experiments.two_models import continue_text, read_by_each
 
     door, seen = door_of(lm.model), []
     hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(door.held()))
