@@ -64,12 +64,13 @@ def test_the_beams_tree_labels_do_not_overlap_and_its_legend_clears_the_subtitle
 def test_the_tokenizers_chips_are_all_on_view_on_a_phone(url, new_tab):
     """Before: on a phone SmolLM2's chips sat in the stepping text's two-line scrolling box, their second row
     hidden under the Gemma heading."""
-    tab = new_tab(url, size=(390, 844))
-    for lang in ("en", "zh"):
+    for lang in ("en", "zh"):  # (a tab each: the view's HTML is made when its tab is opened, in the page's language)
+        tab = new_tab(url, size=(390, 844))
+        tab.wait_for_function("() => document.querySelector('#tbt-marker')?.dataset.step === '0'", timeout=180_000)
         set_language(tab, lang)
         open_view(tab, WORDS[lang]["tokenizers"])
         tab.wait_for_function(f"() => !!document.querySelector('.tbt-tokenizers[lang={lang}] .tbt-tok-model')",
-                              timeout=60_000)
+                              timeout=180_000)
         blocks = tab.evaluate("""() => [...document.querySelectorAll('.tbt-tokenizers .tbt-tok-model')].map((m) => {
             const chips = m.querySelector('.tbt-chips'), b = m.getBoundingClientRect();
             const parts = [...chips.querySelectorAll('.tbt-chip, .tbt-cgroup-char')].map((c) => c.getBoundingClientRect());
@@ -82,7 +83,7 @@ def test_the_tokenizers_chips_are_all_on_view_on_a_phone(url, new_tab):
             assert not above["clipped"] and above["lowest"] <= below["top"] + 1, (lang, blocks)
         tab.locator("#tbt-tok-result").scroll_into_view_if_needed()
         artifact(tab, f"polish_tokenizers_{lang}_390")
-    assert tab.problems == []
+        assert tab.problems == []
 
 
 # The stepping chart as drawn: its caption, the draw's line (a shape named u) and the chosen fate's colour on a bar

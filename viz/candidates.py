@@ -303,7 +303,13 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     context: the last tokens of the text so far (TokenDisplay.tail), so a byte token is named by the character it
     finishes or starts (viz.labels.candidate_name).
     """
-    named = lambda token, lang=None: candidate_name(context, token, lang)  # noqa: E731
+    names = {}  # (a token is named several times: its bar, its stretch, its hover, and again for the hidden draw)
+
+    def named(token, lang=None):
+        if (token.id, lang) not in names:
+            names[token.id, lang] = candidate_name(context, token, lang)
+        return names[token.id, lang]
+
     greedy = dist.config.temperature == 0
     spec = getattr(dist, "speculative", None)
     draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
