@@ -132,6 +132,11 @@ def _hover(c: Candidate, dist: Distribution, lang: str, named=None) -> str:
     return "<br>".join(lines)
 
 
+def _bar_label(c: Candidate) -> str:
+    """The text beside a candidate's bars: its probability at T = 1, after the settings, and its fate's mark."""
+    return f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}"
+
+
 def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str, named=None) -> tuple[list[dict], dict, dict]:
     """Left panel: a hatched/outlined bar at T = 1 and a solid bar for the final probability, per fate.
 
@@ -165,7 +170,7 @@ def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str, named=None
                    "name": t("cand_legend_t1", lang), "marker": {"color": "white", "line": {"color": MUTED, "width": 2}},
                    "hoverinfo": "skip"})
     longest = max(max(c.prob_t1, c.final_prob) for c in shown)
-    labels = [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown]
+    labels = [_bar_label(c) for c in shown]
     traces.append({
         "type": "scatter", "x": [max(c.prob_t1, c.final_prob) + 0.01 * longest for c in shown],
         "y": list(range(len(shown))), "xaxis": "x", "yaxis": "y", "mode": "text", "textposition": "middle right",
@@ -260,8 +265,7 @@ def hidden_draw(dist: Distribution, data: list[dict], layout: dict, shown: list[
             traces[i] = {"marker": marker, "name": fate_label("kept", lang), "legendgroup": "kept", "showlegend": False,
                          "hovertext": [_hover(as_kept(c), dist, lang, named) for c in chosen]}
         elif meta.get("role") == "labels":
-            traces[i] = {"text": [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[as_kept(c).fate]}"
-                                  for c in shown]}
+            traces[i] = {"text": [_bar_label(as_kept(c)) for c in shown]}
         elif meta.get("role") == "draw":
             traces[i] = _stretches(segments, lang, hidden=True)
         elif meta.get("role") == "before_top_p":
