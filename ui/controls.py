@@ -134,6 +134,9 @@ class Page:
             # presenter mode: the page's script alone reads it (assets/js/presenter.js) and this browser keeps it
             add(gr.Checkbox(False, label=L("presenter_mode"), elem_id=IDS["presenter"], scale=0, min_width=180,
                             container=False, interactive=True), "presenter_mode")
+            # predict first: the candidate chart without the token its draw picks until Next (read as presenter mode)
+            add(gr.Checkbox(False, label=L("predict_first"), elem_id=IDS["predict"], scale=0, min_width=160,
+                            container=False, interactive=True), "predict_first")
 
     def build_controls(self):
         L, add = (lambda key: t(key, "en")), self.labels.add

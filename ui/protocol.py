@@ -34,6 +34,7 @@ PROTOCOL = {
         "next": "tbt-next", "back": "tbt-back", "reset": "tbt-reset", "start": "tbt-start", "play": "tbt-play",
         "force": "tbt-force-btn",
         "presenter": "tbt-presenter",  # the presenter-mode switch (assets/js/presenter.js)
+        "predict": "tbt-predict",  # the predict-first switch (assets/js/presenter.js, charts.js hideDraw)
         "keys": "tbt-keys",  # the keys' help, shown by ? (assets/js/presenter.js)
         "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
     },
@@ -99,6 +100,8 @@ PROTOCOL = {
     "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
     # presenter mode: the attribute on <html> that app.css styles, and how much larger a chart's text is drawn
     "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3},
+    # predict first: the attribute on <html> while a candidate chart is drawn without its draw (viz.candidates.hidden_draw)
+    "predict": {"attribute": "data-tbt-predict"},
     # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
     # figure of plots side by side shows the first only
     "fit": {"min_px": 330, "narrow_px": 700},

@@ -653,6 +653,7 @@ PAGE: dict[str, tuple[str, str]] = {
                          "服务器正忙：现在只接受生成步骤；请稍后再试。"),
     # ---- projector: presenter mode, the engines' words (issue 22) ----
     "presenter_mode": ("Presenter mode", "演示模式"),
+    "predict_first": ("Predict first", "先猜后看"),
     "paged_summary_one": (
         "1 live session in {blocks}: **{paged}** paged (of which {waste} empty slots in its last block, and {shared} saved by shared prefixes), against **{reserved}** if it reserved {max} tokens.",
         "1 个活跃会话，共 {blocks}：分页占用 **{paged}**（其中最后一块的空位 {waste}，共享前缀省下 {shared}），而如果它预留 {max} 个词元，需要 **{reserved}**。",

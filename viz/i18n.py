@@ -24,6 +24,9 @@ WORDS: dict[str, tuple[str, str]] = {
 
     "cand_title": ("Next token (position {position}): the draw picks {token}", "下一个词元（位置 {position}）：抽取结果是 {token}"),
     "cand_title_forced": ("Next token (position {position}): you forced {token}", "位置 {position} 的下一个词元：你强制选了 {token}"),
+    "cand_title_predict": ("Next token (position {position}): which will the draw pick?",
+                           "下一个词元（位置 {position}）：抽取会选中哪一个？"),
+    "cand_panel_draw_predict": ("The draw: where will u land?", "抽取：u 会落在哪里？"),
     "cand_panel_bars": ("Probability of each candidate", "每个候选词元的概率"),
     "cand_panel_draw": ("The draw: u = {u} lands on one token", "抽取：u = {u} 落在某一个词元上"),
     "cand_panel_greedy": ("T = 0: no draw, the most probable token is taken", "T = 0：不抽取，直接取概率最高的词元"),

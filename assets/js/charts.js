@@ -37,6 +37,7 @@ export const plotConfig = () => (narrowScreen() ? {...PAGE_CONFIG, displayModeBa
 const captionOf = (target) => el(target.id.replace(T.chart.plot, T.chart.caption));
 export const prepare = (fig, captioned, width) => {  // -> {data, layout, html}: html is the caption's, null to leave it
   const layout = fig.layout;
+  if (predicting()) hideDraw(fig.data, layout);
   let html = null;
   if (captioned && layout.title) {
     const {text, subtitle} = layout.title;  // plotly's text markup (<b>, <br>, <span>) is HTML; tokens are escaped
@@ -52,6 +53,18 @@ export const prepare = (fig, captioned, width) => {  // -> {data, layout, html}:
   if (narrowScreen()) narrow(fig.data, layout, width || innerWidth - 40);
   return {data: fig.data, layout, html};
 };
+// "Predict first" (the header's switch, presenter.js): a chart that says how it looks with its draw hidden
+// (layout.meta.predict, viz/candidates.py hidden_draw: trace keys by index, layout keys) is drawn so while it is on.
+export const predicting = () => document.documentElement.hasAttribute(T.predict.attribute);
+function hideDraw(data, layout) {
+  const hidden = layout.meta && layout.meta.predict;
+  if (!hidden) return;
+  for (const [i, keys] of Object.entries(hidden.traces)) if (data[i]) Object.assign(data[i], keys);
+  for (const [key, value] of Object.entries(hidden.layout)) {
+    layout[key] = value && typeof value === "object" && !Array.isArray(value) && layout[key] && typeof layout[key] === "object"
+      ? {...layout[key], ...value} : value;
+  }
+}
 // What app.css pins to the top of the window (sticky) while the chart scrolls up under it: the text panel, and on
 // a phone the step buttons above it. (Their heights, in px.)
 export const pinnedHeight = () => {

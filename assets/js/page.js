@@ -13,7 +13,7 @@ import {T, announce, carried, el, onOtherShape, otherShape, steppingPlot, watchC
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, dropAhead, promote, takeAhead} from "./ahead.js";
 import {drawPlot, flipClose, openBundle, sliderT} from "./flipbook.js";
-import {followChips} from "./presenter.js";
+import {followChips, onPredict} from "./presenter.js";
 import "./clicks.js";
 
 const env = T.envelope, parts = T.parts;
@@ -89,4 +89,5 @@ matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change"
   requestAnimationFrame(() => requestAnimationFrame(() => drawForShape(true)));
 });
 onOtherShape(() => drawForShape(false));
+onPredict(() => drawForShape(true));  // predict first switched: the open tab's charts with their draw hidden or shown
 setTimeout(() => watchCarriers(react));  // once the page's other scripts have run: what arrives is theirs too
