@@ -317,11 +317,13 @@ export const draw = (target, fig) => {
   drawnFor(target);
   return window.Plotly.react(target, data, layout, plotConfig());
 };
-// The shape a plot's chart was laid out for (a phone's or a wide window's): page.js draws again a chart shown in
-// another shape (a tab opened after the window turned). A page's plot drawn is fitted to its box from then on.
-const SHAPE = "_tbtNarrow";
-export const drawnFor = (plot) => { plot[SHAPE] = narrowScreen(); fitToBox(plot, fitWidth); };
-export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== narrowScreen();
+// The shape a plot's chart was laid out for (a phone's or a wide window's, in presenter mode or not): page.js draws
+// again a chart shown in another shape (a tab opened after the window turned, or after presenter mode was switched).
+// A page's plot drawn is fitted to its box from then on.
+const SHAPE = "_tbtShape";
+const shape = (narrowed = narrowScreen(), presenter = presenting()) => (narrowed ? "narrow" : "wide") + (presenter ? " presenter" : "");
+export const drawnFor = (plot) => { plot[SHAPE] = shape(); fitToBox(plot, fitWidth); };
+export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== shape();
 // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event (T.shown_event;
 // detail: the plot's key and temperature, and how: "drawn" now, or "ready", drawn ahead).
 export const announce = (target, how, drawn) => Promise.resolve(drawn).then(() => target.dispatchEvent(new CustomEvent(
@@ -389,15 +391,16 @@ function refit(gd) {
     const layout = {...gd.layout, height: gd.layout.height || (gd._fullLayout && gd._fullLayout.height)};
     gd._tbtFigure = JSON.stringify({data: gd.data, layout});
     gd._tbtLayout = gd.layout;
-    gd[SHAPE] = false;  // (Gradio lays it out for a wide window)
+    gd[SHAPE] = shape(false, false);  // (Gradio lays it out for a wide window, its type as the figure says)
   }
   if (!otherShape(gd) || !window.Plotly) return;
-  const fig = JSON.parse(gd._tbtFigure), phone = narrowScreen();
-  // (prepare lays it out for a phone: narrow, with the keys the chart says it has there, meta.narrow)
-  const {data, layout} = phone ? prepare(fig, false, gd.clientWidth) : fig;
-  if (phone) wrapTitle(layout, gd.clientWidth);
+  const fig = JSON.parse(gd._tbtFigure), phone = narrowScreen(), laidOut = phone || presenting();
+  // (prepare lays it out for a phone: narrow, with the keys the chart says it has there, meta.narrow; and in
+  // presenter mode, its type projector-sized)
+  const {data, layout} = laidOut ? prepare(fig, false, gd.clientWidth) : fig;
+  if (laidOut) wrapTitle(layout, gd.clientWidth);
   gd._tbtLayout = layout;
-  gd[SHAPE] = phone;
+  gd[SHAPE] = shape();
   window.Plotly.react(gd, data, layout, {...CONFIG, displayModeBar: !phone});
 }
 // The title and subtitle broken into lines that fit `width` (plotly does not wrap them; viz.style.wrap_text broke
@@ -459,6 +462,12 @@ function fitResized() {
   }
   if (reshape) redrawOtherShape();
 }
+// Presenter mode switched (presenter.js): every plot on screen fitted again now (a gr.Plot drawn again in its new type
+// size: refit); one in a closed tab when its tab opens (its box changes then).
+export const refitAll = () => {
+  for (const gd of document.getElementsByClassName("js-plotly-plot")) if (fits.has(gd)) resized.add(gd);
+  if (!fitting) fitting = requestAnimationFrame(fitResized);
+};
 function fitWidth(gd) {  // a page plot: its box's width, at the height it was drawn
   const full = gd._fullLayout;
   if (full && Math.abs(full.width - gd.clientWidth) > 1) window.Plotly.relayout(gd, {width: gd.clientWidth});

@@ -73,12 +73,16 @@ document.addEventListener("keydown", (e) => {
 // A switch in the header (ui/controls.py, T.ids.presenter): larger type for text, captions and charts, a high
 // contrast look, the settings folded away (app.css, [data-tbt-presenter]). Remembered in localStorage.
 const STORE = "tbt-presenter";
+let onSwitch = () => {};
+// page.js: what draws again the charts on screen in their new type size (else they stayed as drawn until the next step)
+export const whenSwitched = (redraw) => { onSwitch = redraw; };
 const remembered = () => { try { return localStorage.getItem(STORE) === "1"; } catch (_) { return false; } };
 function setPresenter(on) {
   if (on === presenting()) return;
   flag(PRESENTER, on);
   try { localStorage.setItem(STORE, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
   dispatchEvent(new Event("resize"));  // each chart re-laid out for its new box (Gradio's by plotly, the page's by charts.js)
+  onSwitch();
 }
 flag(PRESENTER, remembered());
 const switchInput = () => { const box = el(T.ids.presenter); return box && box.querySelector("input[type=checkbox]"); };
