@@ -335,8 +335,10 @@ export const presenting = () => document.documentElement.hasAttribute(T.presente
 function projectorSized(data, layout) {
   const k = T.presenter.chart_scale, m = layout.margin || {};
   scaleFonts(data, layout, k);
-  layout.margin = Object.fromEntries(Object.entries(m).map(([side, px]) => [side, typeof px === "number" && side !== "pad" ? Math.round(px * k) : px]));
-  if (typeof layout.height === "number") layout.height = Math.round(layout.height * k);
+  if (!narrowScreen()) {  // (a phone's type is made smaller again, and its chart fitted to its width: narrow)
+    layout.margin = Object.fromEntries(Object.entries(m).map(([side, px]) => [side, typeof px === "number" && side !== "pad" ? Math.round(px * k) : px]));
+    if (typeof layout.height === "number") layout.height = Math.round(layout.height * k);
+  }
   if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale);  // (not merged yet)
   if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
   layout.font = {...layout.font, color: "#000000"};
@@ -521,14 +523,21 @@ function fitWidth(gd) {  // a page plot: its box's width, at the height it was d
 let looking = 0;
 new MutationObserver(() => { if (!looking) looking = requestAnimationFrame(hookGradioPlots); })
   .observe(document.documentElement, {childList: true, subtree: true});
+// A plot plotly has not finished with (no .on yet) is looked for again a frame later, up to 10 s: the Attention tab's
+// GQA diagram, drawn as its tab opens, changed the page no more once it had its .on, and was never hooked.
+let unfinished = 0;
 function hookGradioPlots() {
   looking = 0;
+  let waiting = false;
   for (const id of Object.values(T.gradio_plots)) {
     const box = el(id);
     for (const gd of box ? box.getElementsByClassName("js-plotly-plot") : []) {
-      if (fits.has(gd) || !gd.on) continue;
+      if (fits.has(gd)) continue;
+      if (!gd.on) { waiting = true; continue; }
       gd.on("plotly_afterplot", () => onScreen(gd) && refit(gd));
       fitToBox(gd, refit);
     }
   }
+  unfinished = waiting ? unfinished + 1 : 0;
+  if (waiting && unfinished < 600 && !looking) looking = requestAnimationFrame(hookGradioPlots);
 }
