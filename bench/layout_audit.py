@@ -28,7 +28,8 @@ SIZES = [(390, 844), (1280, 800), (1920, 1080)]
 PHONE = (390, 844)
 # Each tab, and what a student or teacher clicks to see its chart (the tabs that draw every step need nothing).
 TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
-        ("kv", None), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
+        ("kv", None), ("ablation", "#tbt-abl-run"), ("patching", "#tbt-patch-run"), ("heads", "#tbt-heads-run"),
+        ("two_models", ("#tbt-two-score", "#tbt-two-continue")), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
         ("beams", "#tbt-beams-search"), ("race", "#tbt-race-run"), ("consistency", "#tbt-sc-run"),
         ("constraints", "#tbt-constrain-run"), ("calculator", None), ("speculative", "#tbt-spec-run"),
         ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("lesson", None), ("room", None),

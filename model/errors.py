@@ -196,6 +196,36 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "race_needs_weights": ("The race runs the model itself on two texts and needs the whole distribution at every step, "
                            "which {model} on an engine does not give here; choose a local model for it.",
                            "比赛要在本机对两段文本运行模型，并需要每一步的完整分布，而推理引擎上的 {model} 在这里给不出；请为它选择一个本地模型。"),
+    # ---- switching a part off (model/experiments/ablation.py) ----
+    "ablation_part_invalid": ("The part to switch off must be a head, a layer's attention or its MLP, got {value!r}.",
+                              "要关闭的部分必须是一个注意力头、一层的注意力或它的 MLP，收到的是 {value!r}。"),
+    "ablation_layer_range": ("The layer must be a whole number from 0 to {high} ({model}), got {value!r}.",
+                             "层必须是 0 到 {high} 之间的整数（{model}），收到的是 {value!r}。"),
+    "ablation_head_range": ("The head must be a whole number from 0 to {high} ({model}), got {value!r}.",
+                            "注意力头必须是 0 到 {high} 之间的整数（{model}），收到的是 {value!r}。"),
+    "ablation_method_invalid": ("Switching off replaces the part's output by its mean or by zero, got {value!r}.",
+                                "关闭时用均值或零替换该部分的输出，收到的是 {value!r}。"),
+    "ablation_steps_range": ("Tokens to continue must be a whole number from 1 to {high}, got {value!r}.",
+                             "续写的词元数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "ablation_needs_weights": ("Switching a part off runs the model's own layers with a hook on one of them, which only "
+                               "the model's weights allow: {model} runs on an engine, so choose a local model for it.",
+                               "关闭某个部分需要在模型的某一层上挂钩子运行，只有模型权重才能做到：{model} 运行在推理引擎上，请选择一个本地模型。"),
+    # ---- activation patching (model/experiments/patching.py) ----
+    "patch_prompt": ("Prompt {which}: {reason}", "提示词 {which}：{reason}"),
+    "patch_lengths": ("The two prompts must have the same number of tokens, so that each position of one has its "
+                      "place in the other: prompt 1 is {a} tokens ({tokens_a}), prompt 2 is {b} ({tokens_b}). Change "
+                      "one word for another of the same token count.",
+                      "两个提示词的词元数必须相同，这样一个提示词的每个位置在另一个里都有对应的位置：提示词 1 有 {a} 个词元"
+                      "（{tokens_a}），提示词 2 有 {b} 个（{tokens_b}）。请换一个词元数相同的词。"),
+    "patch_answer_tokens": ("The answer must be one token; {answer!r} is {n} tokens. Leave it empty for the first "
+                            "prompt's most likely next token (a leading space counts: ' Paris').",
+                            "答案必须是一个词元；{answer!r} 有 {n} 个词元。留空则使用提示词 1 最可能的下一个词元"
+                            "（开头的空格也算：' Paris'）。"),
+    "patch_answer_invalid_text": ("The answer contains characters that are not valid text (lone surrogates).",
+                                  "答案包含无效的文本字符（孤立的代理项）。"),
+    "patch_no_gap": ("The two prompts give {answer} nearly the same probability ({a} and {b}): there is nothing for a "
+                     "patch to restore. Pick another answer, or change the word that differs.",
+                     "两个提示词给 {answer} 的概率几乎相同（{a} 和 {b}）：修补没有什么可以恢复的。请换一个答案，或换掉不同的那个词。"),
     # ---- beams view (model/strategies/beams.py) ----
     "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
                           "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
@@ -233,6 +263,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                   "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
                                  "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    # ---- two models on one text (model/experiments/two_models.py) ----
+    "two_models_unaligned": ("{model}'s tokens do not spell this text byte for byte, so they cannot be lined up by "
+                             "character; try another text.",
+                             "{model} 的词元无法逐字节拼出这段文本，因此无法按字符对齐；请换一段文本。"),
+    "two_models_steps_range": ("Tokens to write must be a whole number from 1 to {high}, got {value!r}.",
+                               "要续写的词元数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     # ---- chinese: the tokenizers view ----
     "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
     "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",

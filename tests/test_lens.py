@@ -204,3 +204,49 @@ def test_race_bounds_are_refused_plainly(lm):
     assert err.value.key == "token_limit"
     short = race(lm, ids, A, B, 10, len(ids) + 3)  # the room left, not more
     assert len(short.a.steps) == 3 and len(short.b.steps) == 3
+
+
+@torch.no_grad()
+def test_commitment_strip_against_output_hidden_states(lm):
+    """The commitment strip recomputed from one full pass with output_hidden_states, the final norm written out here
+    and the LM head's weights: per position, the first layer from which the next token is every later layer's top
+    token; and, for a generated token, the token its step's own u draws from that layer's softmax (T = 1, nothing
+    cut), walking the tokens from most to least probable (ties by id)."""
+    session = DecodeSession(lm)
+    session.start("The capital of France is Paris. The capital of Germany is")
+    cfg = SamplingConfig(seed=5)  # T = 1, no cut: the distribution drawn from is the softmax itself
+    for _ in range(8):
+        session.step(cfg)
+    text = session.whole_text()
+    lens = text.run(logit_lens, LENS_WINDOW, text.settings)
+    ids, start = text.ids, lens.start
+    states = lm.model(input_ids=torch.tensor([ids]), output_hidden_states=True, use_cache=False).hidden_states
+    unembed = lm.model.lm_head.weight.float()
+    layers = len(states) - 1
+    logits = [(_rms_norm(lm.model.model.norm, h[0]) if r < layers else h[0].float()) @ unembed.T
+              for r, h in enumerate(states)]  # (layers + 1) x (T, V); the last state is already normed
+    u_of = {s.position: s.distribution.u for s in session.steps}
+    checked = 0
+    for c in range(len(ids) - start - 1):
+        p, target = start + c, ids[start + c + 1]
+        tops = [int(row[p].argmax()) for row in logits]
+        first = -1
+        for r in range(layers, -1, -1):
+            if tops[r] != target:
+                break
+            first = r
+        assert lens.committed[c] == first, (c, first)
+        if target not in [s.token.id for s in session.steps] or p + 1 not in u_of or first < 0:
+            continue
+        probs = torch.softmax(logits[first][p].double(), -1)
+        order = sorted(range(probs.shape[0]), key=lambda i: (-float(probs[i]), i))[:2000]
+        cum, drawn = 0.0, None
+        for i in order:
+            cum += float(probs[i])
+            if cum > u_of[p + 1]:
+                drawn = i
+                break
+        assert lens.drawn_at_commit[c] == (drawn == target), (c, first, drawn, target)
+        checked += 1
+    assert checked >= 3  # generated tokens that committed: their draws were checked
+    assert 0 <= lens.committed[-1] <= lens.layers and lens.drawn_at_commit[-1] is None  # the last: the final top

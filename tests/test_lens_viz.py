@@ -79,3 +79,22 @@ def test_race_chart_lines_and_split():
     assert logp["y"] == [-0.5, -1.5, -3.0, -5.0]  # the running log P at T = 1
     assert entropy["y"] == [1.5, 2.5, 3.5, 4.5] and entropy["yaxis"] == "y2"
     assert [s["x0"] for s in fig["layout"]["shapes"]] == [2.5, 2.5]
+
+
+def test_commitment_strip_and_commitment_rows():
+    from model.inside.lens import commitment
+    from viz.lens import commitment_chart
+
+    top_ids = np.array([[1, 5, 3, 2], [7, 5, 3, 2], [7, 5, 3, 8], [7, 6, 3, 8]])  # (layers + 1, W)
+    targets = np.array([7, 5, 3, 8])
+    assert commitment(top_ids, targets).tolist() == [1, -1, 0, 2]  # 5 is not the last row's top: never
+    lens = a_lens(n=4, layers=3)
+    lens.committed, lens.drawn_at_commit = commitment(top_ids, targets), [True, None, False, None]
+    lens.target_is_next = [True, True, True, False]
+    for lang in ("en", "zh"):
+        fig = commitment_chart(lens, "smollm2", lang)
+        bars = {tr["marker"]["color"]: tr for tr in fig["data"] if tr["type"] == "bar"}
+        assert bars["#009E73"]["x"] == [0] and bars["#009E73"]["y"][0] == 1  # green: the step's u draws it
+        assert bars["#E69F00"]["x"] == [2] and bars["#E69F00"]["y"][0] == 0  # orange: it would draw another
+        never = next(tr for tr in fig["data"] if tr["type"] == "scatter")
+        assert never["x"] == [1]  # the sampled token no layer ranked first; the last column has no next token yet

@@ -50,10 +50,11 @@ PROTOCOL = {
         "bundle": "tbt-bundle-btn",  # the candidate chart at every temperature (temperature_charts)
         "ahead": "tbt-ahead-btn",  # the chart the next step will show (next_chart)
         "play_run": "tbt-play-run",  # start the streaming Play
+        "open_head": "tbt-open-head-btn",  # open the head in window[globals.open_head] in the Attention view
     },
     # names the page's script puts on window, for the listeners' js= snippets (the whole window surface:
     # assets/js/page.js)
-    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded"},
+    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded", "open_head": "tbtOpenHead"},
     # the hidden outputs the carriers arrive in, and the text panel with the status line: the only elements
     # the script observes
     "carriers": {"figure": "tbt-figdata", "ahead": "tbt-ahead", "bundle": "tbt-bundle", "play": "tbt-playbox",
@@ -73,6 +74,7 @@ PROTOCOL = {
         "consistency": "tbt-plot-sc", "constraints": "tbt-plot-constrain", "calculator": "tbt-plot-calc",
         "speculative": "tbt-plot-spec", "batching": "tbt-plot-batching", "throughput": "tbt-plot-throughput",
         "paged": "tbt-plot-paged", "lesson": "tbt-lesson-plot", "lesson_class": "tbt-lesson-class-plot",
+        "lens_commit": "tbt-plot-lens-commit",
         "gqa": "tbt-plot-gqa",  # (the Attention tab's query heads to KV heads, ui/controls.py)
     },
     # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
@@ -88,6 +90,9 @@ PROTOCOL = {
     # tabs whose chart carries a step number as each point's customdata: a click on a point goes back to that
     # step, as a click on its chip does (assets/js/clicks.js)
     "step_on_click": ["chain"],
+    # tabs whose chart carries [layer, head, ...] as each cell's customdata: a click on a cell opens that head in the
+    # Attention view (assets/js/clicks.js, ui/views/heads.py)
+    "head_on_click": ["heads"],
     "stepping_tab": "candidates",  # the tab whose chart is drawn ahead and has the temperature flipbook
     "shown_event": "tbt-shown",  # fired on a plot each time it shows a new chart (detail: key, t, how)
     "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart

@@ -366,12 +366,81 @@ PAGE: dict[str, tuple[str, str]] = {
     "explain_lens_limits": (
         "What it does not show: the layers before the last were never trained to be read this way. A lens shows at which depth the final answer becomes readable through the last layer's unembedding, not what a layer 'thinks' or 'knows'; an early layer can hold the answer in a form this reading cannot see (a tuned lens, trained per layer, reads them better). The first row (emb) is the token embedding read back, which mostly predicts the input token itself.",
         "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
+    "explain_lens_commit": (
+        "**Where each token was decided.** Under the heat map, on its columns: for each token that came next, the first layer from which it stays the lens's top token all the way up. For a generated token, green means the step's own random number u (its settings and seed) would have drawn it already from that layer's reading, orange that the same u would have drawn another token there. A × marks a token the last layer did not rank first: it was sampled, so it never becomes the top token.",
+        "**每个词元在哪里被决定。** 在热图下方、与它同列：对每个接下来的词元，从哪一层起它一直是透镜的首选词元，直到最后一层。对生成的词元，绿色表示该步自己的随机数 u（它的设置和种子）在那一层的读数上就已经会抽到它，橙色表示同一个 u 在那里会抽到别的词元。× 标出最后一层没有把它排在第一的词元：它是抽样得到的，所以从未成为首选。"),
+    "lens_commit_label": ("Where each token was decided", "每个词元在哪里被决定"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
     "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
                     "得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
     "lens_bounded": ("It reads the last {n} positions, not {asked}: each cell is a softmax over all {vocab} tokens of the vocabulary, and the server bounds that work so the class's steps keep their share.",
                      "只读取最后 {n} 个位置，而不是 {asked} 个：每个格子都要对词表中全部 {vocab} 个词元做 softmax，服务器限制了这部分计算量，好让全班的步骤照常进行。"),
+    # ---- two models on one text (ui/views/two_models.py) ----
+    "tab_two_models": ("Two models", "两个模型"),
+    "explain_two_models": (
+        "The same text read by SmolLM2 and Gemma 3 270M. Their tokenizers cut it differently, so their tokens do not line up; characters do. Each token's surprisal (−log₂ of the probability the model gave it) is spread evenly over the bytes it covers, and each character gets the shares of its bytes: the characters add up to the text's log P in each model. Each model reads the text exactly as a raw prompt.",
+        "同一段文本分别由 SmolLM2 和 Gemma 3 270M 来读。它们的分词器切法不同，词元对不齐；字符却能对齐。每个词元的意外度（模型给它的概率取 −log₂）平摊到它覆盖的字节上，每个字符得到它那些字节的份额：在每个模型里，所有字符加起来正好是整段文本的 log P。每个模型都把文本当作直接续写的提示词来读。"),
+    "two_text": ("Text (scored by both, and the prompt both continue)", "文本（两个模型都给它打分，也是两者续写的提示词）"),
+    "btn_two_score": ("Score with both models", "用两个模型打分"),
+    "two_steps": ("Tokens each model writes", "每个模型续写的词元数"),
+    "btn_two_continue": ("Continue with both", "两个模型都续写"),
+    "explain_two_models_limits": (
+        "What it does not show: which model is better in general. One short text says little, and a character's bits depend on how its token was cut (a token's cost is shared out evenly, which is a convention, not something the model computes). Only the sums over a stretch both tokenizers cut at the same places are each model's own numbers.",
+        "它没有显示什么：哪个模型总体上更好。一小段文本说明不了多少；一个字符的比特数取决于它所在的词元怎么切（把一个词元的代价平均分摊是一种约定，不是模型算出来的）。只有在两个分词器切在同样位置的片段上求和，才是每个模型自己的数字。"),
+    # ---- switching a part off (ui/views/ablation.py) ----
+    "tab_ablation": ("Switch off", "关闭部件"),
+    "explain_ablation": (
+        "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's door, and the class's steps never see it.",
+        "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型门口单独运行，全班的步骤不会受影响。"),
+    "explain_ablation_limits": (
+        "What it does not show: one part switched off at a time says what the model loses without it *here*, not what the part \"does\" in general; another part can take over its work (the later layers often compensate), and two parts that each matter little can matter together. The continuation runs your whole text again with the part off, since every cached key and value after that part depends on it.",
+        "它不能说明的：一次只关闭一个部分，只能说明模型在*这里*没有它会失去什么，而不是这个部分一般“做什么”；别的部分可能接替它的工作（后面的层常常会补偿），两个各自影响不大的部分合在一起也可能很重要。续写时会在关闭该部分的情况下重新运行整段文本，因为该部分之后缓存的每个键和值都依赖于它。"),
+    "abl_kind": ("Part to switch off", "要关闭的部分"),
+    "abl_kind_head": ("one head", "一个注意力头"),
+    "abl_kind_attention": ("a layer's attention", "一层的注意力"),
+    "abl_kind_mlp": ("a layer's MLP", "一层的 MLP"),
+    "abl_layer": ("Layer (from 0)", "层（从 0 开始）"),
+    "abl_head": ("Head (for one head)", "注意力头（仅用于单个头）"),
+    "abl_method": ("Replace its output by", "将它的输出替换为"),
+    "abl_by_mean": ("its mean over the text (default)", "它在文本上的均值（默认）"),
+    "abl_by_zero": ("zero", "零"),
+    "abl_steps": ("Tokens to continue", "续写的词元数"),
+    "btn_ablation": ("Switch off and compare", "关闭并比较"),
+    "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's door, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
+                   "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
+    # ---- activation patching view (ui/views/patching.py) ----
+    "tab_patching": ("Patching", "激活修补"),
+    "explain_patching": (
+        "Activation patching asks where in the model an answer is carried. Two prompts differ in one word: after prompt 1 the model says ' Paris', after prompt 2 ' Rome'. Run prompt 2 again, but replace ONE vector with prompt 1's: the residual stream entering one layer at one position. If the answer moves back to ' Paris', that vector carried it. Each cell of the grid is one such run: its colour is how much of the answer's probability came back, (P<sub>patched</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>): 1 all of it, 0 none. The two prompts must have the same number of tokens, so that every position has its partner. The answer is prompt 1's most likely next token unless you type one (one token; a leading space counts).",
+        "激活修补要回答：答案是在模型的哪里被携带的。两个提示词只差一个词：提示词 1 之后模型说“ Paris”，提示词 2 之后说“ Rome”。把提示词 2 再运行一遍，但把其中一个向量换成提示词 1 的：进入某一层、某一位置的残差流。如果答案回到了“ Paris”，就说明这个向量携带了它。网格的每一格就是这样一次运行：颜色表示答案的概率恢复了多少，(P<sub>修补</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)：1 表示全部恢复，0 表示没有。两个提示词的词元数必须相同，这样每个位置都有对应的位置。答案默认是提示词 1 最可能的下一个词元，也可以自己输入（一个词元；开头的空格也算）。"),
+    "explain_patching_limits": (
+        "What it does not show: a cell says that copying that one vector is enough to move the answer, not that the model 'stores the fact' there, nor that nothing else could carry it (other positions, or many small pieces together). The picture depends on the pair of prompts and the answer you pick. Each layer's row is one batched pass of the model (one copy of prompt 2 per position), so the grid is layers × positions runs.",
+        "它没有显示什么：一个格子说明，只复制那一个向量就足以让答案改变，并不说明模型把“事实存放”在那里，也不说明别处不能携带它（其他位置，或许多小的部分合起来）。结果取决于你选的两个提示词和答案。每一层的一行是模型的一次批量前向（每个位置一份提示词 2 的副本），所以整个网格是“层数 × 位置数”次运行。"),
+    "patch_clean": ("Prompt 1 (the source: its vectors are copied)", "提示词 1（来源：复制它的向量）"),
+    "patch_corrupted": ("Prompt 2 (one word changed: the run that is patched)", "提示词 2（换了一个词：被修补的运行）"),
+    "patch_answer": ("Answer token (empty: prompt 1's most likely next token)", "答案词元（留空：提示词 1 最可能的下一个词元）"),
+    "btn_patch": ("Patch every layer and position", "修补每一层、每个位置"),
+    "patch_result": ("After prompt 1 the model gives {answer} {clean}; after prompt 2, {corrupted} (its top token there: {top}, {top_p}). The strongest single vector: the input of layer {layer} at position {pos} ({tok}) restores {effect} of the difference. {passes} passes, {ms} ms.",
+                     "提示词 1 之后，模型给 {answer} 的概率是 {clean}；提示词 2 之后是 {corrupted}（那里的最高词元：{top}，{top_p}）。作用最强的单个向量：第 {layer} 层在位置 {pos}（{tok}）的输入，恢复了差距的 {effect}。共 {passes} 次前向，{ms} 毫秒。"),
+    # ---- heads view (ui/views/heads.py) ----
+    "tab_heads": ("Heads", "注意力头"),
+    "explain_heads": (
+        "Each attention head learns its own habit. To find them, the page makes a text for the purpose: a random sequence of tokens from the model's vocabulary, said twice. It runs it once and scores every head by where its attention goes. **Previous-token heads** look at the token just before: they let the next layers know which token came before each one, the first half of copying. **Induction heads** look, from a token in the second copy, at the token that came right after its earlier copy: they find where the current token was seen before and copy what followed it, which is how a model continues a pattern it has seen in its context (in-context repetition). **Sink heads** park their attention on the first token: when a head has nothing useful to read, its weights must still sum to 1, and the first token serves as a no-op. Click a head to open it in the Attention view (on your own text).",
+        "每个注意力头都学到了自己的习惯。为了找到它们，页面专门生成一段文本：从模型词表中随机抽取的一串词元，重复说两遍。运行一次，按每个头的注意力落在哪里给它打分。**前一个词元头**看紧挨着的前一个词元：让后面的层知道每个词元前面是什么，这是复制的前一半。**归纳头**从第二遍中的某个词元出发，去看它在第一遍出现时紧跟其后的那个词元：它找到当前词元以前在哪里出现过，并复制后面跟着的内容，模型就是这样延续上下文里见过的模式（上下文中的重复）。**汇点头**把注意力停放在第一个词元上：当一个头没有有用的东西可读时，它的权重之和仍必须是 1，第一个词元就充当一个“什么都不做”的位置。点击一个头，可以在“注意力”视图中打开它（看你自己的文本）。"),
+    "explain_heads_limits": (
+        "What it does not show: a score is a mean attention weight on one made-up text, not what the head writes into the residual stream; attention weights are not explanations. A head can do more than one thing, and a head that is a clear induction head here may behave differently on ordinary prose. The control text (the same length, no repetition) shows the induction score is about the repetition: there it stays near 0.",
+        "它没有显示什么：得分是一段人造文本上的平均注意力权重，不是这个头写进残差流的内容；注意力权重并不是解释。一个头可以做不止一件事，在这里表现为明显归纳头的头，在普通文章上可能表现不同。对照文本（同样长度，没有重复）说明归纳得分来自重复：在对照文本上它接近 0。"),
+    "btn_heads": ("Score every head", "给每个头打分"),
+    "heads_result": ("Scored on a random sequence of {n} tokens said twice ({ms} ms). The heads with the highest scores:",
+                     "在说了两遍的 {n} 个随机词元上打分（{ms} 毫秒）。得分最高的头："),
+    "heads_named": ("L{layer} H{head} ({score})", "L{layer} H{head}（{score}）"),
+    "heads_named_induction": ("L{layer} H{head} ({score}; {control} on the control text)",
+                              "L{layer} H{head}（{score}；对照文本上 {control}）"),
+    "heads_pick_bad": ("A head is named as 'layer,head' (two whole numbers), got {value}.",
+                       "一个头要写成“层,头”（两个整数），收到的是 {value}。"),
+    "heads_pick_range": ("This model has {layers} layers of {heads} heads: there is no layer {layer}, head {head}. Score the heads again for this model.",
+                         "这个模型有 {layers} 层、每层 {heads} 个头：没有第 {layer} 层的第 {head} 个头。请为这个模型重新给头打分。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (

@@ -75,3 +75,52 @@ def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
 
 
 lens_figure = as_figure(lens_chart)
+
+
+COMMIT_COLORS = {"drawn": "#009E73", "not_drawn": "#E69F00", "prompt": "#BBBBBB"}  # Okabe-Ito green, orange; grey
+COMMIT_NAMES = {"drawn": "lens_commit_drawn", "not_drawn": "lens_commit_not_drawn", "prompt": "lens_commit_prompt"}
+NEVER_COLOR = "#D55E00"
+
+
+def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
+    """The commitment strip, under the heat map and on its columns: for each position, the first layer from which the
+    token that came next stays every layer's top token (bar height; 0 = the embeddings). Green: a generated token that
+    its step's own u (settings and seed) also draws from that layer's reading; orange: one it would not; grey: a
+    prompt token (no step drew it); a vermilion × at the top: the last layer's top is another token, so it never
+    commits (a sampled token the model did not rank first)."""
+    rows = np.asarray(lens.top_prob).shape[0]  # layers + 1
+    committed = np.asarray(lens.committed).tolist()
+    drawn = list(lens.drawn_at_commit)
+    n = len(committed)
+    targets = [token_label(tok.display) + ("" if nxt else "*") for tok, nxt in zip(lens.targets, lens.target_is_next)]
+    kind = ["prompt" if d is None else ("drawn" if d else "not_drawn") for d in drawn]
+    data = []
+    for name in ("drawn", "not_drawn", "prompt"):
+        cols = [c for c in range(n) if kind[c] == name and committed[c] >= 0 and lens.target_is_next[c]]
+        data.append({"type": "bar", "x": cols, "y": [committed[c] for c in cols], "name": t(COMMIT_NAMES[name], lang),
+                     "marker": {"color": COMMIT_COLORS[name]}, "text": [str(committed[c]) for c in cols],
+                     "textposition": "outside", "cliponaxis": False, "textfont": {"size": SMALL_SIZE},
+                     "customdata": [t("lens_commit_hover", lang, tok=targets[c], pos=lens.start + c + 1,
+                                      layer=committed[c]) for c in cols],
+                     "hovertemplate": "%{customdata}<extra></extra>"})
+    never = [c for c in range(n) if committed[c] < 0 and lens.target_is_next[c]]
+    data.append({"type": "scatter", "mode": "markers", "x": never, "y": [rows] * len(never),
+                 "name": t("lens_commit_never", lang),
+                 "marker": {"symbol": "x", "size": 14, "color": NEVER_COLOR, "line": {"width": 2}},
+                 "customdata": [t("lens_commit_never_hover", lang, tok=targets[c], pos=lens.start + c + 1)
+                                for c in never], "hovertemplate": "%{customdata}<extra></extra>"})
+    step = math.ceil(n / MAX_TICKS)
+    layout = base_layout(
+        t("lens_commit_title", lang, model=model_name), lang, subtitle=t("lens_commit_subtitle", lang), height=440,
+        xaxis={"title": {"text": t("lens_axis_target", lang)}, "tickvals": list(range(0, n, step)),
+               "ticktext": targets[::step], "tickangle": -60, "range": [-0.5, n - 0.5],
+               "tickfont": {"size": SMALL_SIZE}},
+        yaxis={"title": {"text": t("lens_commit_axis", lang)}, "range": [0, rows + 1.5]},
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}, bargap=0.15,
+        margin={"t": 150, "b": 110}, plot_bgcolor="white",
+    )
+    narrow_layout(layout, xaxis={"tickangle": 0})
+    return chart(data, layout)
+
+
+commitment_figure = as_figure(commitment_chart)

@@ -6,8 +6,9 @@
 // shown), the flipbook and the chart ahead told. The page's window surface, all of it:
 //   read:    window.TBT (the protocol, ui/protocol.py), window.Plotly (plotly.js), window.gradio_config (Gradio);
 //   written: window[T.globals.play] and window[T.globals.play_ended] (below), which the Play button's listeners
-//            call from their js= snippets (ui/play.py), and window[T.globals.goto_step] (charts.gotoStep), which
-//            the goto listener's js= snippet reads (ui/controls.py). No module reaches another through window.
+//            call from their js= snippets (ui/play.py), window[T.globals.goto_step] (charts.gotoStep), which
+//            the goto listener's js= snippet reads (ui/controls.py), and window[T.globals.open_head] (clicks.js),
+//            which the open_head listener's reads (ui/views/heads.py). No module reaches another through window.
 import {T, announce, carried, el, onOtherShape, otherShape, refitAll, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, dropAhead, promote, takeAhead} from "./ahead.js";

@@ -17,6 +17,7 @@ import torch
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
+from model.decoding.sampling import derive
 from model.decoding.door import one_core, prefill
 from model.decoding.session import MAX_TOKENS
 
@@ -55,6 +56,13 @@ class LogitLens:
     final_max_abs_diff: float  # the last layer's lens against the model's own logits, max |difference|
     ms: float  # wall time of the passes and the readings (waits at the model's door included)
     asked: int | None = None  # the positions asked for; more than shown when LENS_MAX_CELLS bounded the readings
+    # The commitment strip: per position, the first layer from which the target stays every reading's top token
+    # (-1: the last layer's top is another token, so it never does: a sampled token the model did not rank first)
+    committed: np.ndarray | None = None  # (W,) int64, a row of top_ids (0 = the embeddings)
+    # per position whose target is a generated token: whether that step's own u (its settings and seed) draws the
+    # target from the committed layer's reading; None where there is no step (a prompt token, the last position)
+    # or no committed layer
+    drawn_at_commit: list[bool | None] | None = None
 
     @property
     def layers(self) -> int:
@@ -73,6 +81,15 @@ def lens_logits(model, hidden: torch.Tensor, normed: bool = False) -> torch.Tens
     return logits
 
 
+def commitment(top_ids: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(layers + 1, W) top tokens, (W,) targets -> (W,) the first row from which every row's top is the target,
+    -1 where the last row's is not."""
+    agree = top_ids == targets[None, :]  # (L + 1, W)
+    tail = np.flip(np.cumprod(np.flip(agree, 0), 0), 0).astype(bool)  # row r: agree at r and every row after it
+    first = tail.argmax(0)
+    return np.where(tail[-1], first, -1).astype(np.int64)
+
+
 def check_lens_text(ids: list[int], window: int) -> None:
     """Refuse a lens the bounds do not allow: positions 1..LENS_WINDOW, a text of 1..LENS_MAX_TOKENS tokens."""
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= LENS_WINDOW:
@@ -84,7 +101,7 @@ def check_lens_text(ids: list[int], window: int) -> None:
 
 
 @torch.no_grad()
-def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> LogitLens:
+def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, settings: dict | None = None) -> LogitLens:
     """The logit lens of the last `window` positions of `ids`, from one prefill with output_hidden_states=True.
 
     The passes go through the model's door (door.prefill: in chunks, decode steps first); the readings, a
@@ -92,6 +109,8 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
     transformers hands back num_layers + 1 hidden states: the embeddings (Gemma's already scaled by sqrt(d)), then
     each decoder layer's output, the last one with the final norm already applied: it goes to the LM head as it is,
     so that row is the model's real output.
+    settings: position of each generated token -> its step's SamplingConfig (WholeText.settings), for the
+    commitment strip's draw: the step's pipeline and u (derive) on the committed layer's reading.
     """
     check_lens_text(ids, window)
     model = lm.model
@@ -115,8 +134,11 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
             # tokens with a strictly higher logit, plus one: on logits, not probabilities, which underflow to 0
             # in the early layers and would stop counting the tokens above a target at probability 0
             target_rank.append((logits > logits.gather(1, target[:, None])).sum(1) + 1)
+        top_ids = torch.stack(tops).numpy()
+        committed = commitment(top_ids, target.numpy())
+        drawn = [_drawn_at(lm, states, ids, start + c + 1, int(committed[c]), (settings or {}).get(start + c + 1))
+                 for c in range(n - start - 1)] + [None]  # the last position: no step chose its target yet
     ms = (time.perf_counter() - t0) * 1000
-    top_ids = torch.stack(tops).numpy()
     info = lm.tokens.info
     return LogitLens(
         tokens=[info(i) for i in ids[start:]],
@@ -131,4 +153,17 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
         final_max_abs_diff=final_diff,
         ms=ms,
         asked=window,
+        committed=committed,
+        drawn_at_commit=drawn,
     )
+
+
+def _drawn_at(lm: LoadedModel, states, ids: list[int], position: int, layer: int, cfg) -> bool | None:
+    """Whether the step that chose ids[position] (its settings `cfg` and their u) draws it from the lens's reading at
+    `layer`: the session's own pipeline (derive) on that reading. None without a step or a committed layer."""
+    if cfg is None or layer < 0:
+        return None
+    column = position - 1 - (len(ids) - states[0].shape[0])  # the hidden states' column of the position before
+    logits = lens_logits(lm.model, states[layer][column], normed=layer == len(states) - 1).float()
+    dist = derive(logits, torch.tensor([ids[:position]]), cfg, position, lm.tokens, top_n=1)
+    return dist.chosen.id == ids[position]

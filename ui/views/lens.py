@@ -9,8 +9,9 @@ from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly, named_range, whole
 from ui.state import carrier
+from ui.protocol import GRADIO_PLOTS
 from ui.strings import t
-from viz.lens import TEXT_COLUMNS, lens_chart
+from viz.lens import TEXT_COLUMNS, commitment_figure, lens_chart
 
 DEFAULT_WINDOW = TEXT_COLUMNS  # the most positions whose cells still name their top token
 
@@ -22,7 +23,7 @@ def lens_summary(lens, lang: str) -> dict:
             "tokens": [tok.id for tok in lens.tokens], "targets": [tok.id for tok in lens.targets],
             "top_ids": lens.top_ids.tolist(), "top_prob": lens.top_prob.tolist(),
             "target_prob": lens.target_prob.tolist(), "final_max_abs_diff": lens.final_max_abs_diff, "ms": lens.ms,
-            "asked": lens.asked}
+            "asked": lens.asked, "committed": lens.committed.tolist(), "drawn_at_commit": lens.drawn_at_commit}
 
 
 class LensView:
@@ -42,6 +43,8 @@ class LensView:
                                "btn_lens", "value")
         self.result = gr.Markdown(elem_id="tbt-lens-result", elem_classes="tbt-explain")
         plot(self.tab)
+        add(gr.Markdown(t("explain_lens_commit"), elem_classes="tbt-explain"), "explain_lens_commit", "value")
+        self.commit_plot = gr.Plot(label=t("lens_commit_label"), elem_id=GRADIO_PLOTS["lens_commit"], show_label=False)
         add(gr.Markdown(t("explain_lens_limits"), elem_classes="tbt-explain"), "explain_lens_limits", "value")
         self.numbers = gr.JSON(label="logit lens", elem_id="tbt-lens-numbers", elem_classes="tbt-hidden")
         named_range(self.window, "lens_window")
@@ -50,14 +53,16 @@ class LensView:
         """The lens of the user's text: its last `window` positions, every layer."""
         n = whole(window, "lens_window")
         text = self.app.whole_text(request, "lens_needs_weights")  # the lens needs every layer's hidden state
-        lens = text.run(logit_lens, n)
+        lens = text.run(logit_lens, n, text.settings)
         said = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
         if lens.asked and len(lens.tokens) < min(lens.asked, lens.start + len(lens.tokens)):  # the bound on the readings' work
             said += " " + t("lens_bounded", lang, n=len(lens.tokens), asked=lens.asked,
                             vocab=f"{text.lm.info.vocab:,}")
-        return said, carrier(lens_chart(lens, text.lm.name, lang), self.tab), lens_summary(lens, lang)
+        return (said, carrier(lens_chart(lens, text.lm.name, lang), self.tab),
+                commitment_figure(lens, text.lm.name, lang), lens_summary(lens, lang))
 
     def events(self, page):
         return [Event(self.run_btn.click, friendly(self.read), [self.window, page.lang],
-                      [self.result, page.figure, self.numbers], "runs", "logit_lens", {"show_progress": "full"})]
+                      [self.result, page.figure, self.commit_plot, self.numbers], "runs", "logit_lens",
+                      {"show_progress": "full"})]
