@@ -192,6 +192,32 @@ PINNED = r"""() => {
 }"""
 
 
+# Every text on the page a reader sees, with its computed font size (Gradio's rules are more specific than app.css's:
+# the style sheet says little): each element with a text of its own, or a field with a value, that is visible, not
+# moved off the page, not in a hover label or toolbar. -> [{kind, px, text, where}], kind the first of KINDS it is in.
+FONTS = r"""() => {
+  const KINDS = [['status line', '.tbt-status'], ['explanations', '.tbt-explain'], ['chip legend', '.tbt-chips-legend'],
+    ['keys line', '#tbt-keys'], ['lesson buttons', '[id^=tbt-lesson] button'], ['lesson text', '[id^=tbt-lesson]'],
+    ['chart text', 'svg'], ['chart caption', '.tbt-caption'], ['text panel', '#tbt-text'], ['tabs', '[role=tablist]'],
+    ['buttons', 'button'], ['fields', 'input, textarea, select, label']];
+  const seen = (n) => n.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) &&
+    !n.closest('[data-tbt-off], [data-tbt-ahead], .tbt-hidden, .hoverlayer, .modebar');
+  const out = [];
+  for (const n of document.body.querySelectorAll('*')) {
+    if (['SCRIPT', 'STYLE'].includes(n.tagName)) continue;
+    const own = [...n.childNodes].filter((c) => c.nodeType === 3).map((c) => c.textContent).join('').trim();
+    const field = ['INPUT', 'TEXTAREA'].includes(n.tagName) &&
+      !['checkbox', 'radio', 'range', 'file', 'hidden'].includes(n.type) ? (n.value || '').trim() : '';
+    if (!(own || field) || !seen(n)) continue;
+    const r = n.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    out.push({kind: (KINDS.find(([, s]) => n.closest(s)) || ['other'])[0], px: parseFloat(getComputedStyle(n).fontSize),
+              text: (own || field).slice(0, 40), where: n.id || n.closest('[id]')?.id || n.tagName});
+  }
+  return out;
+}"""
+
+
 def settle(page):
     """Wait until no request of the page is under way and plotly has laid out what it was given."""
     page.wait_for_function("() => !document.querySelector('.pending, .generating, .eta-bar')", timeout=180_000)

@@ -13,7 +13,7 @@ from model.decoding.records import SETTING_NAMES
 from ui.events import Event
 from ui.handlers import named_range, page_handler, whole
 from ui.labels import Labels, choices
-from ui.protocol import CARRIERS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
+from ui.protocol import CARRIERS, GRADIO_PLOTS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
 from ui.state import App
 from ui.strings import LANG_INPUT, Refusal, t
 
@@ -105,7 +105,7 @@ class Page:
         self.head = gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head", scale=1,
                                 render=False)
         # which KV head each query head reads (Attention shows it): the session's model's, drawn by attention_controls
-        self.gqa = gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id="tbt-plot-gqa", show_label=False,
+        self.gqa = gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id=GRADIO_PLOTS["gqa"], show_label=False,
                            render=False)
         self._shared_words = {self.gqa: dict(words=lambda lang: {"value": viz.gqa_figure(info, lang)}),
                        self.force: dict(key="force_label"), self.force_btn: dict(key="btn_force", attr="value"),

@@ -76,6 +76,7 @@ PROTOCOL = {
         "speculative": "tbt-plot-spec", "batching": "tbt-plot-batching", "throughput": "tbt-plot-throughput",
         "paged": "tbt-plot-paged", "lesson": "tbt-lesson-plot", "lesson_class": "tbt-lesson-class-plot",
         "lens_commit": "tbt-plot-lens-commit",
+        "gqa": "tbt-plot-gqa",  # (the Attention tab's query heads to KV heads, ui/controls.py)
     },
     # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
     "parts": {
@@ -103,8 +104,9 @@ PROTOCOL = {
     # predict first: the attribute on <html> while a candidate chart is drawn without its draw (viz.candidates.hidden_draw)
     "predict": {"attribute": "data-tbt-predict"},
     # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
-    # figure of plots side by side shows the first only
-    "fit": {"min_px": 330, "narrow_px": 700},
+    # figure of plots side by side shows the first only, as does a gr.Plot in a column narrower than beside_px
+    # (times the presenter scale in presenter mode: the Lesson's chart beside its text at 1280)
+    "fit": {"min_px": 330, "narrow_px": 700, "beside_px": 640},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
 GRADIO_PLOTS = PROTOCOL["gradio_plots"]  # the views' gr.Plot elem_ids, by name (the page's script reads the same)

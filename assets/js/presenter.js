@@ -78,10 +78,13 @@ document.addEventListener("keydown", (e) => {
 //     hideDraw), so the class can guess before Next shows it. Only what is drawn: the page sends nothing of it.
 let predictChanged = () => {};
 export const onPredict = (redraw) => { predictChanged = redraw; };  // page.js: the open tab's charts drawn again
+let presenterChanged = () => {};
+// page.js: what draws again the charts on screen in their new type size (else they stayed as drawn until the next step)
+export const whenSwitched = (redraw) => { presenterChanged = redraw; };
 const SWITCHES = [
   {id: T.ids.presenter, store: "tbt-presenter", attribute: PRESENTER,
    // each chart re-laid out for its new box (Gradio's by plotly, the page's by charts.js)
-   changed: () => dispatchEvent(new Event("resize"))},
+   changed: () => { dispatchEvent(new Event("resize")); presenterChanged(); }},
   {id: T.ids.predict, store: "tbt-predict", attribute: T.predict.attribute, changed: () => predictChanged()},
 ];
 const isOn = (sw) => root.hasAttribute(sw.attribute);
