@@ -159,9 +159,10 @@ def test_a_class_joins_from_the_wall_follows_one_text_and_gets_feedback(url, new
 
         open_view(teacher, "Lesson")
         teacher.get_by_role("button", name="Start this lesson").click()
-        # The class guesses about the teacher's text: where a lesson's prompt differs by language, a room's
-        # question is worded in the teacher's language (ui/views/lesson.py _room_question), here English for both
-        for student, words, pick in ((scanned, "most likely after", "␣Paris"), (phone, "most likely after", "␣London")):
+        # The class guesses about the teacher's text, each student in their own language: where the lesson's prompt
+        # differs by language, the question is worded around the teacher's prompt (ui/views/lesson.py _asked_in)
+        for student, words, pick in ((scanned, "在“The capital of France is”之后", "␣Paris"),
+                                     (phone, "most likely after", "␣London")):
             question = student.locator("#tbt-room-question")
             question.get_by_text(words).first.wait_for(timeout=60_000)
             question.get_by_label(pick).check()
