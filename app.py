@@ -17,6 +17,7 @@ from model.serving.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
 from ui.play import Play
+from ui.reach import Reach, checked_public_url
 from ui.server import launch
 from ui.state import App
 from ui.strings import t
@@ -53,6 +54,7 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
         wire([*page.events(), *player.events(page), *opened, *(row for view in views for row in view.events(page))])
         page.on_load(demo)
         demo.tbt_store = app.store  # launch() tells it which sessions have a page connected
+        demo.tbt_reach = app.reach  # and where the server listens (a room's join link)
         for view in views:  # (what a view keeps per user is in app.stash: the page's own unload drops it)
             if hasattr(view, "unload"):
                 demo.unload(view.unload)
@@ -64,6 +66,10 @@ def main(argv=None) -> None:
     ap.add_argument("--host", default=None,
                     help="address to listen on (default: $GRADIO_SERVER_NAME, else 127.0.0.1: this machine only)")
     ap.add_argument("--port", type=int, default=None, help="port (default: $GRADIO_SERVER_PORT, else 7860)")
+    ap.add_argument("--public-url", default=os.environ.get("TBT_PUBLIC_URL"),
+                    help="the address students open, e.g. https://tbt.school.example/ behind a proxy: a room's link "
+                         "and QR code (default: $TBT_PUBLIC_URL, else this machine's network address with --host "
+                         "0.0.0.0; on 127.0.0.1 the room's wall says only this machine can join)")
     ap.add_argument("--model", default=None,
                     help="one model for every page: smollm2, gemma3-270m, or a local model folder (default: both "
                          "packaged models loaded at start, an English page on smollm2, a Chinese one on gemma3-270m)")
@@ -76,6 +82,7 @@ def main(argv=None) -> None:
                     help="a local folder with that model's tokenizer and config.json (default: $TBT_ENGINE_FOLDER, "
                          "else the model name when it is a folder on this machine)")
     args = ap.parse_args(argv)
+    reach = Reach(checked_public_url(args.public_url))  # (refused before the model loads)
     logging.basicConfig(level=logging.INFO)
     models = registry(args.model)
     models.preload()  # load once, at start-up, before the first user arrives
@@ -83,7 +90,7 @@ def main(argv=None) -> None:
     if args.engine_url:
         add_engine(models, args.engine_url, args.engine_model, args.engine_folder)
     # the server's registries, made here and handed to the page: the models, every user's session, the rooms
-    launch(build(App(models, SessionStore(), Rooms()), models.default), args.host, args.port)
+    launch(build(App(models, SessionStore(), Rooms(), reach), models.default), args.host, args.port)
 
 
 def registry(model: str | None) -> ModelRegistry:

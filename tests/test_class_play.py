@@ -33,7 +33,7 @@ def klass(server):
     app, url = server
     teacher = Client(url, verbose=False)
     teacher.predict(PROMPT, "raw", "smollm2", **DEFAULTS, api_name="/start")
-    info = teacher.predict(url.rstrip("/"), **DEFAULTS, api_name="/open_room")[0]  # (the page's origin first)
+    info = teacher.predict(**DEFAULTS, api_name="/open_room")[0]
     code = re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
     students = [Client(url, verbose=False) for _ in range(4)]
     for s in students:

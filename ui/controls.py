@@ -2,6 +2,7 @@
 the hidden carriers and triggers, and the handlers every view's step shares (start, next, back, force, ...)."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import gradio as gr
@@ -15,7 +16,7 @@ from ui.handlers import named_range, page_handler, whole
 from ui.labels import Labels, choices
 from ui.protocol import CARRIERS, GRADIO_PLOTS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
 from ui.state import App
-from ui.strings import LANG_INPUT, Refusal, t
+from ui.strings import LANG_INPUT, LANGS, Refusal, t
 
 EXAMPLES = [
     "The capital of France is",
@@ -309,7 +310,7 @@ class Page:
         ]
 
     def on_load(self, demo: gr.Blocks, start_in_default: bool = True):
-        """On a page load: start a session on the prompt shown, in the browser's language."""
+        """On a page load: start a session on the prompt shown, in the address's (?lang=) or the browser's language."""
         start = self.handler(self.start_page, "prompt", "mode", "model")
         inputs = [self.prompt, self.mode, self.model, *self.page_in]
         # the first text is drawn in the browser's language too (the switch below may land before it exists)
@@ -320,7 +321,10 @@ class Page:
         demo.unload(self.unload)
 
 
-BROWSER_LANG = "((navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en')"
+# The page's first language: ?lang=zh or ?lang=en in its address (a teacher hands out one link per language), else
+# the browser's own. Only the page's own languages are taken: any other value of ?lang= is the browser's choice.
+BROWSER_LANG = (f"(((l) => {json.dumps(list(LANGS))}.includes(l) ? l : ((navigator.language || 'en').toLowerCase()"
+                ".startsWith('zh') ? 'zh' : 'en'))(new URLSearchParams(window.location.search).get('lang')))")
 
 
 def advance(session, cfg):

@@ -543,6 +543,19 @@ PAGE: dict[str, tuple[str, str]] = {
     # ---- rooms: the wall, seats kept by a heartbeat, one text per student, feedback after the reveal ----
     "btn_room_renew": ("New code (everyone out)", "换新课堂码（所有人退出）"),
     "room_qr_alt": ("QR code of the room's join link", "加入课堂链接的二维码"),
+    # a lesson's question asked in a room, for a student whose language's lesson has another text or model
+    "room_q_next_token": ("After “{text}”, which token do you think the model finds most likely?",
+                          "在“{text}”之后，你认为模型觉得哪个词元最可能？"),
+    "room_q_kept_by_top_p": ("With top-p = {top_p}, will “{token}” be kept?", "在 top-p = {top_p} 时，“{token}”会被保留吗？"),
+    "room_q_cache_size": (
+        "This model ({model}: {layers} layers, {kv_heads} KV heads of {head_dim}, {dtype}) holds {tokens} tokens. "
+        "How big is its cache?",
+        "这个模型（{model}：{layers} 层、{kv_heads} 个 {head_dim} 维的 KV 头、{dtype}）保存了 {tokens} 个词元。它的缓存有多大？"),
+    "room_local_only": (
+        "Only this machine can open this link: the server listens on a loopback address, so no phone can join. "
+        "Restart it with --host 0.0.0.0 (or --public-url) to serve the class's network.",
+        "只有这台电脑能打开这个链接：服务器只在本机回环地址上监听，学生的手机无法加入。"
+        "请用 --host 0.0.0.0（或 --public-url）重新启动，让全班所在的网络都能访问。"),
     "room_joined": ("{n} students joined", "已加入 {n} 名学生"),
     "room_explore_after_reveal": ("The teacher is asking a question: explore on your own after the answer is revealed.",
                                   "老师正在提问：揭晓答案之后再自己探索。"),

@@ -252,14 +252,33 @@ class LessonView:
     def _room_question(self, lesson, index, lang):
         """The step's question as a room shows it to the students, in every language of the page; None without.
         The class guesses about the teacher's text, on the teacher's model: its choices are those of the teacher's
-        language `lang`, and so is the question where the lesson's prompt differs by language."""
+        language `lang`, and each student reads the question in their own (`_asked_in`)."""
         step = lesson["steps"][index]
         predict = step["predict"]
         if predict is None:
             return None
-        asked = {other: other if step["prompt"][other] == step["prompt"][lang] else lang for other in LANGS}
-        return Question(question_key(lesson, index), {other: self._question(predict, asked[other]) for other in LANGS},
+        return Question(question_key(lesson, index), {other: self._asked_in(step, lang, other) for other in LANGS},
                         {other: self._choices(predict, other, lang) for other in LANGS})
+
+    def _asked_in(self, step, teacher_lang, lang) -> str:
+        """The step's question in `lang` about the teacher's text, prompt and model (those of `teacher_lang`): the
+        lesson's own words where they say the same (the teacher's language, the same prompt, a question that names
+        no text), else the question's kind worded in `lang` around the teacher's prompt, token or model."""
+        predict = step["predict"]
+        kind, same_text = predict["kind"], step["prompt"][lang] == step["prompt"][teacher_lang]
+        if lang == teacher_lang or kind == "order" or (kind == "next_token" and same_text) or \
+                (kind == "cache_size" and predict["model"] != "current"):
+            return self._question(predict, lang)
+        if kind == "next_token":
+            said = t("room_q_next_token", lang, text=step["prompt"][teacher_lang])
+        elif kind == "kept_by_top_p":
+            said = t("room_q_kept_by_top_p", lang, top_p=f"{step_config(step).top_p:g}",
+                     token=token_label(predict["token"][teacher_lang]))
+        else:  # a cache's size on the model the teacher's page runs, not the one the other language's lesson names
+            info = self.app.models.get().info
+            said = t("room_q_cache_size", lang, model=info.name, layers=info.layers, kv_heads=info.kv_heads,
+                     head_dim=info.head_dim, dtype=predict["dtype"], tokens=predict["tokens"])
+        return f"**{said}**"
 
     def redraw(self, lesson, index, answer, lang):
         """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
