@@ -74,7 +74,7 @@ PROTOCOL = {
         "consistency": "tbt-plot-sc", "constraints": "tbt-plot-constrain", "calculator": "tbt-plot-calc",
         "speculative": "tbt-plot-spec", "batching": "tbt-plot-batching", "throughput": "tbt-plot-throughput",
         "paged": "tbt-plot-paged", "lesson": "tbt-lesson-plot", "lesson_class": "tbt-lesson-class-plot",
-        "lens_commit": "tbt-plot-lens-commit",
+        "lens_commit": "tbt-plot-lens-commit", "lens_pins": "tbt-plot-lens-pins",
     },
     # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
     "parts": {
