@@ -188,6 +188,17 @@ MESSAGES: dict[str, tuple[str, str]] = {
                           "要读取的位置数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     "lens_too_long": ("The text is too long for the lens: {n} tokens (at most {limit}); go back or reset.",
                       "文本对逻辑透镜来说太长了：{n} 个词元（最多 {limit} 个）；请后退或重置。"),
+    "lens_pin_tokens": ("Each pinned token must be exactly one token of the vocabulary, as typed (a leading space counts: "
+                        "' Paris'); {answer!r} is {n} tokens: {tokens}.",
+                        "每个固定的词元必须恰好是词表中的一个词元，按输入的样子算（开头的空格也算：' Paris'）；{answer!r} 是 "
+                        "{n} 个词元：{tokens}。"),
+    "lens_pin_invalid_text": ("The pinned tokens contain characters that are not valid text (lone surrogates).",
+                              "固定的词元包含无效的文本字符（孤立的代理项）。"),
+    "lens_pins_too_long": ("The pinned tokens are too long: at most {limit} characters, tokens separated by commas.",
+                           "固定的词元太长：最多 {limit} 个字符，词元之间用逗号分隔。"),
+    "lens_pins_too_many": ("Pin at most {limit} tokens at once, got {n}.", "一次最多固定 {limit} 个词元，收到的是 {n} 个。"),
+    "lens_position_range": ("The position must be one the lens read, from {low} to {high}, got {value!r}.",
+                            "位置必须是逻辑透镜读取过的位置，{low} 到 {high} 之间，收到的是 {value!r}。"),
     "race_steps_range": ("Steps to race must be a whole number from 1 to {high}, got {value!r}.",
                          "比赛的步数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     "lens_needs_weights": ("The logit lens reads every layer's hidden state, which only the model's weights give: {model} "

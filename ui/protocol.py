@@ -71,6 +71,7 @@ PROTOCOL = {
     # laid out as its own charts are (assets/js/charts.js refit). ui/views still spell these ids in their gr.Plot
     # calls: tests/test_page.py holds the two together
     "gradio_plots": {
+        "lens_pins": "tbt-plot-lens-pins",  # (the Logit lens's pinned tokens, ui/views/lens.py)
         "branches": "tbt-plot-branch-logp", "beams": "tbt-plot-beams", "race": "tbt-plot-race",
         "consistency": "tbt-plot-sc", "constraints": "tbt-plot-constrain", "calculator": "tbt-plot-calc",
         "speculative": "tbt-plot-spec", "batching": "tbt-plot-batching", "throughput": "tbt-plot-throughput",

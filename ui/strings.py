@@ -370,6 +370,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "**Where each token was decided.** Under the heat map, on its columns: for each token that came next, the first layer from which it stays the lens's top token all the way up. For a generated token, green means the step's own random number u (its settings and seed) would have drawn it already from that layer's reading, orange that the same u would have drawn another token there. A × marks a token the last layer did not rank first: it was sampled, so it never becomes the top token.",
         "**每个词元在哪里被决定。** 在热图下方、与它同列：对每个接下来的词元，从哪一层起它一直是透镜的首选词元，直到最后一层。对生成的词元，绿色表示该步自己的随机数 u（它的设置和种子）在那一层的读数上就已经会抽到它，橙色表示同一个 u 在那里会抽到别的词元。× 标出最后一层没有把它排在第一的词元：它是抽样得到的，所以从未成为首选。"),
     "lens_commit_label": ("Where each token was decided", "每个词元在哪里被决定"),
+    "explain_lens_pins": (
+        "**Pin tokens.** Type one or more tokens, separated by commas, and pick a position the lens read: the chart shows each layer's probability of each of them there, with the token that came next (dashed) for comparison. Each must be exactly one token of the vocabulary, as typed: a leading space counts (' Paris' is one token, 'Paris' may be another).",
+        "**固定词元。** 输入一个或多个词元，用逗号分隔，再选一个透镜读取过的位置：图中画出每一层在该位置给每个词元的概率，并画出实际出现的下一个词元（虚线）作比较。每一个都必须恰好是词表中的一个词元，按输入的样子算：开头的空格也算（' Paris' 是一个词元，'Paris' 可能是另一个）。",
+    ),
+    "lens_pins": ("Tokens to pin (comma-separated, a leading space counts)", "要固定的词元（用逗号分隔，开头的空格也算）"),
+    "lens_position": ("Position", "位置"),
+    "btn_lens_pin": ("Chart the pinned tokens", "画出固定的词元"),
+    "lens_pin_label": ("Pinned tokens through the layers", "固定词元在各层的概率"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
     "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
@@ -514,6 +522,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "constrain_ended_eos": ("the constraint was satisfied and the text ended", "约束已满足，文本结束"),
     "constrain_ended_length": ("the token budget ran out before the text ended", "文本结束前用完了词元数"),
     "constrain_no_run": ("Write under the constraint first.", "请先在约束下续写。"),
+    "lens_no_run": ("Read every layer first: the pinned tokens are read from the lens.", "请先读取每一层：固定的词元是从逻辑透镜的读数中读出的。"),
     # ---- consistency view ---- (ui/views/consistency.py)
     "tab_consistency": ("Self-consistency", "自洽投票"),
     "explain_consistency": (

@@ -475,6 +475,15 @@ WORDS: dict[str, tuple[str, str]] = {
     "lens_commit_never_hover": ("{tok} (position {pos}): the last layer's top token is another one; it was sampled",
                                 "{tok}（位置 {pos}）：最后一层的首选是另一个词元；它是抽样得到的"),
     "lens_commit_axis": ("first layer (emb = 0)", "起始层（嵌入 = 0）"),
+    "lens_pin_title": ("Pinned tokens through the layers, {model}: position {pos} ({tok})",
+                       "固定词元在各层的概率，{model}：位置 {pos}（{tok}）"),
+    "lens_pin_subtitle": ("Each layer's lens probability of each pinned token at this position · dashed: the token "
+                          "compared there, as in the heat map's column (* at the last position: the model's own top token)",
+                          "每一层的透镜读数给每个固定词元的概率（在这个位置）· 虚线：该位置的比较对象，与热图中这一列相同"
+                          "（最后一个位置标 *：模型自己的首选词元）"),
+    "lens_pin_axis": ("probability (the lens)", "概率（透镜读数）"),
+    "lens_pin_compared": ("{tok} (compared)", "{tok}（比较对象）"),
+    "lens_pin_hover": ("{tok} · layer {layer}: {p}", "{tok} · 层 {layer}：{p}"),
     # ---- a part switched off (viz/ablation.py) ----
     "abl_part_head": ("head {head} of layer {layer}", "第 {layer} 层的第 {head} 个注意力头"),
     "abl_part_attention": ("the attention of layer {layer}", "第 {layer} 层的注意力"),

@@ -124,3 +124,42 @@ def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
 
 
 commitment_figure = as_figure(commitment_chart)
+
+
+PIN_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]  # Okabe-Ito
+COMPARED_COLOR = "#222222"
+
+
+def pinned_chart(lens, column: int, pins, probs, model_name: str = "", lang: str = "en") -> dict:
+    """The pinned tokens through the layers at one column of the lens: x = layer (emb, 1 .. layers, the heat map's
+    rows), y = each layer's lens probability of each pinned token (`pins`: TokenInfo, `probs`: (layers + 1, K)), a
+    line each; and, dashed, the token compared there (the token that came next; at the last position, marked *, the
+    model's own top token), from the heat map's own column (lens.target_prob)."""
+    probs = np.asarray(probs, dtype=float)
+    rows = np.asarray(lens.target_prob).shape[0]
+    layer_names = [t("lens_embeddings", lang)] + [str(i) for i in range(1, rows)]
+    target, is_next = lens.targets[column], lens.target_is_next[column]
+    compared = token_label(target.display) + ("" if is_next else "*")
+    lines = [(token_label(tok.display), probs[:, k], PIN_COLORS[k % len(PIN_COLORS)], "solid")
+             for k, tok in enumerate(pins)]
+    lines.append((t("lens_pin_compared", lang, tok=compared), np.asarray(lens.target_prob, dtype=float)[:, column],
+                  COMPARED_COLOR, "dash"))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": list(range(rows)), "y": ys.tolist(), "name": name,
+             "line": {"color": color, "width": 3, "dash": dash}, "marker": {"size": 6, "color": color},
+             "customdata": [t("lens_pin_hover", lang, tok=name, layer=layer_names[r], p=format_prob(ys[r]))
+                            for r in range(rows)], "hovertemplate": "%{customdata}<extra></extra>"}
+            for name, ys, color, dash in lines]
+    where = token_label(lens.tokens[column].display)
+    layout = base_layout(
+        t("lens_pin_title", lang, model=model_name, pos=lens.start + column, tok=where), lang,
+        subtitle=t("lens_pin_subtitle", lang), height=460,
+        xaxis={"title": {"text": t("lens_axis_layer", lang)}, "tickvals": list(range(rows)), "ticktext": layer_names,
+               "range": [-0.3, rows - 0.7], "tickfont": {"size": SMALL_SIZE}},
+        yaxis={"title": {"text": t("lens_pin_axis", lang)}, "range": [0, 1.02], "tickformat": ".0%"},
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        margin={"t": 150}, plot_bgcolor="white",
+    )
+    return chart(data, layout)
+
+
+pinned_figure = as_figure(pinned_chart)

@@ -26,10 +26,9 @@ from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
 from model.decoding.session import DecodeSession
 from model.errors import SessionError
-from model.parse import valid_text
+from model.parse import one_token
 
 PATCH_MAX_TOKENS = 16  # the longest prompt pair: a grid of layers x n passes of n tokens (SmolLM2: 30 x 16 x 16)
-ANSWER_CHARS = 64  # an answer longer than this is no single token: refused before the whole of it is tokenized
 MIN_GAP = 0.01  # the clean and corrupted runs must give the answer probabilities at least this far apart
 DEFAULT_CLEAN, DEFAULT_CORRUPTED = "The Eiffel Tower is in the city of", "The Colosseum is in the city of"
 
@@ -89,17 +88,11 @@ def encode_pair(lm: LoadedModel, clean_text: str, corrupted_text: str) -> tuple[
 
 
 def answer_id(lm: LoadedModel, answer: str | None) -> int | None:
-    """The answer typed on the page as one token id; None for empty (the clean run's top token)."""
+    """The answer typed on the page as one token id (model.parse.one_token); None for empty (the clean run's top
+    token)."""
     if answer is None or answer == "":
         return None
-    if not isinstance(answer, str):
-        raise SessionError("patch_answer_tokens", answer=str(answer)[:ANSWER_CHARS], n="?")
-    valid_text(answer, "patch_answer_invalid_text")
-    ids = lm.tokenizer(answer[:ANSWER_CHARS], add_special_tokens=False)["input_ids"]  # a token is never this long
-    if len(ids) != 1 or len(answer) > ANSWER_CHARS:
-        n = f"{len(ids)}" if len(answer) <= ANSWER_CHARS else f"{len(ids)}+"
-        raise SessionError("patch_answer_tokens", answer=answer[:ANSWER_CHARS], n=n)
-    return ids[0]
+    return one_token(lm, answer, "patch_answer_tokens", "patch_answer_invalid_text")
 
 
 def decoder_layers(model: torch.nn.Module):

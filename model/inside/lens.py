@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from model.errors import SessionError
+from model.parse import one_token
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
 from model.decoding.sampling import derive
@@ -27,6 +28,8 @@ LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session'
 # whole window (48 x 31 x 49,152 = 73M) fits; Gemma 3 270M's 262,144-token vocabulary allows 15 positions
 # (48 would be 239M: 13 s of one core here, while the class's steps want it too).
 LENS_MAX_CELLS = 75_000_000
+MAX_PINS = 8  # pinned tokens charted at once: a line each, still told apart
+PIN_CHARS = 400  # the pins' text: 8 tokens and their commas fit many times over
 
 
 def lens_positions(lm: LoadedModel, window: int) -> int:
@@ -63,6 +66,9 @@ class LogitLens:
     # target from the committed layer's reading; None where there is no step (a prompt token, the last position)
     # or no committed layer
     drawn_at_commit: list[bool | None] | None = None
+    # the residual stream at the positions read, (layers + 1, W, d) float32, the last row already normed: what the
+    # pinned tokens' probabilities are read from (pinned_probs), without a second pass or a kept (W, V) per layer
+    hidden: torch.Tensor | None = None
 
     @property
     def layers(self) -> int:
@@ -155,7 +161,48 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, setti
         asked=window,
         committed=committed,
         drawn_at_commit=drawn,
+        hidden=torch.stack([h.float() for h in states]),
     )
+
+
+def pin_ids(lm: LoadedModel, text) -> list[int]:
+    """The tokens typed to pin, comma-separated, each exactly one token of lm's vocabulary as typed (a leading space
+    counts: " Paris"); empty entries skipped, repeats kept once, at most MAX_PINS. Refused, naming the entry and how
+    it tokenizes (model.parse.one_token), before anything runs."""
+    if text is None:
+        return []
+    if not isinstance(text, str) or len(text) > PIN_CHARS:
+        raise SessionError("lens_pins_too_long", limit=PIN_CHARS)
+    ids: list[int] = []
+    for entry in text.split(","):
+        if entry.strip() == "":
+            continue
+        i = one_token(lm, entry, "lens_pin_tokens", "lens_pin_invalid_text")
+        if i not in ids:
+            ids.append(i)
+    if len(ids) > MAX_PINS:
+        raise SessionError("lens_pins_too_many", n=len(ids), limit=MAX_PINS)
+    return ids
+
+
+def lens_column(lens: LogitLens, position) -> int:
+    """The column of the lens at a position of the text (start .. start + W - 1), or SessionError."""
+    n = len(lens.tokens)
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position - lens.start < n:
+        raise SessionError("lens_position_range", value=position, low=lens.start, high=lens.start + n - 1)
+    return position - lens.start
+
+
+@torch.no_grad()
+def pinned_probs(lm: LoadedModel, lens: LogitLens, ids: list[int], column: int) -> np.ndarray:
+    """(layers + 1, len(ids)) float32: each layer's lens probability of each token at one column of the lens, read
+    from its kept hidden states (the final norm, the LM head, a softmax over the whole vocabulary): (layers + 1) x V
+    of work, one core, outside the model's door, as the lens's own readings."""
+    states = lens.hidden[:, column]  # (layers + 1, d)
+    with one_core():  # one LM head over every layer's row at once: the (V, d) weights read once, not per layer
+        x = torch.cat([lm.model.model.norm(states[:-1]), states[-1:]])  # the last row is already normed
+        probs = torch.softmax(lens_logits(lm.model, x, normed=True).float(), -1)[:, ids]
+    return probs.numpy()
 
 
 def _drawn_at(lm: LoadedModel, states, ids: list[int], position: int, layer: int, cfg) -> bool | None:
