@@ -34,7 +34,8 @@ def heads_chart(scores, model_name: str = "", lang: str = "en") -> dict:
         data.append({"type": "heatmap", "z": z, "zmin": 0, "zmax": 1, "colorscale": ATTENTION_SCALE, "name": kind,
                      "xaxis": x_ref, "yaxis": y_ref, "customdata": custom, "xgap": 1, "ygap": 1,
                      "hovertemplate": "%{customdata[2]}<extra></extra>", "showscale": k == len(KINDS),
-                     "colorbar": {"title": {"text": t("heads_colour", lang)}, "thickness": 14}})
+                     "colorbar": {"title": {"text": t("heads_colour", lang)}, "thickness": 14,
+                                  "ticklabelposition": "outside bottom"}})  # the top label clear of the title
         top = scores.top(kind)
         data.append({"type": "scatter", "x": [h for _, h, _ in top], "y": [layer for layer, _, _ in top],
                      "xaxis": x_ref, "yaxis": y_ref, "mode": "markers", "hoverinfo": "skip", "showlegend": False,

@@ -461,11 +461,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "lens_axis_input": ("token at the position", "该位置的词元"),
     "lens_axis_target": ("next token (compared)", "下一个词元（比较对象）"),
     "lens_axis_layer": ("layer (emb = embeddings)", "层（嵌入 = 词嵌入）"),
-    "lens_commit_title": ("Where each token was decided, {model}: the first layer from which it stays the lens's top token",
-                          "每个词元在哪里被决定（{model}）：从哪一层起它一直是透镜的首选词元"),
-    "lens_commit_subtitle": ("Under the heat map, the same columns · green: the step's own u (its settings and seed) draws it "
+    "lens_commit_title": ("Where each token was decided, {model}", "每个词元在哪里被决定（{model}）"),
+    "lens_commit_subtitle": ("The first layer from which each token stays the lens's top token · under the heat map, the same columns · green: the step's own u (its settings and seed) draws it "
                              "from that layer's reading too · orange: that u would draw another token there · grey: a prompt token",
-                             "与上方热图同列 · 绿色：该步自己的 u（它的设置和种子）从这一层的读数也会抽到它 · 橙色：同一个 u 在这一层会抽到别的词元 · 灰色：提示词中的词元"),
+                             "从哪一层起它一直是透镜的首选词元 · 与上方热图同列 · 绿色：该步自己的 u（它的设置和种子）从这一层的读数也会抽到它 · 橙色：同一个 u 在这一层会抽到别的词元 · 灰色：提示词中的词元"),
     "lens_commit_drawn": ("generated: its u draws it there", "生成的：它的 u 在此会抽到它"),
     "lens_commit_not_drawn": ("generated: its u would draw another", "生成的：它的 u 会抽到别的"),
     "lens_commit_prompt": ("prompt token", "提示词中的词元"),

@@ -10,12 +10,13 @@ import numpy as np
 
 from viz.style import ATTENTION_SCALE
 from viz.i18n import t
-from viz.style import (FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout,
+from viz.style import (FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout, wrap_text,
                         token_label)
 
 TEXT_COLUMNS = 16  # up to this many positions, each cell names its top token; beyond, only the hover does
 CELL_CHARS = 5  # a cell's token text, cut to this many characters (14 px in a cell about 50 px wide)
 MAX_TICKS = 28  # as the attention heatmap: beyond this, every other token label
+TITLE_COLUMNS, SUBTITLE_COLUMNS = 72, 110  # the strip's and the pins' long titles, in lines that fit at 1280 (878 px)
 
 
 def _short(label: str) -> str:
@@ -111,13 +112,14 @@ def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
                                 for c in never], "hovertemplate": "%{customdata}<extra></extra>"})
     step = math.ceil(n / MAX_TICKS)
     layout = base_layout(
-        t("lens_commit_title", lang, model=model_name), lang, subtitle=t("lens_commit_subtitle", lang), height=440,
+        t("lens_commit_title", lang, model=model_name), lang,
+        subtitle=wrap_text(t("lens_commit_subtitle", lang), SUBTITLE_COLUMNS), height=470,
         xaxis={"title": {"text": t("lens_axis_target", lang)}, "tickvals": list(range(0, n, step)),
                "ticktext": targets[::step], "tickangle": -60, "range": [-0.5, n - 0.5],
                "tickfont": {"size": SMALL_SIZE}},
-        yaxis={"title": {"text": t("lens_commit_axis", lang)}, "range": [0, rows + 1.5]},
+        yaxis={"title": {"text": t("lens_commit_axis", lang)}, "range": [0, rows + 3.5]},  # the bars' numbers under the legend
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}, bargap=0.15,
-        margin={"t": 150, "b": 110}, plot_bgcolor="white",
+        margin={"t": 190, "b": 110}, plot_bgcolor="white",
     )
     narrow_layout(layout, xaxis={"tickangle": 0})
     return chart(data, layout)
@@ -151,13 +153,13 @@ def pinned_chart(lens, column: int, pins, probs, model_name: str = "", lang: str
             for name, ys, color, dash in lines]
     where = token_label(lens.tokens[column].display)
     layout = base_layout(
-        t("lens_pin_title", lang, model=model_name, pos=lens.start + column, tok=where), lang,
-        subtitle=t("lens_pin_subtitle", lang), height=460,
+        wrap_text(t("lens_pin_title", lang, model=model_name, pos=lens.start + column, tok=where), TITLE_COLUMNS), lang,
+        subtitle=wrap_text(t("lens_pin_subtitle", lang), SUBTITLE_COLUMNS), height=490,
         xaxis={"title": {"text": t("lens_axis_layer", lang)}, "tickvals": list(range(rows)), "ticktext": layer_names,
-               "range": [-0.3, rows - 0.7], "tickfont": {"size": SMALL_SIZE}},
+               "range": [-1.3, rows - 0.7], "tickfont": {"size": SMALL_SIZE}},  # "emb" clear of the "0%" tick
         yaxis={"title": {"text": t("lens_pin_axis", lang)}, "range": [0, 1.02], "tickformat": ".0%"},
         legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
-        margin={"t": 150}, plot_bgcolor="white",
+        margin={"t": 190}, plot_bgcolor="white",
     )
     return chart(data, layout)
 

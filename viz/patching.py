@@ -31,7 +31,8 @@ def patching_chart(grid, model_name: str = "", lang: str = "en") -> dict:
     hover = [[template.format(layer=r, pos=c, tok=ticks[c], answer=answer, p=format_prob(grid.patched_prob[r, c]),
                               effect=f"{effect[r, c]:+.2f}") for c in range(n)] for r in range(rows)]
     heat = {"type": "heatmap", "z": effect, "zmin": -1, "zmax": 1, "colorscale": EFFECT_SCALE, "name": "patching",
-            "colorbar": {"title": {"text": t("patch_colour", lang)}, "thickness": 16, "tickvals": [-1, 0, 1]},
+            "colorbar": {"title": {"text": t("patch_colour", lang)}, "thickness": 16, "tickvals": [-1, 0, 1],
+                         "ticklabelposition": "outside bottom"},  # the top label under its tick, clear of the title
             "customdata": hover, "hovertemplate": "%{customdata}<extra></extra>", "xgap": 1, "ygap": 1}
     # no text in the cells: a phone keeps only the columns whose texts fit (assets/js/charts.js cellTexts), and here
     # the first columns (the word that differs) matter as much as the last; the hover and the sentence above say it
@@ -41,10 +42,10 @@ def patching_chart(grid, model_name: str = "", lang: str = "en") -> dict:
                    corrupted=format_prob(grid.corrupted_prob)),
         height=max(460, 200 + 20 * rows),
         xaxis={"title": {"text": t("patch_axis_position", lang)}, "tickvals": list(range(n)), "ticktext": ticks,
-               "tickangle": -45, "range": [-0.5, n - 0.5], "tickfont": {"size": SMALL_SIZE}},
+               "tickangle": -90, "range": [-0.5, n - 0.5], "tickfont": {"size": SMALL_SIZE}},
         yaxis={"title": {"text": t("patch_axis_layer", lang)}, "range": [-0.5, rows - 0.5],
                "tickfont": {"size": SMALL_SIZE}},
-        margin={"t": 130, "b": 120}, plot_bgcolor="white",
+        margin={"t": 130, "b": 150}, plot_bgcolor="white",
     )
     narrow_layout(layout, xaxis={"tickangle": -90})
     return chart([heat], layout)

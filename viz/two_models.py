@@ -52,8 +52,10 @@ def two_models_chart(readings, lang: str = "en") -> dict:
         yaxis={"title": {"text": t("two_axis_bits", lang)}, "rangemode": "tozero"},
         legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 0},
     )
+    # on a phone a column is a few pixels wide: the first character's label starts a column further right, clear of
+    # the y axis's "0"
     narrow_layout(layout, xaxis={"tickvals": list(range(0, n, max(step, math.ceil(n / 20)))),
-                                 "ticktext": ticks[::max(step, math.ceil(n / 20))]})
+                                 "ticktext": ticks[::max(step, math.ceil(n / 20))], "range": [-1.5, n - 0.5]})
     return chart(data, layout)
 
 
