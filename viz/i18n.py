@@ -517,10 +517,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "patch_title": ("Activation patching, {model}: where does {answer} come from? · {layers} layers × {n} positions",
                     "激活修补，{model}：{answer} 从哪里来？· {layers} 层 × {n} 个位置"),
     "patch_subtitle": ("One vector of prompt 2's run replaced by prompt 1's (the residual stream entering that layer at "
-                       "that position)<br>Colour: (P<sub>patched</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)"
+                       "that position)<br>Colour: (P(patched) − P₂) / (P₁ − P₂)"
                        " of {answer}: 1 = prompt 1's {clean} restored, 0 = prompt 2's {corrupted} unchanged",
                        "把提示词 2 运行中的一个向量换成提示词 1 的（进入该层、该位置的残差流）<br>颜色：{answer} 的 "
-                       "(P<sub>修补</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)：1 = 恢复到提示词 1 的 {clean}，"
+                       "(P(修补) − P₂) / (P₁ − P₂)：1 = 恢复到提示词 1 的 {clean}，"
                        "0 = 仍是提示词 2 的 {corrupted}"),
     "patch_axis_position": ("position (prompt 1 → prompt 2 where they differ)", "位置（两者不同处：提示词 1 → 提示词 2）"),
     "patch_axis_layer": ("layer whose input is patched (0 = embeddings)", "被修补输入的层（0 = 词嵌入）"),
