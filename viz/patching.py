@@ -45,7 +45,7 @@ def patching_chart(grid, model_name: str = "", lang: str = "en") -> dict:
                "tickangle": -90, "range": [-0.5, n - 0.5], "tickfont": {"size": SMALL_SIZE}},
         yaxis={"title": {"text": t("patch_axis_layer", lang)}, "range": [-0.5, rows - 0.5],
                "tickfont": {"size": SMALL_SIZE}},
-        margin={"t": 130, "b": 150}, plot_bgcolor="white",
+        margin={"t": 130, "b": 190}, plot_bgcolor="white",
     )
     narrow_layout(layout, xaxis={"tickangle": -90})
     return chart([heat], layout)
