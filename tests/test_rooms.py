@@ -258,8 +258,12 @@ def test_the_class_guesses_before_the_reveal_and_sees_the_chart_only_after(serve
     assert [v for _, v in choices] == [" Paris", " the", " London", " a"]
     assert "tbt-figdata" in tick[2] and t("guesses_wait_title", "en") in tick[2]  # the chart is withheld ...
     assert "%" not in tick[2] and "Paris" not in tick[2]  # ... with no candidate in it
-    for other in others:  # the teacher's question: the Chinese lesson asks about its own prompt (今天天气, on Gemma)
-        assert question_of(room_state(other, "zh"))[:2] == (words, choices)
+    # each student reads the question in their own language, about the teacher's prompt and with its choices (the
+    # Chinese lesson's own question names its own prompt, 今天天气 on Gemma, which is not the teacher's text)
+    asked_zh = f"**{t('room_q_next_token', 'zh', text='The capital of France is')}**"
+    assert asked_zh != words
+    for other in others:
+        assert question_of(room_state(other, "zh"))[:2] == (asked_zh, choices)
 
     follower.predict(" London", "en", api_name="/room_guess")
     for other, guess in zip(others, [" Paris", " Paris", " London"]):

@@ -83,11 +83,21 @@ function fitScreen(layout) {
   if (!stack || stack.offsetParent === null || typeof layout.height !== "number") return;
   // on a wide screen the text panel stays at the top (app.css, sticky) and the page scrolls the chart up under
   // it (presenter.js keepInView); on a phone the chart fits under the text, the page unscrolled
-  const caption = stack.previousElementSibling;
-  const room = Math.floor(innerHeight - pinnedHeight() - (caption ? caption.getBoundingClientRect().height : 0) - 24);
-  // never so short that its rows' names touch (13 rows in 180-230 px at 1280, issue 33): then taller than the room,
-  // and the page scrolls it up under the text panel (presenter.js). (On a phone narrow() gives each its row.)
-  const rows = narrowScreen() ? 0 : rowsHeight(layout);
+  const caption = stack.previousElementSibling, below = innerHeight - pinnedHeight() - 24;
+  const room = Math.floor(below - (caption ? caption.getBoundingClientRect().height : 0));
+  // never so short that its rows' names touch (13 rows in 180-230 px at 1280, issue 33). Where they do not fit the
+  // room, the plot takes the room its caption had (presenter.js lets the caption go up under the panel), and its
+  // names a smaller type, down to ROW_MIN_PX (a laptop's 1280 x 800: 14 rows under three lines of chips); past
+  // that, it is taller than the room and the page scrolls it up under the text panel. (A phone: narrow() gives
+  // each name its row.)
+  let rows = narrowScreen() ? 0 : rowsHeight(layout);
+  if (rows > room && !presenting()) {
+    const alone = Math.floor(below), size = namesFitting(layout, alone);
+    if (size) {
+      for (const ax of categoryAxes(layout)) ax.tickfont = {...(ax.tickfont || {}), size};
+      rows = alone;
+    }
+  }
   const height = Math.max(T.fit.min_px, Math.min(layout.height, Math.max(room, rows)));
   if (height >= layout.height) return;
   const m = layout.margin || {}, inner = (h) => h - (m.t || 0) - (m.b || 0);
@@ -98,17 +108,25 @@ function fitScreen(layout) {
 }
 // A row of a chart's category axis is at least LINE times its label's type tall: a glyph from a fallback font such as
 // ␣ makes a line ~1.7 em
-const LINE = 1.75;
-// The height at which every category axis of the layout (tick names, a row each) has LINE rows, in px
-function rowsHeight(layout) {
-  const m = layout.margin || {}, size = (layout.font && layout.font.size) || 16;
+const LINE = 1.75, ROW_MIN_PX = 12;
+// The layout's category axes (tick names, a row each: the y axes with tickvals)
+const categoryAxes = (layout) => Object.entries(layout)
+  .filter(([k, ax]) => /^yaxis\d*$/.test(k) && ax && ax.visible !== false && Array.isArray(ax.tickvals)).map(([, ax]) => ax);
+// The height at which every category axis of the layout has LINE rows, in px (its names in type `size`, else their own)
+function rowsHeight(layout, size = 0) {
+  const m = layout.margin || {}, base = (layout.font && layout.font.size) || 16;
   let inner = 0;
-  for (const [k, ax] of Object.entries(layout)) {
-    if (!/^yaxis\d*$/.test(k) || !ax || ax.visible === false || !Array.isArray(ax.tickvals)) continue;
+  for (const ax of categoryAxes(layout)) {
     const rows = Array.isArray(ax.range) ? Math.abs(ax.range[1] - ax.range[0]) : ax.tickvals.length;
-    inner = Math.max(inner, rows * ((ax.tickfont && ax.tickfont.size) || size) * LINE / span(ax));
+    inner = Math.max(inner, rows * (size || (ax.tickfont && ax.tickfont.size) || base) * LINE / span(ax));
   }
   return Math.ceil(inner + (m.t || 0) + (m.b || 0));
+}
+// The largest type (whole px, at least ROW_MIN_PX) in which the names keep LINE rows in `height` px; 0 if none
+function namesFitting(layout, height) {
+  const base = (layout.font && layout.font.size) || 16;
+  for (let size = base - 1; size >= ROW_MIN_PX; size--) if (rowsHeight(layout, size) <= height) return size;
+  return 0;
 }
 // An x axis title, centred under its axis, ends inside the chart `width` px wide: the right margin grows by as much
 // as it would run past (at 1280 the candidate chart's "cumulative probability (draw order)" was cut at its right edge)

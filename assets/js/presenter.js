@@ -43,9 +43,12 @@ document.addEventListener(T.shown_event, (e) => {
   const top = caption ? caption.getBoundingClientRect().top : box.top;
   const panel = text.getBoundingClientRect().bottom;
   if (top >= innerHeight || box.bottom <= panel) return;
-  const fits = box.bottom - top <= innerHeight - panel - 8;  // (a taller chart: its reader scrolls it, and keeps it)
-  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, top - panel - 8))
-    : fits ? Math.min(0, top - panel - 8) : 0;  // how far it can go up and stay clear of the panel; or back down
+  // (a taller chart: its reader scrolls it, and keeps it). What must stay clear of the panel: the caption and the
+  // plot where both fit under it, else the plot alone (charts.js fitScreen gave it the caption's room)
+  const room = innerHeight - panel - 8, fits = box.bottom - top <= room, plotFits = box.bottom - box.top <= room;
+  const clear = fits || !plotFits ? top : box.top;
+  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, clear - panel - 8))
+    : fits || plotFits ? Math.min(0, clear - panel - 8) : 0;  // how far it can go up and stay clear; or back down
   if (by) scrollBy({top: by, behavior: "instant"});
 });
 
