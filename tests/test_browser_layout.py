@@ -50,6 +50,20 @@ def test_every_tab_at_three_sizes_has_no_overlapping_cut_or_faint_text(url, new_
     assert desk.problems == [] and phone.problems == [], desk.problems + phone.problems
 
 
+@pytest.mark.parametrize("lang, locale", LANGS)
+def test_every_tab_in_presenter_mode_at_a_projectors_sizes_is_clean(url, new_tab, lang, locale):
+    """Issue 33: presenter mode on from the start, every tab read at 1920 and 1280 (a gr.Plot re-laid out in
+    projector type fell to 0 px tall at the next window resize on nine tabs: charts.js refit, PAGE_CONFIG)."""
+    desk = new_tab(url, locale)
+    presenter_on(desk)
+    wide = [size for size in SIZES if size != PHONE]
+    found = audit(desk, lang, TABS, wide, ARTIFACTS / "layout-presenter")
+    assert len(found) == len(TABS) * len(wide)
+    bad = [f"{tab} {width}: {p}" for (tab, _, width), ps in found.items() for p in ps]
+    assert not bad, f"{len(bad)} findings:\n" + "\n".join(bad)
+    assert desk.problems == [], desk.problems
+
+
 def test_a_clickers_keys_step_blank_and_show_themselves(url, new_tab):
     page = new_tab(url)
     page.locator("#tbt-marker").wait_for(timeout=60_000)

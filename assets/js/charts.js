@@ -466,9 +466,14 @@ function refit(gd) {
     gd._tbtFigure = JSON.stringify({data: gd.data, layout});
     gd._tbtLayout = gd.layout;
     gd[SHAPE] = shape(false, false);  // (Gradio lays it out for a wide window, its type as the figure says)
+    gd._tbtOwn = false;
   }
   const phone = narrowColumn(gd), want = shape(phone);
-  if (gd[SHAPE] === want || !window.Plotly) return;
+  if (!window.Plotly) return;
+  if (gd[SHAPE] === want) {  // a plot this page drew again follows its box's width itself (not plotly's responsive)
+    if (gd._tbtOwn) fitWidth(gd);
+    return;
+  }
   const fig = JSON.parse(gd._tbtFigure), laidOut = phone || presenting();
   // (prepare lays it out for a phone: narrow, with the keys the chart says it has there, meta.narrow; and in
   // presenter mode, its type projector-sized)
@@ -476,7 +481,10 @@ function refit(gd) {
   if (laidOut) wrapTitle(layout, gd.clientWidth);
   gd._tbtLayout = layout;
   gd[SHAPE] = want;
-  window.Plotly.react(gd, data, layout, {...CONFIG, displayModeBar: !phone});
+  gd._tbtOwn = true;
+  // not plotly's responsive plot (PAGE_CONFIG): on the next window resize its handler took the height this sets away,
+  // and the plot fell to 0 px (presenter mode at 1280, then 1920: Beams, Race, ... blank)
+  window.Plotly.react(gd, data, layout, {...PAGE_CONFIG, displayModeBar: !phone});
 }
 // The title and subtitle broken into lines that fit `width` (plotly does not wrap them; viz.style.wrap_text broke
 // them for a projector's width), the chart taller by the lines added, so what sits under them moves down with them.
