@@ -20,6 +20,9 @@ from collections import Counter
 from pathlib import Path
 
 from bench.appserver import AppServer
+from ui.protocol import PROTOCOL
+
+FIT = PROTOCOL["fit"]  # (narrow_px: below it, a phone's layout)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -275,9 +278,11 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
 
 
 def presenter_on(page):
-    """Check the presenter-mode switch (assets/js/presenter.js) and wait until the page is in presenter mode."""
+    """Check the presenter-mode switch (assets/js/presenter.js) and wait until the page is in presenter mode (a
+    projector's mode: on a phone's narrow screen the page keeps its phone layout, the switch on)."""
     page.locator("#tbt-presenter input[type=checkbox]:enabled").check(timeout=120_000)
-    page.wait_for_function("() => document.documentElement.hasAttribute('data-tbt-presenter')", timeout=30_000)
+    page.wait_for_function(f"() => innerWidth < {FIT['narrow_px']} || "
+                           "document.documentElement.hasAttribute('data-tbt-presenter')", timeout=30_000)
 
 
 def main(argv=None) -> None:

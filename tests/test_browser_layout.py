@@ -114,6 +114,30 @@ def test_presenter_mode_is_remembered_by_the_browser(url, new_tab):
     assert page.problems == [], page.problems  # (reload drops only what the reload itself cut off)
 
 
+def test_presenter_mode_is_a_projectors_a_phone_keeps_its_layout(url, new_tab):
+    """Issue 33: switched on at a phone's 390 px, the projector's type did not fit (Next token ran out of the pinned
+    row of step buttons, chart texts over one another). The switch stays on; the page takes presenter mode up when
+    the window turns wide, and leaves it when it turns narrow again."""
+    page = new_tab(url, size=PHONE)
+    page.locator("#tbt-marker").wait_for(timeout=60_000)
+    presenter_on(page)
+    on = "() => document.documentElement.hasAttribute('data-tbt-presenter')"
+    assert page.locator("#tbt-presenter input").is_checked() and not page.evaluate(on)
+    page.locator("#tbt-next").click()
+    wait_for_step(page, 1)
+    settle(page)
+    assert [p for p in page.evaluate(CHECK) if "pinned" in p or "overlaps" in p] == []
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.wait_for_function(on, timeout=10_000)
+    settle(page)
+    assert page.locator(".tbt-controls .tbt-settings").first.evaluate("e => getComputedStyle(e).display") == "none"
+    page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    page.wait_for_function(on.replace("() => ", "() => !"), timeout=10_000)
+    assert page.locator("#tbt-presenter input").is_checked()
+    assert page.evaluate("() => localStorage.getItem('tbt-presenter')") == "1"
+    assert page.problems == [], page.problems
+
+
 # ---- issue 33: classroom polish --------------------------------------------------------------------------------
 PROJECTOR_PX = 18  # the least a projector's last row reads: the smallest chart text (14 px) times the chart scale 1.3
 KINDS = {"status line", "explanations", "chip legend", "keys line", "lesson text", "lesson buttons", "chart text"}

@@ -76,7 +76,10 @@ document.addEventListener("keydown", (e) => {
 // Two switches in the header (ui/controls.py), read by this page's script alone and remembered in this browser
 // (localStorage), each an attribute on <html> while it is on:
 //   presenter mode (T.ids.presenter): larger type for text, captions and charts, a high contrast look, the settings
-//     folded away (app.css, [data-tbt-presenter]);
+//     folded away (app.css, [data-tbt-presenter]); a projector's mode: on a narrow screen (a phone, below
+//     T.fit.narrow_px) the page keeps its phone layout while the switch stays on, and takes it up when the window
+//     is wide again (a phone's 390 px cannot hold the projector's type: its Next token ran out of the pinned row,
+//     chart texts over one another);
 //   predict first (T.ids.predict): a candidate chart drawn without the token its draw picks, nor u (charts.js
 //     hideDraw), so the class can guess before Next shows it. Only what is drawn: the page sends nothing of it.
 let predictChanged = () => {};
@@ -85,20 +88,30 @@ let presenterChanged = () => {};
 // page.js: what draws again the charts on screen in their new type size (else they stayed as drawn until the next step)
 export const whenSwitched = (redraw) => { presenterChanged = redraw; };
 const SWITCHES = [
-  {id: T.ids.presenter, store: "tbt-presenter", attribute: PRESENTER,
+  {id: T.ids.presenter, store: "tbt-presenter", attribute: PRESENTER, wide: true,
    // each chart re-laid out for its new box (Gradio's by plotly, the page's by charts.js)
    changed: () => { dispatchEvent(new Event("resize")); presenterChanged(); }},
   {id: T.ids.predict, store: "tbt-predict", attribute: T.predict.attribute, changed: () => predictChanged()},
 ];
-const isOn = (sw) => root.hasAttribute(sw.attribute);
+const switchedOn = new Map();  // switch -> on, as its user left it (its attribute: on, and the screen wide if it must be)
+const isOn = (sw) => switchedOn.get(sw);
 const remembered = (sw) => { try { return localStorage.getItem(sw.store) === "1"; } catch (_) { return false; } };
+// The attribute as the switch and the screen say; true if that changed it
+const apply = (sw) => {
+  const on = switchedOn.get(sw) && (!sw.wide || innerWidth >= T.fit.narrow_px);
+  if (on === root.hasAttribute(sw.attribute)) return false;
+  flag(sw.attribute, on);
+  return true;
+};
 function setSwitch(sw, on) {
   if (on === isOn(sw)) return;
-  flag(sw.attribute, on);
+  switchedOn.set(sw, on);
   try { localStorage.setItem(sw.store, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
-  sw.changed();
+  if (apply(sw)) sw.changed();
 }
-for (const sw of SWITCHES) flag(sw.attribute, remembered(sw));
+for (const sw of SWITCHES) { switchedOn.set(sw, remembered(sw)); apply(sw); }
+// a window turned narrow or wide: presenter mode off or on with it (its change's own resize event changes nothing)
+addEventListener("resize", () => { for (const sw of SWITCHES) if (sw.wide && apply(sw)) sw.changed(); });
 const switchInput = (sw) => { const box = el(sw.id); return box && box.querySelector("input[type=checkbox]"); };
 document.addEventListener("change", (e) => {
   for (const sw of SWITCHES) if (e.target === switchInput(sw)) setSwitch(sw, e.target.checked);
