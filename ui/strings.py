@@ -724,6 +724,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "interview_marks_revealed": ("answer seen", "已看答案"),
     "interview_marks_opened": ("opened", "已打开"),
     "btn_interview_reveal": ("Show the answer", "显示答案"),
+    "interview_answer_lead": ("A 30-second answer:", "30 秒回答："),
     "btn_interview_lesson": ("Open the lesson “{title}” ▶", "打开课程《{title}》▶"),
     "interview_no_question": ("There is no interview question {question}: pick one of the cards on the Interview "
                               "questions tab.", "没有编号为 {question} 的面试问题：请在“面试问题”标签页上选一张卡片。"),

@@ -113,7 +113,8 @@ class InterviewView:
         add = page.labels.add
         self.page = page
         self.figures = answer_figures(self.app.models.get().info)
-        self.lesson_titles = {lesson_id: lesson["title"] for lesson_id, lesson in builtin_lessons(tuple(page.titles))[0].items()}
+        lessons, _ = builtin_lessons(tuple(page.titles))  # (one naming a tab this page lacks: left out, as there)
+        self.lesson_titles = {lesson_id: lesson["title"] for lesson_id, lesson in lessons.items()}
         self.lessons_open = "lesson" in page.titles  # a page without the Lesson tab opens each question's tab
         add(gr.Markdown(t("interview_intro"), elem_classes="tbt-explain"), "interview_intro", "value")
         self.summary = gr.Markdown(self._summary({}, "en"), elem_id="tbt-interview-summary")
@@ -136,9 +137,9 @@ class InterviewView:
                                                             elem_id=f"tbt-interview-open-{q.id}"),
                                                   words=lambda lang, q=q: {"value": self._open_label(q, lang) or ""})
                 # in the page's language from the start (the switch relabels it); shown when the candidate asks
-                self.answers[q.id] = add(gr.Markdown(answer_text(q, "en", self.figures), visible=False,
+                self.answers[q.id] = add(gr.Markdown(self._answer(q, "en"), visible=False,
                                                      elem_id=f"tbt-interview-answer-{q.id}", elem_classes="tbt-explain"),
-                                         words=lambda lang, q=q: {"value": answer_text(q, lang, self.figures)})
+                                         words=lambda lang, q=q: {"value": self._answer(q, lang)})
         self.progress = gr.BrowserState({}, storage_key="tbt-interview-progress")  # {"revealed": [ids], "opened": [ids]}
 
     # ---- handlers ------------------------------------------------------------------------------------
@@ -190,6 +191,9 @@ class InterviewView:
                    if tab in self.page.titles]
         where = t("interview_where", lang, places=" · ".join(places))
         return f"{heading}\n{where}" + (f" — **{' · '.join(seen)}**" if seen else "")
+
+    def _answer(self, q, lang) -> str:
+        return f"**{t('interview_answer_lead', lang)}** {answer_text(q, lang, self.figures)}"
 
     def _myth(self, q, lang) -> str:
         return t("interview_myth", lang, myth=t(q.myth, lang, **self.figures.get(q.id, {})))
