@@ -726,6 +726,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "btn_interview_reveal": ("Show the answer", "显示答案"),
     "interview_answer_lead": ("A 30-second answer:", "30 秒回答："),
     "btn_interview_lesson": ("Open the lesson “{title}” ▶", "打开课程《{title}》▶"),
+    "btn_interview_tab": ("Open the tab “{tab}” ▶", "打开“{tab}”标签页 ▶"),  # ("the The class, batched")
     "interview_no_question": ("There is no interview question {question}: pick one of the cards on the Interview "
                               "questions tab.", "没有编号为 {question} 的面试问题：请在“面试问题”标签页上选一张卡片。"),
     "iq_token_by_token": ("Why does an LLM generate text token by token?", "为什么大语言模型要一个词元一个词元地生成文本？"),

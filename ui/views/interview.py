@@ -122,7 +122,8 @@ class InterviewView:
         self.asked = gr.Textbox("", label="question", elem_id="tbt-interview-asked", elem_classes="tbt-hidden")
         self.heads, self.answers, self.reveal_buttons, self.open_buttons = {}, {}, {}, {}
         for n, q in enumerate(QUESTIONS, 1):
-            with gr.Group(elem_classes="tbt-interview-card", elem_id=f"tbt-interview-card-{q.id}"):
+            # a Column, not a Group: a Group writes its elem_id on two nested elements
+            with gr.Column(elem_classes="tbt-interview-card", elem_id=f"tbt-interview-card-{q.id}"):
                 self.heads[q.id] = gr.Markdown(self._head(q, n, {}, "en"), elem_id=f"tbt-interview-head-{q.id}")
                 if q.myth:
                     add(gr.Markdown(self._myth(q, "en"), elem_classes="tbt-interview-myth"),
@@ -211,7 +212,7 @@ class InterviewView:
         if lesson is not None:
             return t("btn_interview_lesson", lang, title=say(self.lesson_titles[lesson], lang))
         tab = self._tab(q)
-        return None if tab is None else t("lesson_open_tab", lang, tab=t(self.page.titles[tab], lang))
+        return None if tab is None else t("btn_interview_tab", lang, tab=t(self.page.titles[tab], lang))
 
     # ---- wiring --------------------------------------------------------------------------------------
     def events(self, page):
