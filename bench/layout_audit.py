@@ -35,8 +35,8 @@ TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens
         ("two_models", ("#tbt-two-score", "#tbt-two-continue")), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
         ("beams", "#tbt-beams-search"), ("race", "#tbt-race-run"), ("consistency", "#tbt-sc-run"),
         ("constraints", "#tbt-constrain-run"), ("calculator", None), ("speculative", "#tbt-spec-run"),
-        ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("lesson", None), ("room", None),
-        ("session", None)]
+        ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("interview", None), ("lesson", None),
+        ("room", None), ("session", None)]
 
 # The check, run in the page: every visible text of every visible plotly chart, and the chart captions.
 # -> a list of problems, each a short sentence naming the texts.

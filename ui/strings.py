@@ -707,6 +707,157 @@ PAGE: dict[str, tuple[str, str]] = {
         "用面试里的说法：**预填充**（prefill）是对整个提示词的第一次并行计算（受算力限制）；**解码**（decode）是之后的每一步，"
         "借助缓存一次写一个词元（受内存带宽限制）。这里缓存的前几行就是预填充写下的提示词的键和值，每个解码步再加一行。",
     ),
+    # --- Interview questions (ui/views/interview.py): no figure typed in an answer, each is a {placeholder} ---
+    "tab_interview": ("Interview questions", "面试问题"),
+    "interview_intro": (
+        "The questions ML interviews ask about decoding. For each one, say your own answer out loud first, then press "
+        "**Show the answer** and compare: a 30-second answer you could give. The button beside it opens the lesson "
+        "or tab where the app shows it happening. This browser remembers which questions you have revealed or opened (✔).",
+        "机器学习面试里常问的解码问题。每道题先大声说出你自己的答案，再点**显示答案**对照：一个 30 秒就能说完的回答。"
+        "旁边的按钮会打开讲解它的课程或标签页，让你在应用里亲眼看到。这个浏览器会记住你看过答案或打开过的题目（✔）。"),
+    "interview_summary": ("{done} of {total} questions revealed or opened in this browser.",
+                          "在这个浏览器中，{total} 道题里已看过或打开过 {done} 道。"),
+    "interview_myth": ("Common wrong answer: {myth}", "常见的错误回答：{myth}"),
+    "interview_where": ("Answered in: {places}", "讲解位置：{places}"),
+    "interview_lesson_place": ("lesson “{title}”", "课程《{title}》"),
+    "interview_tab_place": ("tab “{tab}”", "标签页“{tab}”"),
+    "interview_marks_revealed": ("answer seen", "已看答案"),
+    "interview_marks_opened": ("opened", "已打开"),
+    "btn_interview_reveal": ("Show the answer", "显示答案"),
+    "interview_answer_lead": ("A 30-second answer:", "30 秒回答："),
+    "btn_interview_lesson": ("Open the lesson “{title}” ▶", "打开课程《{title}》▶"),
+    "btn_interview_tab": ("Open the tab “{tab}” ▶", "打开“{tab}”标签页 ▶"),  # ("the The class, batched")
+    "interview_no_question": ("There is no interview question {question}: pick one of the cards on the Interview "
+                              "questions tab.", "没有编号为 {question} 的面试问题：请在“面试问题”标签页上选一张卡片。"),
+    "iq_token_by_token": ("Why does an LLM generate text token by token?", "为什么大语言模型要一个词元一个词元地生成文本？"),
+    "ia_token_by_token": (
+        "Because of what the model computes. It factors the probability of a text with the chain rule: P(text) is the "
+        "product, over each position, of P(that token | every token before it). One forward pass gives one "
+        "distribution over the whole vocabulary, for the next position only. We pick a token from it, append it, and "
+        "it becomes part of the condition of the next pass. So the text is written one choice at a time, each token "
+        "depending on the ones already chosen.",
+        "因为模型本身就是这样计算的。它用链式法则分解一段文本的概率：P(文本) 等于每个位置上 P(该词元 | 它之前的所有词元) "
+        "的乘积。一次前向计算只给出下一个位置上、覆盖整个词表的一个分布。我们从中选出一个词元，接到文本后面，"
+        "它又成为下一次计算的条件。所以文本只能一次一个选择地写出来，每个词元都取决于已经选好的词元。"),
+    "iq_autoregressive": ("What is the autoregressive property, and why is it the latency bottleneck?",
+                          "什么是自回归性质？为什么它是延迟的瓶颈？"),
+    "im_autoregressive": ("“With a KV cache each step is O(1).”", "“有了 KV 缓存，每一步都是 O(1)。”"),
+    "ia_autoregressive": (
+        "Autoregressive means each output is fed back as the next input: a step needs the token the step before it "
+        "chose, so N tokens take N forward passes one after another, and no amount of hardware runs them at once. Each "
+        "pass reads every weight of the model, so a step at small batch is bound by memory bandwidth, not arithmetic. "
+        "The KV cache saves recomputing the prefix, but a step is not constant time: the new token's attention still "
+        "reads all t cached keys and values, so each step grows with the text.",
+        "自回归是指每个输出都会作为下一步的输入送回去：每一步都需要上一步选出的词元，所以写 N 个词元要一个接一个地做 N 次"
+        "前向计算，再多的硬件也不能让它们同时进行。每次计算都要把模型的每个权重读一遍，所以小批量时一步受内存带宽限制，"
+        "而不是算力。KV 缓存省去了重算前缀，但一步并不是常数时间：新词元的注意力仍要读取缓存里全部 t 个键和值，"
+        "所以每一步都随文本变长而变慢。"),
+    "iq_kv_cache_size": ("How big is a 7B model's KV cache, and how do you compute it?",
+                         "一个 7B 模型的 KV 缓存有多大？怎么算？"),
+    "im_kv_cache_size": ("“A 7B model's KV cache for {tokens} tokens is about 2 GB.”",
+                         "“7B 模型在 {tokens} 个词元时的 KV 缓存大约是 2 GB。”"),
+    "ia_kv_cache_size": (
+        "Every layer keeps a key and a value vector per KV head for every token, so the bytes are K and V (two) × "
+        "layers × KV heads × head dim × tokens × bytes per value. {model} has {layers} layers and {kv_heads} KV heads "
+        "of {head_dim}; at {tokens} tokens in {dtype} ({value_bytes} bytes a value) that is {bytes} B, exactly "
+        "{size}, for one sequence. It grows linearly with the length and with the batch. {gqa_model} uses "
+        "grouped-query attention with {gqa_kv_heads} KV heads, so {gqa_tokens} tokens cost the same {gqa_size}.",
+        "每一层都要为每个词元、每个 KV 头存一个键向量和一个值向量，所以字节数是 K 和 V（两份）× 层数 × KV 头数 × 头维度 × "
+        "词元数 × 每个值的字节数。{model} 有 {layers} 层、{kv_heads} 个 KV 头，头维度 {head_dim}；{tokens} 个词元、"
+        "{dtype}（每个值 {value_bytes} 字节）时是 {bytes} B，正好 {size}，这是一条序列的。它随长度和批大小线性增长。"
+        "{gqa_model} 用分组查询注意力，只有 {gqa_kv_heads} 个 KV 头，所以 {gqa_tokens} 个词元也只要同样的 {gqa_size}。"),
+    "iq_parallel_training": ("Why is training parallel but generation serial?", "为什么训练可以并行，而生成只能串行？"),
+    "ia_parallel_training": (
+        "In training the whole text is already known. With teacher forcing each position's input is the true previous "
+        "token, and the causal mask lets every position see only what came before it, so one forward pass scores "
+        "every position at once and the loss is the mean cross-entropy over them. In generation the next input does "
+        "not exist until the model has chosen it, so the steps must run one after another. Same model, same mask: the "
+        "logits of the one parallel pass equal those of stepwise cached decoding.",
+        "训练时整段文本是已知的。在教师强制下，每个位置的输入都是真实的前一个词元，而因果掩码让每个位置只能看到它之前的内容，"
+        "所以一次前向计算就能同时给所有位置打分，损失是这些位置交叉熵的平均值。生成时，下一个输入要等模型选出来才存在，"
+        "所以各步只能一个接一个地进行。同一个模型、同一个掩码：那一次并行计算的 logits 与逐步带缓存解码的 logits 相同。"),
+    "iq_exposure_bias": ("What is exposure bias, and how is it mitigated?", "什么是暴露偏差？怎么缓解？"),
+    "ia_exposure_bias": (
+        "In training every input the model sees is a true token; in generation it reads its own choices. So an early "
+        "unlikely or wrong token becomes the condition of every later step, and the model may be in text unlike "
+        "anything it was trained on: errors can compound. Mitigations: scheduled sampling (feed the model its own "
+        "predictions part of the time in training), sequence-level training such as reinforcement learning from "
+        "feedback, and at inference more careful decoding (a lower temperature, top-p) or reranking several samples.",
+        "训练时模型看到的每个输入都是真实词元；生成时它读的是自己的选择。所以一个早期的低概率或错误的词元会成为之后每一步的条件，"
+        "模型可能身处一段和训练时完全不同的文本里：错误会累积。缓解办法：计划采样（训练时有时把模型自己的预测喂回去）、"
+        "序列级训练（例如基于反馈的强化学习），以及推理时更谨慎的解码（更低的温度、top-p）或对多个样本重新排序。"),
+    "iq_sampling": ("What do temperature, top-k, top-p and min-p do, and in which order?",
+                    "温度、top-k、top-p 和 min-p 各做什么？按什么顺序？"),
+    "im_sampling": ("“Top-p keeps the top p percent of tokens.”", "“top-p 保留概率最高的前 p% 的词元。”"),
+    "ia_sampling": (
+        "All four reshape the next-token distribution before the draw. Temperature divides the logits: below one it "
+        "sharpens, above one it flattens, and zero means greedy. Top-k keeps the k most likely tokens. Top-p keeps "
+        "the smallest set of most likely tokens whose probabilities add up to at least p, so how many it keeps depends "
+        "on how sure the model is. Min-p keeps tokens with at least min-p times the top probability. Hugging Face "
+        "applies repetition penalty, temperature, top-k, top-p, then min-p, renormalising after each cut; llama.cpp "
+        "applies temperature last, and the order can change which tokens survive.",
+        "这四个设置都在抽样前改变下一个词元的分布。温度去除 logits：小于一时分布变尖，大于一时变平，为零就是贪心。"
+        "top-k 保留最可能的 k 个词元。top-p 保留累积概率至少达到 p 的最小的一组最可能词元，所以保留多少取决于模型有多确定。"
+        "min-p 保留概率至少是最高概率 min-p 倍的词元。Hugging Face 的顺序是重复惩罚、温度、top-k、top-p、min-p，"
+        "每次截断后重新归一化；llama.cpp 把温度放在最后，顺序不同，留下的词元可能不同。"),
+    "iq_speculative": ("How does speculative decoding speed generation up without changing it?",
+                       "推测解码怎样在不改变结果的前提下加快生成？"),
+    "ia_speculative": (
+        "A cheap draft, a small model or a lookup in the prompt, proposes several tokens. The big model checks them "
+        "all in one forward pass, which costs about as much as one step, because a step is bound by reading the "
+        "weights. It keeps the longest prefix it agrees with, plus one token of its own. Each draft token is accepted "
+        "with probability p over q, capped at one, and a rejection is resampled from what is left, so the output has "
+        "exactly the big model's distribution; under greedy decoding it is the identical text, in fewer passes.",
+        "一个便宜的草稿（小模型，或在提示词里查找）先提出几个词元。大模型用一次前向计算把它们全部检查一遍，"
+        "代价和一步差不多，因为一步的瓶颈是读取权重。它保留与自己一致的最长前缀，再加上一个自己的词元。"
+        "每个草稿词元以 p 除以 q（最多为一）的概率被接受，被拒绝时从剩下的部分重新抽样，所以输出的分布与大模型完全相同；"
+        "在贪心解码下文本一模一样，只是计算次数更少。"),
+    "iq_mqa_gqa": ("What are MQA and GQA for?", "MQA 和 GQA 是做什么用的？"),
+    "ia_mqa_gqa": (
+        "They shrink the KV cache, which at long context limits memory, batch size and decode speed. Multi-head "
+        "attention keeps a key and value head for every query head; multi-query attention keeps one shared by all; "
+        "grouped-query attention shares each KV head among a group of query heads. {model} has {heads} query heads "
+        "and {kv_heads} KV heads: at {tokens} tokens in {dtype} its cache is {gqa_size}, against {mha_size} with a KV "
+        "head per query head and {mqa_size} with a single one. Quality stays close to full multi-head attention, and "
+        "each decode step reads fewer bytes.",
+        "它们用来缩小 KV 缓存：上下文很长时，KV 缓存限制了显存、批大小和解码速度。多头注意力为每个查询头配一个键头和值头；"
+        "多查询注意力让所有查询头共用一个；分组查询注意力让一组查询头共用一个 KV 头。{model} 有 {heads} 个查询头、"
+        "{kv_heads} 个 KV 头：{tokens} 个词元、{dtype} 时它的缓存是 {gqa_size}，而每个查询头配一个 KV 头时是 {mha_size}，"
+        "只有一个 KV 头时是 {mqa_size}。质量与完整的多头注意力接近，每个解码步要读的字节也更少。"),
+    "iq_serving": ("How do continuous batching and PagedAttention make serving fast?",
+                   "连续批处理和 PagedAttention 怎样让推理服务变快？"),
+    "ia_serving": (
+        "A decode step at small batch is bound by memory bandwidth: every weight is read once per pass, for one "
+        "sequence or many, so a bigger batch is almost free. Continuous batching lets sequences join and leave the "
+        "running batch at every step, so the batch stays full and a new request never waits for others to finish. "
+        "PagedAttention stores each sequence's KV cache in fixed blocks of {block} tokens through a block table, like "
+        "pages of virtual memory: memory is taken as a sequence grows, waste is under one block per sequence, and "
+        "sequences with a common prefix share its blocks. More sequences fit, so batches are bigger.",
+        "小批量时，解码一步受内存带宽限制：每次计算都把每个权重读一遍，无论是一条序列还是很多条，所以批大一点几乎不花额外代价。"
+        "连续批处理让序列在每一步都可以加入或离开正在运行的批，批总是满的，新请求也不必等别人写完。PagedAttention 通过块表，"
+        "把每条序列的 KV 缓存存放在每块 {block} 个词元的固定大小的块里，就像虚拟内存的页：序列变长时才分配内存，"
+        "每条序列浪费不到一个块，有相同前缀的序列共用这些块。能放下的序列更多，批也就更大。"),
+    "iq_beam_search": ("Does beam search find the best text?", "束搜索能找到最好的文本吗？"),
+    "im_beam_search": ("“Beam search finds the best text.”", "“束搜索能找到最好的文本。”"),
+    "ia_beam_search": (
+        "It keeps the k most probable partial texts at each step, so it finds text of higher model probability than "
+        "greedy, within its width; it is not an exact search. And the most probable text is often not the best: it "
+        "tends to be bland and repetitive (Holtzman and colleagues, “The Curious Case of Neural Text Degeneration”). "
+        "Beams suit tasks with one right answer, such as translation; for open-ended writing people sample, with "
+        "temperature and top-p.",
+        "它在每一步保留概率最高的 k 个部分文本，所以在它的宽度之内，能找到比贪心解码概率更高的文本；但它不是精确搜索。"
+        "而且概率最高的文本往往不是最好的：它常常平淡、重复（Holtzman 等，《The Curious Case of Neural Text Degeneration》）。"
+        "束搜索适合只有一个正确答案的任务，比如翻译；开放式写作通常用抽样，配合温度和 top-p。"),
+    "iq_subwords": ("Why do models use subword tokens?", "为什么模型用子词作为词元？"),
+    "ia_subwords": (
+        "A vocabulary of whole words cannot cover names, typos, code or new words, and one of single characters makes "
+        "texts long, which costs steps and attention. Subword tokenizers such as byte-level BPE learn frequent pieces: "
+        "common words are one token, rare ones split into a few pieces, and any byte string can still be written, so "
+        "nothing is out of vocabulary. The price: one Chinese character or emoji can span several byte tokens, and the "
+        "model counts and spells in tokens, not letters.",
+        "整词词表覆盖不了人名、错别字、代码和新词；只用单个字符又会让文本变得很长，多花步数和注意力。"
+        "字节级 BPE 这样的子词分词器学习常见的片段：常用词是一个词元，罕见词拆成几个片段，任何字节串都仍然写得出来，"
+        "所以不会有词表外的词。代价是：一个汉字或表情符号可能跨好几个字节词元，而且模型按词元而不是按字母来数数和拼写。"),
 }
 
 

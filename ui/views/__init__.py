@@ -26,6 +26,7 @@ from ui.views.consistency import ConsistencyView
 from ui.views.constraints import ConstraintsView
 from ui.views.kv_cache import KVCacheView
 from ui.views.heads import HeadsView
+from ui.views.interview import InterviewView
 from ui.views.lens import LensView
 from ui.views.lesson import LessonView
 from ui.views.paged import PagedView
@@ -44,4 +45,4 @@ VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView, 
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
-         LessonView, RoomView, SessionView]  # the class
+         InterviewView, LessonView, RoomView, SessionView]  # the class (and the interview path)

@@ -347,13 +347,18 @@ class LessonView:
         return None
 
     # ---- wiring --------------------------------------------------------------------------------------
+    def shown_outputs(self, page) -> list:
+        """What a step shown (`_show`) writes: the outputs of Start, and of anything else that opens a lesson as
+        Start does (open_lesson: the Interview tab's buttons)."""
+        return [self.lesson, self.index, self.revealed, self.progress, self.step_md, self.open_view, self.predict_box,
+                self.question,
+                self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
+                *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot, self.reveal_btn,
+                self.class_btn]
+
     def events(self, page):
         h, page_in = page.handler, page.page_in
-        shown = [self.lesson, self.index, self.revealed, self.progress, self.step_md, self.open_view, self.predict_box,
-                 self.question,
-                 self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
-                 *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot, self.reveal_btn,
-                 self.class_btn]
+        shown = self.shown_outputs(page)
         revealed = [self.revealed, self.reveal, self.reveal_plot, self.commit, self.guess, self.open_view, page.figure,
                     page.force, self.reveal_btn]
         scroll = {"then_js": SCROLL_TO_LESSON}
