@@ -65,7 +65,7 @@ def answer_figures(info: ModelInfo) -> dict[str, dict]:
     app's own code. `info`: the page's model (kv_calculation's comparison row; no answer states it)."""
     layers, _, kv_heads, head_dim = PRESETS[CACHE_MODEL]
     value_bytes = DTYPE_BYTES[CACHE_DTYPE]
-    cache = kv_cache_bytes(layers, kv_heads, head_dim, CACHE_TOKENS, value_bytes)
+    cache_bytes = kv_cache_bytes(layers, kv_heads, head_dim, CACHE_TOKENS, value_bytes)
     gqa_layers, _, gqa_kv_heads, gqa_head_dim = PRESETS[GQA_MODEL]
     gqa = kv_cache_bytes(gqa_layers, gqa_kv_heads, gqa_head_dim, GQA_TOKENS, value_bytes)
     calc = kv_calculation(GQA_MODEL, info, CACHE_DTYPE, GQA_TOKENS, 1)  # its rows: MHA, GQA, MQA of that shape
@@ -73,7 +73,7 @@ def answer_figures(info: ModelInfo) -> dict[str, dict]:
     return {
         "kv-cache-size": dict(model=CACHE_MODEL, layers=layers, kv_heads=kv_heads, head_dim=head_dim,
                               tokens=f"{CACHE_TOKENS:,}", dtype=CACHE_DTYPE, value_bytes=value_bytes,
-                              bytes=f"{cache:,}", size=viz.format_bytes(cache), gqa_model=GQA_MODEL,
+                              bytes=f"{cache_bytes:,}", size=viz.format_bytes(cache_bytes), gqa_model=GQA_MODEL,
                               gqa_kv_heads=gqa_kv_heads, gqa_tokens=f"{GQA_TOKENS:,}", gqa_size=viz.format_bytes(gqa)),
         "mqa-gqa": dict(model=GQA_MODEL, heads=calc.heads, kv_heads=calc.kv_heads, tokens=f"{GQA_TOKENS:,}",
                         dtype=CACHE_DTYPE, **{f"{kind}_size": viz.format_bytes(layouts[kind].bytes)
