@@ -344,6 +344,16 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "lesson_too_long": ("Lesson file, {field}: at most {limit} characters.", "课程文件，{field}：最多 {limit} 个字符。"),
     "lesson_token": ("Lesson file, {field}: must be a token's text of 1 to 40 characters (\" Paris\", with its space).",
                      "课程文件，{field}：必须是 1 到 40 个字符的词元文本（例如 \" Paris\"，带上前面的空格）。"),
+    "lesson_number": ("Lesson file, {field}: states the number {number}. A lesson states no number of its own: write "
+                      "a placeholder the app fills in for the lesson's model and settings ({{layers}}, {{top_p}}, "
+                      "{{tokens}}...) or say it in words (\"a long text\").",
+                      "课程文件，{field}：写了数字 {number}。课程里不能自己写数字：请用占位符，由应用按这节课的模型和设置"
+                      "填入（{{layers}}、{{top_p}}、{{tokens}}……），或者用文字表达（“一段很长的文本”）。"),
+    "lesson_placeholder": ("Lesson file, {field}: unknown placeholder {name} (known here: {allowed}).",
+                           "课程文件，{field}：未知的占位符 {name}（这里可用的有：{allowed}）。"),
+    "lesson_placeholder_none": ("Lesson file, {field}: takes no placeholder, got {name} (the lesson list shows it "
+                                "before any model runs).",
+                                "课程文件，{field}：不能使用占位符，收到的是 {name}（课程列表在模型运行之前就显示它）。"),
     "lesson_invalid_text": ("Lesson file, {field}: contains characters that are not valid text (lone surrogates).",
                             "课程文件，{field}：包含无效的文本字符（孤立的代理项）。"),
     "lesson_guess_invalid_text": ("The guess contains characters that are not valid text (lone surrogates).",

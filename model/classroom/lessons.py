@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+from model.classroom.figures import known_placeholders, numbers_in, placeholders_in
 from model.classroom.quiz import CURRENT_MODEL  # cache_size: the model the page runs
 from model.decoding.kv import DTYPE_BYTES, PRESETS
 from model.errors import SessionError, message
@@ -84,8 +85,8 @@ def check_lesson(data, tabs: tuple[str, ...]) -> dict:
     if not isinstance(models, dict) or set(models) - {"en", "zh"} or \
             not all(isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][\w.:-]{0,59}", name) for name in models.values()):
         raise LessonError("lesson_models", field="models")
-    return {"format": 1, "id": lesson_id, "title": _text(lesson["title"], "title"),
-            "summary": _text(lesson["summary"], "summary") if "summary" in lesson else None, "models": dict(models),
+    return {"format": 1, "id": lesson_id, "title": _read(lesson["title"], "title", ()),
+            "summary": _read(lesson["summary"], "summary", ()) if "summary" in lesson else None, "models": dict(models),
             "steps": [_step(step, f"steps[{i}]", tabs) for i, step in enumerate(steps)]}
 
 
@@ -104,8 +105,10 @@ def _step(data, where: str, tabs) -> dict:
     generate = step.get("generate", 0)
     if isinstance(generate, bool) or not isinstance(generate, int) or not 0 <= generate <= MAX_GENERATE:
         raise LessonError("lesson_whole", field=f"{where}.generate", low=0, high=MAX_GENERATE)
+    kind = step["predict"].get("kind") if isinstance(step.get("predict"), dict) else None
     return {"prompt": prompt, "mode": mode, "settings": _settings(step.get("settings", {}), f"{where}.settings"),
-            "generate": generate, "view": step["view"], "text": _text(step["text"], f"{where}.text"),
+            "generate": generate, "view": step["view"],
+            "text": _read(step["text"], f"{where}.text", known_placeholders(kind)),
             "predict": _predict(step["predict"], f"{where}.predict") if step.get("predict") is not None else None}
 
 
@@ -135,7 +138,7 @@ def _predict(data, where: str) -> dict:
     fields = {"next_token": ("choices",), "kept_by_top_p": ("token",), "cache_size": ("model", "tokens"),
               "order": ()}[kind]
     predict = _object(data, where, PREDICT_FIELDS[kind], required=("kind", "question", *fields))
-    out = {"kind": kind, "question": _text(predict["question"], f"{where}.question")}
+    out = {"kind": kind, "question": _read(predict["question"], f"{where}.question", known_placeholders(kind))}
     if kind == "next_token":
         out.update(choices=_per_language(predict["choices"], f"{where}.choices", _choices),
                    any=predict.get("any", False))
@@ -204,6 +207,25 @@ def _text(data, where: str, limit: int = MAX_TEXT) -> dict:
     if extra:
         raise LessonError("lesson_unknown", field=f"{where}.{sorted(extra)[0]}"[:80], allowed="en, zh")
     return {"en": data["en"], "zh": data["zh"]}
+
+
+def _read(data, where: str, placeholders: tuple[str, ...]) -> dict:
+    """A text the student reads (title, summary, a step's text, a question), checked as _text does, and against the
+    numbers rule: it states no number (every figure a lesson states is the app's, computed for the model it runs
+    on: a `{placeholder}` of `placeholders`, filled when it is shown, model/classroom/figures.py), and names no
+    other placeholder. A title and a summary take none (the lesson list shows them before any model runs)."""
+    text = _text(data, where)
+    for lang in ("en", "zh"):
+        said = numbers_in(text[lang])
+        if said:
+            raise LessonError("lesson_number", field=f"{where}.{lang}", number=said[0][:40])
+        for name in placeholders_in(text[lang]):
+            if name not in placeholders:
+                if not placeholders:
+                    raise LessonError("lesson_placeholder_none", field=f"{where}.{lang}", name="{%s}" % name[:40])
+                raise LessonError("lesson_placeholder", field=f"{where}.{lang}", name="{%s}" % name[:40],
+                                  allowed=", ".join("{%s}" % known for known in placeholders))
+    return text
 
 
 def _per_language(data, where: str, check) -> dict:

@@ -48,6 +48,16 @@ def size_choices(predict: dict, info: ModelInfo) -> list[int]:
     return [int(right * f) for f in spread]
 
 
+def token_rank(session, text: str, cfg: SamplingConfig) -> int:
+    """The rank (1: the most likely) of the first token of `text` after the session's text, with the step's
+    settings `cfg` (the rank its reveal says): what a kept_by_top_p question's `{rank}` says. NoToken if `text`
+    has no token."""
+    ids = session.lm.tokenizer.encode(text, add_special_tokens=False)
+    if not ids:
+        raise NoToken(text)
+    return session.preview(cfg, force_token=ids[0]).chosen_candidate.rank
+
+
 def reveal_record(session, step: dict, guess: str | None, cfg: SamplingConfig, lang: str = "en") -> dict:
     """What the reveal says, as plain numbers (probabilities in [0, 1], bytes): the engine's own answer.
 
