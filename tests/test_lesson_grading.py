@@ -3,7 +3,6 @@
 step runs on, checked against that model's own transformers config; the score counts the guesses committed; a room's
 class is counted per question (right / wrong / no answer, no names)."""
 import copy
-import json
 import re
 
 import pytest
@@ -15,6 +14,7 @@ from model.classroom.scores import ClassResult, class_result, lesson_score, read
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from ui.views import VIEWS
+from lesson_truth import DISPLAY, expected, independent_figures, raw_lessons
 
 TABS = tuple(View.tab for View in VIEWS)
 GOOD = {"id": "mine", "title": {"en": "Mine", "zh": "我的"}, "summary": {"en": "A try.", "zh": "试试。"}, "steps": [
@@ -93,57 +93,6 @@ def test_every_builtin_lesson_passes_and_states_no_number():
 
 
 # ---- the figures, against the model's own config -------------------------------------------------------------
-DISPLAY = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
-LLAMA = {"Llama-2-7B": (32, 32, 128), "Llama-3-8B": (32, 8, 128), "Llama-2-70B": (80, 8, 128)}  # published configs
-PLAIN = {"temperature": 1, "top_k": 0, "top_p": 1, "min_p": 0, "repetition_penalty": 1, "seed": 0}  # README: defaults
-
-
-def written(value) -> str:
-    """A figure as a page writes it: thousands separators, a fraction in its shortest form."""
-    return f"{value:g}" if isinstance(value, float) and value != int(value) else f"{int(value):,}"
-
-
-def independent_figures(lm, raw_step: dict, lang: str, ids: list[int]) -> dict[str, str]:
-    """Every figure a step's texts may name, computed without the app: the model's transformers config, the step as
-    the JSON file holds it, published model shapes, one plain forward pass for a rank."""
-    import torch
-
-    config = lm.model.config
-    heads, kv_heads = config.num_attention_heads, config.num_key_value_heads
-    out = {"model": DISPLAY[lm.name], "layers": config.num_hidden_layers, "heads": heads, "kv_heads": kv_heads,
-           "group": heads // kv_heads, "head_dim": getattr(config, "head_dim", None) or config.hidden_size // heads,
-           "dtype": str(next(lm.model.parameters()).dtype).removeprefix("torch."), "vocab": config.vocab_size,
-           "generate": raw_step.get("generate", 0), **{**PLAIN, **raw_step.get("settings", {})}}
-    out.pop("order", None)
-    prompt = raw_step["prompt"] if isinstance(raw_step["prompt"], str) else raw_step["prompt"][lang]
-    out["prompt_tokens"] = len(lm.tokenizer.encode(prompt, add_special_tokens=False))
-    predict = raw_step.get("predict") or {}
-    if predict.get("kind") == "cache_size":
-        shape = (out["layers"], kv_heads, out["head_dim"]) if predict["model"] == "current" else LLAMA[predict["model"]]
-        out.update(tokens=predict["tokens"], dtype=predict.get("dtype", "float16"),
-                   predict_model=out["model"] if predict["model"] == "current" else predict["model"],
-                   predict_layers=shape[0], predict_kv_heads=shape[1], predict_head_dim=shape[2])
-    if predict.get("kind") == "kept_by_top_p":
-        token = predict["token"] if isinstance(predict["token"], str) else predict["token"][lang]
-        with torch.no_grad():
-            logits = lm.model(torch.tensor([ids])).logits[0, -1]
-        order = torch.argsort(logits, descending=True).tolist()
-        out["rank"] = order.index(lm.tokenizer.encode(token, add_special_tokens=False)[0]) + 1
-    return {name: value if isinstance(value, str) else written(value) for name, value in out.items()}
-
-
-def expected(text: str, figures: dict[str, str]) -> str:
-    for name, value in figures.items():
-        text = text.replace("{%s}" % name, value)
-    assert "{" not in text, text  # every placeholder a built-in lesson names is one it can fill
-    return text
-
-
-def raw_lessons() -> dict[str, dict]:
-    """The built-in lesson files as JSON holds them (not as the checker returns them)."""
-    return {d["id"]: d for d in (json.loads(p.read_text(encoding="utf-8")) for p in sorted(LESSON_DIR.glob("*.json")))}
-
-
 @pytest.fixture(scope="module")
 def models(lm):
     from model.decoding.loading import available_models, load_model
@@ -218,3 +167,97 @@ def test_the_class_is_counted_per_question_right_wrong_and_no_answer():
     rooms.reveal("teacher", lambda value: {"right": value == " the"})
     assert rooms.results("teacher") == {"lesson#0": ClassResult(2, 1, 1), "lesson#3": ClassResult(1, 0, 3)}
     assert rooms.results("nobody") == {}
+
+
+# ---- through the API: the score, and the class's per question ---------------------------------------------------
+SCORE, PROGRESS, REVEAL = "tbt-lesson-score", "tbt-lesson-progress", "tbt-lesson-reveal"
+
+
+@pytest.fixture(scope="module")
+def server(lm):
+    from model.serving.sessions import SessionStore
+    from served import served
+
+    with served(lm, SessionStore(max_sessions=16)) as (app, url, _):
+        yield app, url
+
+
+def call(client, api, *leading, lang="en"):
+    from named import named
+    from served import DEFAULTS
+
+    return named(client, api, client.predict(*leading, **{**DEFAULTS, "lang": lang}, api_name=api))
+
+
+@pytest.mark.server
+def test_the_score_counts_right_and_wrong_guesses_and_not_the_teachers_reveal(server, lm):
+    from gradio_client import Client
+
+    client = Client(server[1], verbose=False)
+    raw = raw_lessons()["kv-cache"]["steps"]  # two cache questions, then a step without one
+    config = lm.model.config
+    per_token = 2 * config.num_hidden_layers * config.num_key_value_heads * (
+        getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+    assert raw[0]["predict"]["model"] == "current" and raw[0]["predict"]["dtype"] == "float32"
+    right_size = per_token * raw[0]["predict"]["tokens"] * 4  # the formula over the model's own config
+    opened = call(client, "/lesson_open", "kv-cache")
+    assert opened[SCORE] == "" and opened[PROGRESS]["results"] == {}  # the score waits for the last step
+    reveal = call(client, "/lesson_guess", str(right_size))
+    assert 'data-right="true"' in reveal[REVEAL] and reveal[PROGRESS]["results"] == {"0": True}
+    offered = [value for _, value in call(client, "/lesson_next")["tbt-lesson-guess"]["choices"]]
+    llama = str(2 * 32 * 32 * 128 * raw[1]["predict"]["tokens"] * 2)  # Llama-2-7B in fp16, from its published shape
+    reveal = call(client, "/lesson_guess", next(v for v in offered if v != llama))
+    assert 'data-right="false"' in reveal[REVEAL] and reveal[PROGRESS]["results"] == {"0": True, "1": False}
+    last = call(client, "/lesson_next")
+    assert "Your score: 1 of 2" in last[SCORE] and "Step 1: ✔ right" in last[SCORE] and "Step 2: ✘ wrong" in last[SCORE]
+    assert call(client, "/lesson_back", lang="zh")[SCORE] == ""  # not the last step
+    zh = call(client, "/lesson_next", lang="zh")
+    assert "你的得分：2 题中答对 1 题" in zh[SCORE] and "第 2 步：✘ 答错" in zh[SCORE]
+    # the browser's copy after a reload: resumed at the last step, the same score
+    resumed = named_resume(client, last[PROGRESS])
+    assert "Your score: 1 of 2" in resumed[SCORE]
+    # a reveal without a guess (the teacher's) does not count
+    call(client, "/lesson_open", "one-token-at-a-time")
+    assert call(client, "/lesson_reveal")[PROGRESS]["results"] == {}
+    call(client, "/lesson_next")
+    last = call(client, "/lesson_next")
+    assert "Your score: 0 of 1" in last[SCORE] and "Step 1: not answered" in last[SCORE]
+    server[0].store.drop(client.session_hash)
+
+
+def named_resume(client, progress):
+    from named import named
+    from served import DEFAULTS
+
+    return named(client, "/lesson_resume", client.predict(progress, **DEFAULTS, api_name="/lesson_resume"))
+
+
+@pytest.mark.server
+def test_the_teacher_sees_the_class_right_wrong_and_silent_per_question(server):
+    """Four students in a room: two guess the model's top token, one another, one nothing; the teacher reveals
+    without a guess of their own. At the last step the teacher's Lesson tab counts them (no names)."""
+    from gradio_client import Client
+    from served import DEFAULTS
+
+    app, url = server
+    teacher = Client(url, verbose=False)
+    students = [Client(url, verbose=False) for _ in range(4)]
+    teacher.predict("The capital of France is", "raw", "smollm2", **DEFAULTS, api_name="/start")
+    info = teacher.predict(**DEFAULTS, api_name="/open_room")[0]
+    code = re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
+    for student in students:
+        student.predict(code, "en", api_name="/join_room")
+    call(teacher, "/lesson_open", "one-token-at-a-time")  # step 1 asks: " Paris" is the model's top token
+    for student, guess in zip(students, [" Paris", " Paris", " London"]):
+        student.predict("en", api_name="/room_state")
+        student.predict(guess, "en", api_name="/room_guess")
+    students[3].predict("en", api_name="/room_state")  # looks, sends nothing
+    call(teacher, "/lesson_reveal")
+    call(teacher, "/lesson_next")
+    last = call(teacher, "/lesson_next")
+    assert "Your score: 0 of 1" in last[SCORE]  # the teacher's reveal: no guess, not scored
+    assert "Step 1: 2 right, 1 wrong, 1 no answer" in last[SCORE], last[SCORE]
+    assert all(name not in last[SCORE] for name in (s.session_hash for s in students))  # counts, no names
+    for client in (teacher, *students):
+        app.store.drop(client.session_hash)
+    app.rooms.close(teacher.session_hash, "left")

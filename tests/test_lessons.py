@@ -10,6 +10,7 @@ from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
 from model.classroom.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
+from model.classroom.figures import fill, step_figures
 from model.classroom.quiz import predict_cache_bytes, size_choices
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -151,9 +152,8 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons
                         break
                     before += c.prob_t1
                 assert answer["kept"] == (before < step["settings"]["top_p"]), where
-                rank = re.search(r"(\d+)(?:st|nd|rd|th) candidate" if lang == "en" else r"第 (\d+) 个候选",
-                                 predict["question"][lang])
-                assert rank and int(rank.group(1)) == answer["rank"], (where, answer["rank"])
+                said = fill(predict["question"][lang], step_figures(step, lm.info, lm.name, session, lang))
+                assert f" {answer['rank']} " in said, (where, answer["rank"], said)  # the question names its rank
             elif predict["kind"] == "order":
                 assert answer["last"] > answer["first"], where  # T < 1 sharpens first: temperature last keeps more
             else:
@@ -161,8 +161,9 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons
                 assert answer["bytes"] == 2 * answer["layers"] * answer["kv_heads"] * answer["head_dim"] * \
                     predict["tokens"] * answer["bytes_per"], where
                 if predict["model"] == "current":  # the question names the shape of the model it runs on
-                    for n in (info.layers, info.kv_heads, info.head_dim):
-                        assert str(n) in predict["question"][lang], (where, n)
+                    said = fill(predict["question"][lang], step_figures(step, info, lm.name, session, lang))
+                    for n in (info.layers, info.kv_heads, info.head_dim, predict["tokens"]):
+                        assert f"{n:,}" in said, (where, n)
             assert reveal_html(answer, lang).count('data-right="none"') == 1
 
 
@@ -189,11 +190,11 @@ def test_the_subword_lesson_compares_the_two_tokenizers(models, lessons):
     count = {lang: {text: len(models[lang].tokenizer.encode(text, add_special_tokens=False))
                     for text in ("我喜欢猫", "从前有一座山，")} for lang in models}
     assert count["en"]["我喜欢猫"] > 2 * count["zh"]["我喜欢猫"]  # about three byte tokens a character against one
-    for lang in ("en", "zh"):
-        cat, mountain = steps[1]["text"][lang], steps[2]["text"][lang]
-        for model_lang, text, said in (("en", "我喜欢猫", cat), ("zh", "我喜欢猫", cat), ("en", "从前有一座山，", mountain),
-                                       ("zh", "从前有一座山，", mountain)):
-            assert f" {count[model_lang][text]} " in said.replace("个", " ").replace("“", " "), (lang, model_lang, text)
+    for lang in ("en", "zh"):  # each language's text says the count of its own model, filled in by the app
+        lm = models[lang]
+        for step, text in ((steps[1], "我喜欢猫"), (steps[2], "从前有一座山，")):
+            said = fill(step["text"][lang], step_figures(step, lm.info, lm.name, started(lm, step, lang), lang))
+            assert f" {count[lang][text]} " in said, (lang, text, said)
     assert "E7 8C AB" in steps[1]["text"]["en"] and "猫".encode() == bytes([0xE7, 0x8C, 0xAB])
     split = {lang: len(models[lang].tokenizer.encode(" unbelievable", add_special_tokens=False)) for lang in models}
     assert split == {"en": 2, "zh": 1}  # what step 1 says of each tokenizer
@@ -277,25 +278,44 @@ def test_not_json_and_too_big_are_refused():
 # ---- through the API ---------------------------------------------------------------------------------------
 @pytest.mark.server
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, lang):
+def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, models, lang):
+    """Every step of every lesson through the API: its texts filled with the figures of the language's model (read
+    from its transformers config, not the app's), and each reveal checked against an independent computation (the
+    cache formula, a full forward pass's softmax, transformers' TopPLogitsWarper and its processors in both orders)."""
+    from lesson_truth import check_reveal, expected, independent_figures, raw_lessons
+
+    raw, lm = raw_lessons(), models[lang]
     for lesson_id, lesson in lessons.items():
         total = len(lesson["steps"])
         result = call(client, "/lesson_open", lesson_id, lang=lang)
+        results = {}
         for i, step in enumerate(lesson["steps"]):
             if i:
                 result = call(client, "/lesson_next", lang=lang)
-            assert result[PROGRESS] == {"id": lesson_id, "step": i, "file": None}
+            assert result[PROGRESS] == {"id": lesson_id, "step": i, "file": None, "results": results}
+            ids = started(lm, step, lang).ids
+            figures = independent_figures(lm, raw[lesson_id]["steps"][i], lang, ids)
             said = f"Step {i + 1} of {total}" if lang == "en" else f"第 {i + 1} 步，共 {total} 步"
-            assert said in result[STEP_TEXT] and step["text"][lang] in result[STEP_TEXT]
+            assert said in result[STEP_TEXT] and expected(step["text"][lang], figures) in result[STEP_TEXT]
             assert result[PROMPT] == step["prompt"][lang]
             assert result["tbt-model"] == MODELS[lang]  # the model this language's page uses
             cfg = SamplingConfig(**step["settings"])
             assert [result[knob] for knob in SETTINGS.values()] == [getattr(cfg, n) for n in SETTINGS]  # the sliders
             assert 'data-step="%d"' % step["generate"] in result[TEXT]  # the tokens written before it is shown
             if step["predict"]:
-                assert step["predict"]["question"][lang] in result[QUESTION] and result[PLOT]["visible"] is False
-                reveal = call(client, "/lesson_guess", first_guess(step["predict"], lang), lang=lang)
+                question = expected(step["predict"]["question"][lang], figures)
+                assert question in result[QUESTION] and result[PLOT]["visible"] is False
+                guess = first_guess(step["predict"], lang)
+                if step["predict"]["kind"] == "cache_size":  # the sizes offered, on the page's own model
+                    offered = [value for _, value in result["tbt-lesson-guess"]["choices"]]
+                    right = str(predict_cache_bytes(step["predict"], lm.info))
+                    assert right in offered and len(set(offered)) == 4, (lesson_id, i, offered)
+                    guess = offered[0]
+                reveal = call(client, "/lesson_guess", guess, lang=lang)
                 assert 'class="tbt-lesson-reveal"' in reveal[REVEAL]
+                check_reveal(lm, raw[lesson_id]["steps"][i], lang, ids, guess, reveal[REVEAL])
+                results[str(i)] = 'data-right="true"' in reveal[REVEAL]
+                assert reveal[PROGRESS]["results"] == results
                 assert ("猜" in reveal[REVEAL] or "KV" in reveal[REVEAL]) if lang == "zh" else \
                     ("Right" in reveal[REVEAL] or "Not" in reveal[REVEAL])
                 result = reveal
