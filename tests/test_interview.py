@@ -167,7 +167,7 @@ def test_a_card_opens_its_lesson_as_start_does(server, client):
     opened = call(client, "/interview_open", "parallel-training", {"revealed": ["sampling"]})
     assert prompt_of(app.store.get(client.session_hash)) == first["prompt"]["en"]  # the lesson's first step, started
     assert opened["tbt-prompt"] == first["prompt"]["en"]
-    assert opened["tbt-lesson-progress"] == {"id": "training-vs-generation", "step": 0, "file": None}
+    assert opened["tbt-lesson-progress"] == {"id": "training-vs-generation", "step": 0, "file": None, "results": {}}
     assert opened[PROGRESS] == {"revealed": ["sampling"], "opened": ["parallel-training"]}
     assert opened["tbt-interview-head-parallel-training"].startswith("### ✔ 4. ")
     assert "2 of 11" in opened["tbt-interview-summary"]
