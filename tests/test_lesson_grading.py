@@ -258,6 +258,13 @@ def test_the_teacher_sees_the_class_right_wrong_and_silent_per_question(server):
     assert "Your score: 0 of 1" in last[SCORE]  # the teacher's reveal: no guess, not scored
     assert "Step 1: 2 right, 1 wrong, 1 no answer" in last[SCORE], last[SCORE]
     assert all(name not in last[SCORE] for name in (s.session_hash for s in students))  # counts, no names
+    # the question a student's phone shows is filled with the teacher's model's figures
+    call(teacher, "/lesson_open", "kv-cache")
+    words = students[0].predict("en", api_name="/room_state")[4]
+    config = app.models.get("smollm2").model.config
+    assert f"SmolLM2-135M: {config.num_hidden_layers} layers, {config.num_key_value_heads} KV heads of " in words
+    tokens = raw_lessons()["kv-cache"]["steps"][0]["predict"]["tokens"]
+    assert "{" not in words and f"{tokens:,} tokens" in words, words
     for client in (teacher, *students):
         app.store.drop(client.session_hash)
     app.rooms.close(teacher.session_hash, "left")
