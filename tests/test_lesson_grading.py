@@ -144,6 +144,7 @@ def test_the_score_counts_the_questions_answered_right():
     assert score.right == 1 and [q.step for q in score.questions] == asked
     assert read_results({"1": True, "x": True, "99": False, "2": "yes", "3": False}, 4) == {"1": True, "3": False}
     assert read_results(["1"], 4) == {}
+    assert read_results({"9" * 5000: True, "١": True, "01": True, "-1": False, "0": True}, 4) == {"0": True}
 
 
 @pytest.mark.unit

@@ -48,8 +48,8 @@ def read_results(results, steps: int) -> dict[str, bool]:
     out: a key that is no step of a lesson of `steps` steps, a value that is not a bool."""
     if not isinstance(results, dict):
         return {}
-    return {key: value for key, value in results.items()
-            if isinstance(key, str) and key.isdigit() and int(key) < steps and isinstance(value, bool)}
+    keys = {str(i) for i in range(steps)}
+    return {key: value for key, value in results.items() if key in keys and isinstance(value, bool)}
 
 
 def lesson_score(lesson: dict, results: dict[str, bool]) -> LessonScore:
