@@ -18,7 +18,8 @@ from model.parse import a_name, valid_text
 from model.decoding.records import SETTING_NAMES
 from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
                                      lesson_model, read_lesson, say)
-from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
+from model.classroom.quiz import (NoToken, count_choices, graded, reveal_record, size_choices, step_config,
+                                  typed_guess)
 from model.classroom.rooms import Question
 from model.errors import SessionError
 from ui.events import Event
@@ -26,7 +27,7 @@ from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly, upload_bytes
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import class_guesses_chart
-from viz.lesson import reveal_html as reveal_in
+from viz.lesson import answer_figure, reveal_html as reveal_in
 
 # after a step is shown: back to the lesson's top if the page was left scrolled below it (Next is low on a phone)
 SCROLL_TO_LESSON = ("() => { const b = document.getElementById('tbt-lesson-body');"
@@ -170,6 +171,7 @@ class LessonView:
         builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
         progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
         room = self.app.rooms.room_of(request.session_hash) is not None
+        counts = count_choices(session, cfg) if predict is not None and predict["kind"] == "kept_count" else None
         shown = {
             self.lesson: lesson, self.index: index, self.revealed: None, self.progress: progress,
             self.step_md: self._step_text(lesson, index, view.lang),
@@ -177,7 +179,8 @@ class LessonView:
             self.reveal_btn: gr.update(interactive=True), self.class_btn: gr.update(visible=room),
             self.predict_box: gr.update(visible=predict is not None),
             self.question: self._question(predict, view.lang),
-            self.guess: gr.update(choices=self._choices(predict, view.lang), value=None, interactive=True),
+            self.guess: gr.update(choices=self._choices(predict, view.lang, counts=counts), value=None,
+                                  interactive=True),
             self.commit: gr.update(interactive=True),
             self.reveal: "",
             self.reveal_plot: self._step_plot(session, cfg, step, view) if predict is None else gr.update(
@@ -190,7 +193,7 @@ class LessonView:
             self.class_plot: gr.update(value=None, visible=False),
         }
         # the room asked last, once the teacher's answer is made: a step that fails asks the class nothing
-        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang))  # if this user has a room
+        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang, counts))  # if a room
         return shown
 
     def commit_guess(self, request, lesson, index, guess, cfg, view):
@@ -221,11 +224,16 @@ class LessonView:
             answer = reveal_record(session, step, guess, cfg, view.lang)
         except NoToken:
             raise Refusal("lesson_guess_first") from None
-        self.app.rooms.reveal(request.session_hash,  # the class's guesses closed, each scored for its student
-                              lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,
-                                                          view.lang))
+        if predict["kind"] in MEASURED:  # measured or searched once: each of the class's guesses graded on it
+            score = functools.partial(graded, answer)
+        else:
+            score = lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,  # noqa: E731
+                                                view.lang)
+        self.app.rooms.reveal(request.session_hash, score)  # the class's guesses closed, each scored for its student
+        measured = answer_figure(answer, view.lang)  # the measurement's own chart (a step_time, a beam_vs_sample)
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
-                 self.reveal_plot: self._step_plot(session, cfg, step, view),
+                 self.reveal_plot: self._step_plot(session, cfg, step, view) if measured is None else gr.update(
+                     value=measured, visible=True),
                  self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
                  self.reveal_btn: gr.update(interactive=False),
                  self.open_view: self._open_button(step, view.lang, True)}
@@ -249,7 +257,7 @@ class LessonView:
         chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
         return gr.update(value=go.Figure(**chart), visible=True)
 
-    def _room_question(self, lesson, index, lang):
+    def _room_question(self, lesson, index, lang, counts=None):
         """The step's question as a room shows it to the students, in every language of the page; None without.
         The class guesses about the teacher's text, on the teacher's model: its choices are those of the teacher's
         language `lang`, and each student reads the question in their own (`_asked_in`)."""
@@ -258,7 +266,7 @@ class LessonView:
         if predict is None:
             return None
         return Question(question_key(lesson, index), {other: self._asked_in(step, lang, other) for other in LANGS},
-                        {other: self._choices(predict, other, lang) for other in LANGS})
+                        {other: self._choices(predict, other, lang, counts) for other in LANGS})
 
     def _asked_in(self, step, teacher_lang, lang) -> str:
         """The step's question in `lang` about the teacher's text, prompt and model (those of `teacher_lang`): the
@@ -266,7 +274,7 @@ class LessonView:
         no text), else the question's kind worded in `lang` around the teacher's prompt, token or model."""
         predict = step["predict"]
         kind, same_text = predict["kind"], step["prompt"][lang] == step["prompt"][teacher_lang]
-        if lang == teacher_lang or kind == "order" or (kind == "next_token" and same_text) or \
+        if lang == teacher_lang or kind in ("order", *MEASURED) or (kind == "next_token" and same_text) or \
                 (kind == "cache_size" and predict["model"] != "current"):
             return self._question(predict, lang)
         if kind == "next_token":
@@ -288,7 +296,9 @@ class LessonView:
         predict = step["predict"]
         said = {self.step_md: self._step_text(lesson, int(index), lang),
                 self.open_view: self._open_button(step, lang, predict is None or answer),
-                self.question: self._question(predict, lang), self.guess: gr.update(choices=self._choices(predict, lang))}
+                self.question: self._question(predict, lang)}
+        if predict is None or predict["kind"] != "kept_count":  # (its counts are the step's: the same in any language)
+            said[self.guess] = gr.update(choices=self._choices(predict, lang))
         if answer:
             said[self.reveal] = reveal_html(answer, lang)
         return said
@@ -312,9 +322,10 @@ class LessonView:
     def _question(predict, lang) -> str:
         return f"**{say(predict['question'], lang)}**" if predict else ""
 
-    def _choices(self, predict, lang, tokens_of=None) -> list:
+    def _choices(self, predict, lang, tokens_of=None, counts=None) -> list:
         """A question's choices as (label in `lang`, value); a next_token question's tokens are those of the
-        language `tokens_of` (default `lang`): each language's lesson runs on its own model."""
+        language `tokens_of` (default `lang`): each language's lesson runs on its own model. `counts`: a kept_count
+        question's (quiz.count_choices, of the step's session)."""
         if predict is None:
             return []
         kind = predict["kind"]
@@ -324,6 +335,10 @@ class LessonView:
             return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
         if kind == "order":
             return [(t(ORDER_WORDS[o], lang), o) for o in ORDER_CHOICES]
+        if kind in MYTH_WORDS:
+            return [(t(key, lang), value) for value, key in MYTH_WORDS[kind].items()]
+        if kind == "kept_count":
+            return [(f"{n:,}", str(n)) for n in counts or ()]
         return [(viz.format_bytes(n), str(n)) for n in size_choices(predict, self.app.models.get().info)]
 
     # ---- the step's chart ------------------------------------------------------------------------------
@@ -390,6 +405,10 @@ class LessonView:
 
 ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": "lesson_order_temperature_last",
                "same": "lesson_order_same"}
+MYTH_WORDS = {"step_time": {"same": "lesson_step_same", "grows": "lesson_step_grows"},  # value: its label's key
+              "beam_vs_sample": {"beam": "lesson_beam_higher", "sampled": "lesson_sampled_higher",
+                                 "same": "lesson_beam_same"}}
+MEASURED = ("step_time", "kept_count", "beam_vs_sample")  # answered once, on the step's session
 
 
 def question_key(lesson, index: int) -> str:
