@@ -2,6 +2,7 @@
 field; every step plays through the API in both languages; a predict step sends no candidates before the guess,
 and its reveal gives the engine's own probability of the guess."""
 import copy
+import html
 import json
 import re
 
@@ -15,6 +16,7 @@ from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.serving.sessions import SessionStore
 from ui.views import VIEWS
+from ui.strings import t
 from ui.views.lesson import reveal_html
 from named import named
 from served import DEFAULTS, served
@@ -614,3 +616,23 @@ def test_the_measured_reveals_are_said_in_both_languages():
         said = reveal_html(beams, lang)
         assert "-1.50" in said and "-9.25" in said and "&lt;b&gt;" in said and "✔" in said
         assert re.search(r"[\u4e00-\u9fff]", reveal_html(beams, lang)) if lang == "zh" else True
+
+
+@pytest.mark.unit
+def test_the_class_is_graded_on_the_one_measurement():
+    """A measured question runs once: each of the class's guesses is graded on that run (quiz.graded), and a
+    measurement too noisy to say grades no guess wrong."""
+    from model.classroom.quiz import graded
+    from model.classroom.rooms import Split
+    from ui.views.room import feedback_html
+
+    searched = {"kind": "beam_vs_sample", "guess": None, "right": None, "answer": "beam"}
+    assert [graded(searched, v)["right"] for v in ("beam", "sampled", "same")] == [True, False, False]
+    assert graded(searched, None)["right"] is None and graded(searched, "beam")["guess"] == "beam"
+    noisy = {"kind": "step_time", "guess": None, "right": None, "answer": None}
+    choices = [("the same", "same"), ("it grows", "grows")]
+    for lang in ("en", "zh"):
+        said = feedback_html(Split({"same": 0, "grows": 1}, "grows", {v: graded(noisy, v) for v in ("same", "grows")},
+                                   1), choices, lang)
+        assert t("room_feedback_no_verdict", lang, guess="it grows") in html.unescape(said)
+        assert "✓" not in said and t("room_feedback_wrong", lang, guess="it grows") not in html.unescape(said)

@@ -250,11 +250,11 @@ PAGE: dict[str, tuple[str, str]] = {
     "lesson_reveal_order": ("With these settings, temperature first keeps **{first}** token(s); temperature last keeps **{last}**.",
                             "在这些设置下，先做温度保留 **{first}** 个词元；温度放在最后保留 **{last}** 个。"),
     "lesson_reveal_order_what": (
-        "The logits and the settings (T = {temperature}, top-k {top_k}, top-p {top_p}, min-p {min_p}) are the same in "
-        "both runs; only the order differs, because the cuts read the probabilities after temperature in one order "
-        "and before it in the other. What changes: **{diff}** token(s) more or fewer in the draw.",
-        "两次用的是同一组 logits、同一组设置（T = {temperature}，top-k {top_k}，top-p {top_p}，min-p {min_p}），只有顺序不同："
-        "一种顺序里截断看到的是温度调整之后的概率，另一种看到的是调整之前的。变化在于：能被抽到的词元多了或少了 **{diff}** 个。"),
+        "The logits and the settings (T = {temperature}, {cuts}) are the same in both runs; only the order differs, "
+        "because the cuts read the probabilities after temperature in one order and before it in the other. What "
+        "changes: the two kept sets differ by **{diff}** token(s).",
+        "两次用的是同一组 logits、同一组设置（T = {temperature}，{cuts}），只有顺序不同：一种顺序里截断看到的是温度调整之后的概率，"
+        "另一种看到的是调整之前的。变化在于：两种顺序留下的词元数相差 **{diff}** 个。"),
     "lesson_step_same": ("The same: each cached step is O(1)", "一样：有缓存时每一步都是 O(1)"),
     "lesson_step_grows": ("It grows with the text: attention still reads every cached position, O(t)",
                           "随文本变长而变慢：注意力仍要读完所有缓存的位置，O(t)"),
@@ -282,6 +282,8 @@ PAGE: dict[str, tuple[str, str]] = {
         "or a larger model they dominate.",
         "**在这里，变化不到 {growth}。** 在这些长度上，投影和 MLP（每一步都一样）的开销盖过了注意力读取 t 个缓存位置的开销；"
         "但这部分读取仍随 t 增长，文本更长或模型更大时，它就会占主导。"),
+    "room_feedback_no_verdict": ("You guessed {guess}. The machine was too busy to measure a clear answer this time.",
+                                 "你的猜测是 {guess}。这台机器这次太忙，测不出明确的答案。"),
     "lesson_reveal_step_noisy": (
         "**Too noisy to conclude on this machine right now** (the runs overlap, or too few fit): open the KV cache "
         "tab and measure again when it is quieter.",

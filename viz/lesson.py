@@ -55,9 +55,11 @@ def reveal_html(answer: dict, say: Say) -> str:
     elif kind == "order":
         body = say("lesson_reveal_order", first=answer["first"], last=answer["last"])
         if "temperature" in answer:  # what changes: the same logits and settings, the stages in the other order
+            cuts = [f"{name} {value:g}" for name, value, off in (("top-k", answer["top_k"], 0),
+                                                               ("top-p", answer["top_p"], 1.0),
+                                                               ("min-p", answer["min_p"], 0.0)) if value != off]
             body += " " + say("lesson_reveal_order_what", temperature=f"{answer['temperature']:g}",
-                              top_k=answer["top_k"] or "—", top_p=f"{answer['top_p']:g}", min_p=f"{answer['min_p']:g}",
-                              diff=abs(answer["first"] - answer["last"]))
+                              cuts=", ".join(cuts), diff=abs(answer["first"] - answer["last"]))
     elif kind == "step_time":
         body = _step_time(answer, say)
     elif kind == "kept_count":
