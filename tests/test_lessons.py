@@ -59,7 +59,8 @@ def call(client, api, *leading, lang="en") -> dict:
 def first_guess(predict, lang="en") -> str:
     return {"next_token": lambda: predict["choices"][lang][0], "kept_by_top_p": lambda: "yes",
             "order": lambda: "same", "step_time": lambda: "grows", "kept_count": lambda: "1",
-            "beam_vs_sample": lambda: "beam"}.get(predict["kind"], lambda: None)() or str(size_choices(predict, INFO)[0])
+            "beam_vs_sample": lambda: "beam"}.get(predict["kind"], lambda: None)() or \
+        str(size_choices(predict, INFO)[0])
 
 
 class INFO:  # SmolLM2-135M's shape (docs/what-it-teaches.md: Grouped-query attention), for the cache questions' choices
@@ -168,8 +169,10 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons
                 assert answer["kept"] == kept and answer["answer"] == str(kept), (where, answer["kept"], kept)
                 assert answer["myth"] == round(step["settings"]["top_p"] * lm.info.vocab) != kept, where
                 assert {kept, answer["myth"]} <= set(count_choices(session, cfg)), where
+                assert len(answer["nucleus"]) == kept, where  # the whole kept set is listed (the lesson's prompts)
                 if answer["total"] is not None:  # the smallest set reaching p: its total does, one token fewer does not
-                    assert answer["total"] >= step["settings"]["top_p"] > answer["nucleus"][-1][2] - answer["nucleus"][-1][1]
+                    _, last_prob, total = answer["nucleus"][-1]
+                    assert answer["total"] == total >= step["settings"]["top_p"] > total - last_prob, where
             elif predict["kind"] == "beam_vs_sample":
                 check_beam_vs_sample(lm, session, answer)
             else:

@@ -52,7 +52,8 @@ def size_choices(predict: dict, info: ModelInfo) -> list[int]:
     """Four cache sizes to pick from (bytes), the right one among them (its place varies with the question)."""
     right = predict_cache_bytes(predict, info)
     spread = SIZE_SPREADS[(predict["tokens"] * 7 + len(predict["model"])) % len(SIZE_SPREADS)]
-    if predict.get("myth_factor") not in (None, *spread):  # the wrong answer the lesson tests, in place of the spread's size farthest from it
+    # the wrong answer a lesson tests (myth_factor), in place of the spread's size farthest from it
+    if predict.get("myth_factor") not in (None, *spread):
         myth = predict["myth_factor"]
         farthest = max((f for f in spread if f != 1 and f != myth), key=lambda f: abs(math.log(f / myth)))
         spread = sorted({*spread, myth} - {farthest})
