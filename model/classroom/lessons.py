@@ -170,14 +170,15 @@ def _predict(data, where: str) -> dict:
                 raise LessonError("lesson_myth_factor", field=f"{where}.myth_factor", low="1/64", high=64)
             out["myth_factor"] = factor
     elif kind == "step_time":
-        out["tokens"] = _whole(predict.get("tokens", STEP_TIME_TOKENS[2]), f"{where}.tokens", *STEP_TIME_TOKENS[:2])
+        out["tokens"] = _bounded_field(predict.get("tokens", STEP_TIME_TOKENS[2]), f"{where}.tokens",
+                                       *STEP_TIME_TOKENS[:2])
     elif kind == "beam_vs_sample":
-        out.update(width=_whole(predict.get("width", BEAM_WIDTH[2]), f"{where}.width", *BEAM_WIDTH[:2]),
-                   tokens=_whole(predict.get("tokens", BEAM_TOKENS[2]), f"{where}.tokens", *BEAM_TOKENS[:2]))
+        out.update(width=_bounded_field(predict.get("width", BEAM_WIDTH[2]), f"{where}.width", *BEAM_WIDTH[:2]),
+                   tokens=_bounded_field(predict.get("tokens", BEAM_TOKENS[2]), f"{where}.tokens", *BEAM_TOKENS[:2]))
     return out
 
 
-def _whole(value, where: str, low: int, high: int) -> int:
+def _bounded_field(value, where: str, low: int, high: int) -> int:
     """A whole number in [low, high] of a question's field, or a LessonError naming it."""
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise LessonError("lesson_whole", field=where, low=low, high=high)
