@@ -329,6 +329,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "lesson_one_of": ("Lesson file, {field}: must be one of {choices}, got {value}.", "课程文件，{field}：必须是 {choices} 之一，收到的是 {value}。"),
     "lesson_whole": ("Lesson file, {field}: must be a whole number from {low} to {high}.", "课程文件，{field}：必须是 {low} 到 {high} 之间的整数。"),
     "lesson_type": ("Lesson file, {field}: must be {kind}.", "课程文件，{field}：必须是{kind}。"),
+    "lesson_myth_factor": ("Lesson file, {field}: must be a number from {low} to {high}, not 1 (the wrong size it "
+                           "offers is the right one times it).",
+                           "课程文件，{field}：必须是 {low} 到 {high} 之间、不等于 1 的数（它给出的错误大小是正确大小乘以它）。"),
     "lesson_kind_object": ("an object (in braces)", "一个对象（花括号）"),
     "lesson_kind_str": ("a text that is not empty", "一段非空文本"),
     "lesson_kind_int": ("a whole number", "一个整数"),

@@ -100,7 +100,21 @@ def check_reveal(lm, raw_step: dict, lang: str, ids: list[int], guess: str, reve
         assert int(re.search(r'data-bytes="(\d+)"', reveal).group(1)) == size
         assert right == str(guess == str(size)).lower()
         return
+    if predict["kind"] == "step_time":  # measured: its line and verdict are checked in test_lessons (check_step_time)
+        assert right == ("none" if 'data-answer="none"' in reveal else str(guess == re.search(
+            r'data-answer="(\w+)"', reveal).group(1)).lower())
+        return
+    if predict["kind"] == "beam_vs_sample":  # both texts' log P: checked against a forward pass in test_lessons
+        beam, sampled = (float(re.search(rf'data-{name}-logp="([^"]+)"', reveal).group(1)) for name in ("beam", "sampled"))
+        answer = "beam" if beam > sampled else "sampled" if sampled > beam else "same"
+        assert right == str(guess == answer).lower()
+        return
     logits = forward_logits(lm, ids)
+    if predict["kind"] == "kept_count":  # transformers' nucleus at the step's settings
+        kept = kept_count(logits, settings, False)
+        assert int(re.search(r'data-kept="(\d+)"', reveal).group(1)) == kept
+        assert right == str(guess == str(kept)).lower()
+        return
     if predict["kind"] == "order":
         first, last = (int(n.replace(",", "")) for n in re.findall(r"<b>(\d[\d,]*)</b>", reveal)[:2])
         assert (first, last) == (kept_count(logits, settings, False), kept_count(logits, settings, True))

@@ -9,11 +9,11 @@ pytestmark = pytest.mark.browser
 WORDS = {
     "en": dict(tab="Interview questions", reveal="Show the answer", seen="answer seen", opened="opened",
                question="How big is a 7B model's KV cache", myth="Common wrong answer", lesson_tab="Lesson",
-               lesson="Open the lesson “The KV cache” ▶", step="Step 1 of 3", beams="Open the tab “Beams” ▶",
-               beams_tab="Beams", summary="1 of 11"),
+               lesson="Open the lesson “The KV cache” ▶", step="Step 1 of 3", beams="Open the tab “Branches” ▶",
+               beams_tab="Branches", summary="1 of 11"),
     "zh": dict(tab="面试问题", reveal="显示答案", seen="已看答案", opened="已打开", question="一个 7B 模型的 KV 缓存有多大",
                myth="常见的错误回答", lesson_tab="课程", lesson="打开课程《KV 缓存》▶", step="第 1 步，共 3 步",
-               beams="打开“束搜索”标签页 ▶", beams_tab="束搜索", summary="11 道题里已看过或打开过 1 道"),
+               beams="打开“分支”标签页 ▶", beams_tab="分支", summary="11 道题里已看过或打开过 1 道"),
 }
 SIZES = {"wide": (1280, 800), "phone": (390, 844)}
 CARD = "#tbt-interview-card-kv-cache-size"
@@ -65,6 +65,6 @@ def test_a_card_opens_its_lesson_and_another_its_tab(url, new_tab):
     artifact(tab, "interview-opened-lesson-en-wide")
     open_view(tab, words["tab"])
     tab.locator("#tbt-interview-head-kv-cache-size").get_by_text(words["opened"], exact=False).wait_for(timeout=30_000)
-    tab.locator("#tbt-interview-card-beam-search").get_by_role("button", name=words["beams"]).click()
+    tab.locator("#tbt-interview-card-exposure-bias").get_by_role("button", name=words["beams"]).click()
     tab.get_by_role("tab", name=words["beams_tab"], exact=True, selected=True).wait_for(timeout=60_000)
     assert tab.problems == [], tab.problems

@@ -154,6 +154,7 @@ def test_a_chunked_prefill_past_a_sliding_window_matches_one_pass(lm):
 def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     """A forward pre-hook on the model checks the door is held at every pass, whoever runs it."""
     from model.decoding.door import PREFILL_CHUNK
+    from model.classroom.myths import text_logprob
     from model.decoding.records import SamplingConfig
     from model.decoding.session import DecodeSession
     from model.decoding.timing import measure_cache_timing
@@ -192,6 +193,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         "throughput": lambda: measure_throughput(lm, sizes=(1, 2), repeats=1, context_tokens=16, prefill_tokens=16),
         "patching": lambda: patching_grid(lm, *encode_pair(lm, "The cat sat", "The dog sat")),
         "heads": lambda: head_scores(lm, length=8),
+        "a lesson's log P of a text": lambda: text_logprob(lm, long[:PREFILL_CHUNK], long[PREFILL_CHUNK:]),
     }
     try:
         for name, run in runs.items():

@@ -42,12 +42,15 @@ def test_every_card_points_at_a_lesson_and_a_tab_the_page_has():
     assert {q.id: q.lessons[0] for q in QUESTIONS if q.lessons} == {
         "token-by-token": "one-token-at-a-time", "autoregressive": "training-vs-generation", "kv-cache-size": "kv-cache",
         "parallel-training": "training-vs-generation", "sampling": "top-k-top-p-min-p",
-        "speculative": "speculative-decoding", "mqa-gqa": "mha-gqa-mqa", "subwords": "subwords"}
+        "speculative": "speculative-decoding", "mqa-gqa": "mha-gqa-mqa", "subwords": "subwords",
+        "beam-search": "interview-myths"}
     assert {q.id: q.tabs[0] for q in QUESTIONS if not q.lessons} == {
-        "exposure-bias": "branches", "serving": "batching", "beam-search": "beams"}
+        "exposure-bias": "branches", "serving": "batching"}
     assert BY_ID["serving"].tabs == ("batching", "paged")
     # the four common wrong answers (docs/what-it-teaches.md), each on its question's card
     assert {q.id for q in QUESTIONS if q.myth} == {"autoregressive", "kv-cache-size", "sampling", "beam-search"}
+    # and each is tested live in the lesson of wrong answers (assets/lessons/17-interview-myths.json)
+    assert {q.id for q in QUESTIONS if "interview-myths" in q.lessons} == {q.id for q in QUESTIONS if q.myth}
 
 
 @pytest.mark.unit
@@ -203,8 +206,8 @@ def test_a_tab_question_opens_its_tab_and_a_reveal_shows_its_answer(server, clie
     app, _ = server
     client.predict("Hello there", "raw", "smollm2", **PAGE_IN, lang="en", api_name="/start")
     before = list(app.store.get(client.session_hash).ids)
-    opened = call(client, "/interview_open", "beam-search", {})
-    assert opened[PROGRESS] == {"revealed": [], "opened": ["beam-search"]}
+    opened = call(client, "/interview_open", "serving", {})
+    assert opened[PROGRESS] == {"revealed": [], "opened": ["serving"]}
     lesson = opened.get("tbt-lesson-progress")
     assert not (isinstance(lesson, dict) and "id" in lesson), lesson  # no lesson started
     assert list(app.store.get(client.session_hash).ids) == before  # a tab opened: the session is untouched
@@ -212,6 +215,6 @@ def test_a_tab_question_opens_its_tab_and_a_reveal_shows_its_answer(server, clie
                                                                api_name="/interview_reveal"))
     answer = shown["tbt-interview-answer-kv-cache-size"]
     assert answer["visible"] is True
-    assert shown[PROGRESS] == {"revealed": ["kv-cache-size"], "opened": ["beam-search"]}
+    assert shown[PROGRESS] == {"revealed": ["kv-cache-size"], "opened": ["serving"]}
     assert "已看答案" in shown["tbt-interview-head-kv-cache-size"]
     assert "1,073,741,824" in t("ia_kv_cache_size", "zh", **answer_figures(app.models.get().info)["kv-cache-size"])

@@ -2,6 +2,7 @@
 field; every step plays through the API in both languages; a predict step sends no candidates before the guess,
 and its reveal gives the engine's own probability of the guess."""
 import copy
+import html
 import json
 import re
 
@@ -11,11 +12,12 @@ from gradio_client.exceptions import AppError
 
 from model.classroom.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
 from model.classroom.figures import fill, step_figures
-from model.classroom.quiz import predict_cache_bytes, size_choices
+from model.classroom.quiz import count_choices, predict_cache_bytes, size_choices
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.serving.sessions import SessionStore
 from ui.views import VIEWS
+from ui.strings import t
 from ui.views.lesson import reveal_html
 from named import named
 from served import DEFAULTS, served
@@ -57,7 +59,9 @@ def call(client, api, *leading, lang="en") -> dict:
 
 def first_guess(predict, lang="en") -> str:
     return {"next_token": lambda: predict["choices"][lang][0], "kept_by_top_p": lambda: "yes",
-            "order": lambda: "same"}.get(predict["kind"], lambda: None)() or str(size_choices(predict, INFO)[0])
+            "order": lambda: "same", "step_time": lambda: "grows", "kept_count": lambda: "1",
+            "beam_vs_sample": lambda: "beam"}.get(predict["kind"], lambda: None)() or \
+        str(size_choices(predict, INFO)[0])
 
 
 class INFO:  # SmolLM2-135M's shape (docs/what-it-teaches.md: Grouped-query attention), for the cache questions' choices
@@ -156,6 +160,21 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons
                 assert f" {answer['rank']} " in said, (where, answer["rank"], said)  # the question names its rank
             elif predict["kind"] == "order":
                 assert answer["last"] > answer["first"], where  # T < 1 sharpens first: temperature last keeps more
+                assert answer["last"] == kept_by_transformers(lm, session.ids, step["settings"], temperature_last=True)
+                assert answer["first"] == kept_by_transformers(lm, session.ids, step["settings"]), where
+            elif predict["kind"] == "step_time":
+                check_step_time(answer, predict)
+            elif predict["kind"] == "kept_count":
+                kept = kept_by_transformers(lm, session.ids, step["settings"])
+                assert answer["kept"] == kept and answer["answer"] == str(kept), (where, answer["kept"], kept)
+                assert answer["myth"] == round(step["settings"]["top_p"] * lm.info.vocab) != kept, where
+                assert {kept, answer["myth"]} <= set(count_choices(session, cfg)), where
+                assert len(answer["nucleus"]) == kept, where  # the whole kept set is listed (the lesson's prompts)
+                if answer["total"] is not None:  # the smallest set reaching p: its total does, one token fewer does not
+                    _, last_prob, total = answer["nucleus"][-1]
+                    assert answer["total"] == total >= step["settings"]["top_p"] > total - last_prob, where
+            elif predict["kind"] == "beam_vs_sample":
+                check_beam_vs_sample(lm, session, answer)
             else:
                 info = lm.info
                 assert answer["bytes"] == 2 * answer["layers"] * answer["kv_heads"] * answer["head_dim"] * \
@@ -165,6 +184,72 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons
                     for n in (info.layers, info.kv_heads, info.head_dim, predict["tokens"]):
                         assert f"{n:,}" in said, (where, n)
             assert reveal_html(answer, lang).count('data-right="none"') == 1
+
+
+def kept_by_transformers(lm, ids, settings, temperature_last=False) -> int:
+    """Tokens left after transformers' own TemperatureLogitsWarper and TopPLogitsWarper, on the logits of one plain
+    forward pass (no cache, no session); `temperature_last`: top-p on the T = 1 logits, then temperature."""
+    import torch
+    from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+    with torch.no_grad():
+        scores = lm.model(torch.tensor([ids])).logits[:, -1].float()  # (1, vocab)
+    warpers = [TopPLogitsWarper(settings["top_p"])]
+    if settings.get("temperature", 1.0) != 1.0:
+        temperature = TemperatureLogitsWarper(settings["temperature"])
+        warpers = warpers + [temperature] if temperature_last else [temperature] + warpers
+    for warp in warpers:
+        scores = warp(torch.tensor([ids]), scores)
+    return int(torch.isfinite(scores).sum())
+
+
+def check_step_time(answer, predict):
+    """A step_time reveal: the lengths the question measures, a least-squares line recomputed by numpy from the
+    reveal's own times, and the verdict the stated rule gives (recomputed here, not read from the record)."""
+    import numpy as np
+
+    from model.classroom.myths import STEP_GROWTH, step_lengths
+
+    assert answer["seq_len"] == step_lengths(predict["tokens"]) and answer["seq_len"][-1] == predict["tokens"]
+    assert all(ms > 0 for ms in answer["cached_ms"]) and len(answer["cached_ms"]) == len(answer["seq_len"])
+    slope, intercept = np.polyfit(answer["seq_len"], answer["cached_ms"], 1)
+    assert answer["slope"] == pytest.approx(slope, rel=1e-6, abs=1e-9)
+    assert answer["intercept"] == pytest.approx(intercept, rel=1e-6, abs=1e-6)
+    short, long = answer["seq_len"][0], answer["seq_len"][-1]
+    rise = (intercept + slope * long) / (intercept + slope * short) - 1
+    (_, short_high), (long_low, _) = answer["cached_range"][0], answer["cached_range"][-1]
+    apart = min(answer["runs"][0], answer["runs"][-1]) >= 3 and long_low > short_high
+    expected = "grows" if rise >= STEP_GROWTH and apart else \
+        "same" if rise < STEP_GROWTH and min(answer["runs"][0], answer["runs"][-1]) >= 3 else None
+    assert answer["answer"] == expected, (answer["answer"], rise, apart, answer["runs"])
+
+
+def forward_logprob(lm, prompt, tokens) -> float:
+    """log P of `tokens` after `prompt` at T = 1 from one plain forward pass (no chunks, no cache, no session)."""
+    import torch
+
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([list(prompt) + list(tokens)])).logits[0].float()
+    rows = torch.log_softmax(logits[len(prompt) - 1:-1], dim=-1)
+    return float(sum(rows[i, tok] for i, tok in enumerate(tokens)))
+
+
+def check_beam_vs_sample(lm, session, answer):
+    """Both texts' log P against a plain forward pass; beam search's against its own running total; the right
+    answer is the higher of the two; the repeats are model.decoding.branches' count over prompt and text."""
+    from model.decoding.branches import repeated_ngrams
+
+    prompt = session.ids[: session.prompt_len]
+    logp = {name: forward_logprob(lm, prompt, text["tokens"]) for name, text in answer["texts"].items()}
+    for name, text in answer["texts"].items():
+        assert text["logprob"] == pytest.approx(logp[name], abs=2e-3), (name, text["logprob"], logp[name])
+        assert text["text"] == lm.tokenizer.decode(text["tokens"])
+        stretches = repeated_ngrams(prompt + text["tokens"], len(prompt))
+        assert text["ngrams"] == len(stretches)
+        assert text["repeated"] == len({i for r in stretches for i in range(r.start, r.end)})
+        assert len(text["tokens"]) <= answer["new_tokens"]
+    assert answer["answer"] == ("same" if answer["texts"]["beam"]["tokens"] == answer["texts"]["sampled"]["tokens"]
+                                else max(logp, key=logp.get))
 
 
 @pytest.mark.model
@@ -210,6 +295,12 @@ def test_cache_questions_agree_with_facts(lessons):
     for step in predict_steps(lessons, "cache_size"):
         choices = size_choices(step["predict"], INFO)
         assert predict_cache_bytes(step["predict"], INFO) in choices and len(set(choices)) == 4
+        if "myth_factor" in step["predict"]:  # the wrong answer the lesson tests is offered beside the right one
+            assert int(predict_cache_bytes(step["predict"], INFO) * step["predict"]["myth_factor"]) in choices
+    myth = next(s["predict"] for s in predict_steps(lessons, "cache_size") if "myth_factor" in s["predict"])
+    assert (myth["model"], myth["tokens"], myth["dtype"]) == ("Llama-2-7B", 2048, "float16")
+    # 2 x 32 layers x 32 KV heads x 128 x 2,048 tokens x 2 bytes: exactly 1 GiB, and the myth's "about 2 GB" as 2 GiB
+    assert size_choices(myth, INFO) == [2**28, 2**30, 2**31, 2**32] and 2 * 32 * 32 * 128 * 2048 * 2 == 1_073_741_824
 
 
 @pytest.mark.model
@@ -251,6 +342,22 @@ BAD = [
                                   "predict": {"kind": "cache_size", "question": {"en": "?", "zh": "？"},
                                               "model": "GPT-9", "tokens": 10}}), "steps[1].predict.model", "Llama-2-7B"),
     (lambda d: d.update(id="Has Spaces"), "id", None),
+    (lambda d: d["steps"][0].update(predict={"kind": "step_time", "question": {"en": "?", "zh": "？"}, "tokens": 4096}),
+     "steps[0].predict.tokens", "512"),
+    (lambda d: d["steps"][0].update(predict={"kind": "step_time", "question": {"en": "?", "zh": "？"}, "token": " a"}),
+     "steps[0].predict.token", "tokens"),
+    (lambda d: d["steps"][0].update(predict={"kind": "kept_count", "question": {"en": "?", "zh": "？"}, "tokens": 5}),
+     "steps[0].predict.tokens", None),
+    (lambda d: d["steps"][0].update(predict={"kind": "beam_vs_sample", "question": {"en": "?", "zh": "？"}, "width": 1}),
+     "steps[0].predict.width", "8"),
+    (lambda d: d["steps"][0].update(predict={"kind": "beam_vs_sample", "question": {"en": "?", "zh": "？"},
+                                             "tokens": 33}), "steps[0].predict.tokens", "32"),
+    (lambda d: d["steps"][0].update(predict={"kind": "cache_size", "question": {"en": "?", "zh": "？"},
+                                             "model": "Llama-2-7B", "tokens": 2048, "myth_factor": 1}),
+     "steps[0].predict.myth_factor", None),
+    (lambda d: d["steps"][0].update(predict={"kind": "cache_size", "question": {"en": "?", "zh": "？"},
+                                             "model": "Llama-2-7B", "tokens": 2048, "myth_factor": "2"}),
+     "steps[0].predict.myth_factor", None),
 ]
 
 
@@ -314,10 +421,14 @@ def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, model
                 reveal = call(client, "/lesson_guess", guess, lang=lang)
                 assert 'class="tbt-lesson-reveal"' in reveal[REVEAL]
                 check_reveal(lm, raw[lesson_id]["steps"][i], lang, ids, guess, reveal[REVEAL])
-                results[str(i)] = 'data-right="true"' in reveal[REVEAL]
+                if 'data-right="none"' not in reveal[REVEAL]:  # (a step_time too noisy to say is not scored)
+                    results[str(i)] = 'data-right="true"' in reveal[REVEAL]
                 assert reveal[PROGRESS]["results"] == results
-                assert ("猜" in reveal[REVEAL] or "KV" in reveal[REVEAL]) if lang == "zh" else \
-                    ("Right" in reveal[REVEAL] or "Not" in reveal[REVEAL])
+                if 'data-answer="none"' in reveal[REVEAL]:  # a step_time measured too noisily to say: no verdict
+                    assert 'data-right="none"' in reveal[REVEAL] and ("太忙" if lang == "zh" else "noisy") in reveal[REVEAL]
+                else:
+                    assert ("猜" in reveal[REVEAL] or "KV" in reveal[REVEAL]) if lang == "zh" else \
+                        ("Right" in reveal[REVEAL] or "Not" in reveal[REVEAL])
                 result = reveal
             assert result[PLOT]["visible"] is (step["view"] not in ("session",)), (lesson_id, i)  # the step's chart
             if result[PLOT]["visible"]:
@@ -433,3 +544,119 @@ def test_the_teacher_reveals_without_a_guess(client, lm):
     call(client, "/lesson_next")
     with pytest.raises(AppError, match="asks for no guess"):
         call(client, "/lesson_reveal")
+
+
+# ---- the interview's wrong answers, tested live (assets/lessons/17-interview-myths.json) ----------------------
+@pytest.mark.unit
+def test_the_measured_questions_are_checked_with_their_defaults():
+    def asked(**predict):
+        lesson = broken(lambda d: d["steps"][0].update(predict={"question": {"en": "?", "zh": "？"}, **predict}))
+        return check_lesson(lesson, TABS)["steps"][0]["predict"]
+
+    assert asked(kind="step_time")["tokens"] == 512 and asked(kind="step_time", tokens=64)["tokens"] == 64
+    assert asked(kind="kept_count") == {"kind": "kept_count", "question": {"en": "?", "zh": "？"}}
+    assert (asked(kind="beam_vs_sample")["width"], asked(kind="beam_vs_sample")["tokens"]) == (4, 16)
+    assert asked(kind="cache_size", model="Llama-2-7B", tokens=2048, myth_factor=2)["myth_factor"] == 2
+    assert "myth_factor" not in asked(kind="cache_size", model="Llama-2-7B", tokens=2048)
+
+
+def timing_of(cached, runs=3, spread=0.01):
+    from model.decoding.records import CacheTiming
+
+    return lambda lm, ids, lengths, *a: CacheTiming(
+        list(lengths), list(cached), [10 * c for c in cached], [(c * (1 - spread), c * (1 + spread)) for c in cached],
+        [(10 * c, 10 * c) for c in cached], [runs] * len(cached))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("cached, runs, spread, verdict", [
+    ([10.0, 10.2, 11.0, 14.0], 3, 0.01, "grows"),  # fitted +40%, the ends' runs apart
+    ([10.0, 10.1, 10.0, 10.3], 3, 0.01, "same"),  # fitted +3%: flat within the rule's 10%
+    ([10.0, 10.2, 11.0, 14.0], 3, 0.5, None),  # +40% fitted, but the ends' runs overlap: too noisy
+    ([10.0, 10.1, 10.0, 10.3], 1, 0.01, None),  # one run each: too few to say
+])
+def test_the_step_time_verdict_follows_its_stated_rule(lm, monkeypatch, cached, runs, spread, verdict):
+    """The rule, on measurements made up to sit each side of it; the reveal grades a guess by it."""
+    import model.classroom.myths as myths
+    from model.classroom.quiz import graded
+
+    monkeypatch.setattr(myths, "measure_cache_timing", timing_of(cached, runs, spread))
+    session = DecodeSession(lm)
+    session.start("Once upon a time")
+    answer = myths.step_time_record(session, {"tokens": 512}, "grows")
+    assert answer["answer"] == verdict and answer["cached_ms"] == cached
+    check_step_time(answer, {"tokens": 512})
+    assert answer["right"] == (None if verdict is None else verdict == "grows")
+    assert graded(answer, "same")["right"] == (None if verdict is None else verdict == "same")
+
+
+@pytest.mark.model
+def test_the_step_time_reveal_shows_the_kv_views_own_measurement(lm, monkeypatch):
+    """The reveal's times are what model.decoding.timing.measure_cache_timing measured (the KV cache view's Measure),
+    on the step's text repeated to the question's length; its chart is that view's chart with the fitted line."""
+    import model.classroom.myths as myths
+    from model.decoding import timing
+    from viz.lesson import answer_figure
+
+    measured = []
+
+    def spy(lm_, ids, lengths, *args):
+        measured.append((list(ids), list(lengths), timing.measure_cache_timing(lm_, ids, lengths, *args)))
+        return measured[-1][2]
+
+    monkeypatch.setattr(myths, "measure_cache_timing", spy)
+    session = DecodeSession(lm)
+    session.start("The capital of France is")
+    answer = myths.step_time_record(session, {"tokens": 64}, None)
+    (ids, lengths, got), = measured
+    assert ids == (session.ids * 64)[:64] and lengths == answer["seq_len"] == myths.step_lengths(64)
+    assert answer["cached_ms"] == got.cached_ms and answer["full_ms"] == got.full_ms and answer["runs"] == got.runs
+    check_step_time(answer, {"tokens": 64})
+    for lang in ("en", "zh"):
+        figure = answer_figure(answer, lang)
+        fit = [trace for trace in figure.data if trace.meta and trace.meta.get("role") == "fit"]
+        assert len(fit) == 1 and list(fit[0].y) == pytest.approx(
+            [answer["intercept"] + answer["slope"] * n for n in (lengths[0], lengths[-1])])
+        assert [list(trace.y) for trace in figure.data[:2]] == [got.cached_ms, got.full_ms]
+
+
+@pytest.mark.unit
+def test_the_measured_reveals_are_said_in_both_languages():
+    step = {"kind": "step_time", "guess": "same", "right": False, "answer": "grows", "tokens": 512,
+            "seq_len": [2, 13, 81, 512], "cached_ms": [10.0, 10.5, 11.0, 14.0], "full_ms": [11, 20, 60, 300],
+            "cached_range": [[9.9, 10.1]] * 4, "full_range": [[1, 2]] * 4, "runs": [3, 3, 3, 3], "slope": 0.0078,
+            "intercept": 10.0, "fit_short": 10.02, "fit_long": 14.0, "separated": True, "growth": 0.1}
+    kept = {"kind": "kept_count", "guess": "44237", "right": False, "answer": "10", "kept": 10, "p": 0.9,
+            "vocab": 49152, "myth": 44237, "nucleus": [[" Paris", 0.77, 0.77], [" the", 0.06, 0.83]], "total": 0.903}
+    beams = {"kind": "beam_vs_sample", "guess": "beam", "right": True, "answer": "beam", "more_repeats": "beam",
+             "width": 4, "new_tokens": 16, "texts": {
+                 "beam": {"text": " a a a", "tokens": [1, 1, 1], "logprob": -1.5, "repeated": 3, "ngrams": 1},
+                 "sampled": {"text": " <b>", "tokens": [2], "logprob": -9.25, "repeated": 0, "ngrams": 0}}}
+    for lang in ("en", "zh"):
+        said = reveal_html(step, lang)
+        assert "14.0" in said and "7.80" in said and 'data-answer="grows"' in said  # ms at the longest; per 1,000
+        said = reveal_html(kept, lang)
+        assert "<b>10</b>" in said and "44,237" in said and "49,152" in said and "77.0%" in said
+        said = reveal_html(beams, lang)
+        assert "-1.50" in said and "-9.25" in said and "&lt;b&gt;" in said and "✔" in said
+        assert re.search(r"[\u4e00-\u9fff]", reveal_html(beams, lang)) if lang == "zh" else True
+
+
+@pytest.mark.unit
+def test_the_class_is_graded_on_the_one_measurement():
+    """A measured question runs once: each of the class's guesses is graded on that run (quiz.graded), and a
+    measurement too noisy to say grades no guess wrong."""
+    from model.classroom.quiz import graded
+    from model.classroom.rooms import Split
+    from ui.views.room import feedback_html
+
+    searched = {"kind": "beam_vs_sample", "guess": None, "right": None, "answer": "beam"}
+    assert [graded(searched, v)["right"] for v in ("beam", "sampled", "same")] == [True, False, False]
+    assert graded(searched, None)["right"] is None and graded(searched, "beam")["guess"] == "beam"
+    noisy = {"kind": "step_time", "guess": None, "right": None, "answer": None}
+    choices = [("the same", "same"), ("it grows", "grows")]
+    for lang in ("en", "zh"):
+        said = feedback_html(Split({"same": 0, "grows": 1}, "grows", {v: graded(noisy, v) for v in ("same", "grows")},
+                                   1), choices, lang)
+        assert t("room_feedback_no_verdict", lang, guess="it grows") in html.unescape(said)
+        assert "✓" not in said and t("room_feedback_wrong", lang, guess="it grows") not in html.unescape(said)

@@ -260,6 +260,70 @@ PAGE: dict[str, tuple[str, str]] = {
                             "2（K 和 V）× {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × {tokens:,} 个词元 × {bytes_per} 字节 = **{bytes:,} B = {size}**。"),
     "lesson_reveal_order": ("With these settings, temperature first keeps **{first}** token(s); temperature last keeps **{last}**.",
                             "在这些设置下，先做温度保留 **{first}** 个词元；温度放在最后保留 **{last}** 个。"),
+    "lesson_reveal_order_what": (
+        "The logits and the settings (T = {temperature}, {cuts}) are the same in both runs; only the order differs, "
+        "because the cuts read the probabilities after temperature in one order and before it in the other. What "
+        "changes: the two kept sets differ by **{diff}** token(s).",
+        "两次用的是同一组 logits、同一组设置（T = {temperature}，{cuts}），只有顺序不同：一种顺序里截断看到的是温度调整之后的概率，"
+        "另一种看到的是调整之前的。变化在于：两种顺序留下的词元数相差 **{diff}** 个。"),
+    "lesson_step_same": ("The same: each cached step is O(1)", "一样：有缓存时每一步都是 O(1)"),
+    "lesson_step_grows": ("It grows with the text: attention still reads every cached position, O(t)",
+                          "随文本变长而变慢：注意力仍要读完所有缓存的位置，O(t)"),
+    "lesson_beam_higher": ("Beam search's text has the higher log P", "束搜索的文本 log P 更高"),
+    "lesson_sampled_higher": ("The sampled text has the higher log P", "采样得到的文本 log P 更高"),
+    "lesson_beam_same": ("Both are the same text", "两段文本完全一样"),
+    "lesson_reveal_step_time": (
+        "Measured just now on this machine, on the step's text repeated to {tokens:,} tokens (a cached step's cost "
+        "depends on how many positions it reads, not on which tokens they are), at least {runs} run(s) per length: "
+        "a cached step took **{short_ms} ms** at {short} tokens and **{long_ms} ms** at {long:,}. The line fitted to "
+        "the medians rises by **{slope} ms per 1,000 tokens**: {fit_short} ms → {fit_long} ms. The rule: it grows if "
+        "the fitted time at the longest length is at least {growth} above the shortest and every run there was "
+        "slower than every run at the shortest; it is the same if the line rises by less than {growth}.",
+        "刚刚在这台机器上测的：把这一步的文本重复到 {tokens:,} 个词元（有缓存时一步的开销取决于要读多少个位置，而不是这些位置上是什么词元），"
+        "每个长度至少跑 {runs} 次。在 {short} 个词元时一步用了 **{short_ms} 毫秒**，在 {long:,} 个词元时用了 **{long_ms} 毫秒**。"
+        "对中位数拟合的直线**每千个词元上升 {slope} 毫秒**：{fit_short} 毫秒 → {fit_long} 毫秒。判定规则：如果最长长度处的拟合时间比最短处高出至少 "
+        "{growth}，并且最长处的每一次都比最短处的每一次慢，就算“变慢”；如果直线上升不到 {growth}，就算“一样”。"),
+    "lesson_reveal_step_grows": (
+        "**It grows.** The projections and the MLP cost the same at every step, but attention reads all t cached "
+        "keys and values: a step is O(t), and the whole text O(t²).",
+        "**它会变慢。** 投影和 MLP 每一步的开销确实不变，但注意力要读完全部 t 个缓存的键和值：一步是 O(t)，整段文本是 O(t²)。"),
+    "lesson_reveal_step_same": (
+        "**Flat within {growth} here.** At these lengths the projections and the MLP, the same at every step, "
+        "outweigh attention's reads of the t cached positions; those reads still grow with t, and on a long text "
+        "or a larger model they dominate.",
+        "**在这里，变化不到 {growth}。** 在这些长度上，投影和 MLP（每一步都一样）的开销盖过了注意力读取 t 个缓存位置的开销；"
+        "但这部分读取仍随 t 增长，文本更长或模型更大时，它就会占主导。"),
+    "room_feedback_no_verdict": ("You guessed {guess}. The machine was too busy to measure a clear answer this time.",
+                                 "你的猜测是 {guess}。这台机器这次太忙，测不出明确的答案。"),
+    "lesson_reveal_step_noisy": (
+        "**Too noisy to conclude on this machine right now** (the runs overlap, or too few fit): open the KV cache "
+        "tab and measure again when it is quieter.",
+        "**这台机器此刻太忙，测不出结论**（几次测量互相重叠，或者跑的次数不够）：打开 KV 缓存标签页，等空闲些再测一次。"),
+    "lesson_reveal_kept_count": (
+        "Top-p = {p} kept **{kept:,}** of {vocab:,} tokens, not p × vocabulary = {myth:,}. It keeps the smallest "
+        "set of the most likely tokens whose probability adds up to p, however many that is: {tokens}.",
+        "top-p = {p} 保留了 {vocab:,} 个词元中的 **{kept:,}** 个，而不是 p × 词表大小 = {myth:,}。它保留的是概率加起来达到 p "
+        "的最小的一组最可能的词元，有几个算几个：{tokens}。"),
+    "lesson_reveal_more": (" and {n:,} more", "，另外还有 {n:,} 个"),
+    "lesson_reveal_beam_text": (
+        "Beam search (B = {width}) wrote {text}: log P = **{logp}**, {repeated} of its {n} tokens repeat an earlier "
+        "stretch ({ngrams} repeated stretch(es)).",
+        "束搜索（B = {width}）写出 {text}：log P = **{logp}**，{n} 个词元里有 {repeated} 个在重复前文（{ngrams} 段重复）。"),
+    "lesson_reveal_sampled_text": (
+        "Sampling with this step's settings wrote {text}: log P = **{logp}**, {repeated} of its {n} tokens repeat "
+        "({ngrams} repeated stretch(es)).",
+        "用这一步的设置采样写出 {text}：log P = **{logp}**，{n} 个词元里有 {repeated} 个在重复（{ngrams} 段重复）。"),
+    "lesson_reveal_beam_higher": (
+        "Beam search's text is the likelier one: that is what it searches for, not the best text.",
+        "束搜索的文本更可能：它找的正是这个，而不是最好的文本。"),
+    "lesson_reveal_sampled_higher": (
+        "Here the sampled text is the likelier one: beam search keeps only a few partial texts, so it is not an "
+        "exact search.",
+        "这一次采样的文本反而更可能：束搜索每步只保留几条候选，并不是精确搜索。"),
+    "lesson_reveal_texts_same": ("Both wrote the same text.", "两种方法写出了同一段文本。"),
+    "lesson_reveal_repeats_beam": ("Beam search's text repeats more.", "束搜索的文本重复得更多。"),
+    "lesson_reveal_repeats_sampled": ("The sampled text repeats more.", "采样的文本重复得更多。"),
+    "lesson_reveal_repeats_same": ("They repeat equally.", "两者重复得一样多。"),
     "lesson_no_file": ("Could not load that lesson: upload a lesson file (JSON) from your computer.",
                        "无法载入这节课：请从你的电脑上传一个课程文件（JSON）。"),
 

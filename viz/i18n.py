@@ -130,6 +130,15 @@ WORDS: dict[str, tuple[str, str]] = {
     "timing_cached": ("with KV cache", "使用 KV 缓存"),
     "timing_full": ("without cache (recompute prefix)", "不用缓存（重算前缀）"),
     "timing_hover": ("{n} tokens: {ms} ms", "{n} 个词元：{ms} 毫秒"),
+    "timing_fit": ("fitted line, with KV cache: +{slope} ms per 1,000 tokens", "拟合直线（使用 KV 缓存）：每千个词元 +{slope} 毫秒"),
+    "myth_logp_title": ("Beam search against sampling: log P and repeats", "束搜索与采样：log P 与重复"),
+    "myth_logp_subtitle": ("log P: the sum of each token's log-probability, from one forward pass over the text",
+                           "log P：对整段文本做一次前向计算，把每个词元的对数概率加起来"),
+    "myth_logp_axis": ("log P (natural log; higher is likelier)", "log P（自然对数；越高越可能）"),
+    "myth_beam": ("beam search (B = {width})", "束搜索（B = {width}）"),
+    "myth_sampled": ("sampled", "采样"),
+    "myth_bar_hover": ("{name}<br>log P = {logp}<br>{repeated} repeated token(s) of {n}",
+                       "{name}<br>log P = {logp}<br>{n} 个词元中有 {repeated} 个重复"),
 
     "calc_title": ("KV cache size for different models and settings", "不同模型和设置下的 KV 缓存大小"),
     "calc_subtitle": (

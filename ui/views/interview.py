@@ -24,6 +24,7 @@ from ui.strings import Refusal, t
 MARKS = {"revealed": "interview_marks_revealed", "opened": "interview_marks_opened"}
 CACHE_MODEL, CACHE_TOKENS, CACHE_DTYPE = "Llama-2-7B", 2048, "float16"  # "a 7B model's KV cache", as asked
 GQA_MODEL, GQA_TOKENS = "Llama-3-8B", 8192  # the same cache, four times the tokens, with GQA
+MYTHS = "interview-myths"  # the lesson that tests each card's common wrong answer on this machine (issue 35)
 
 
 @dataclass(frozen=True)
@@ -43,18 +44,18 @@ class Question:
 QUESTIONS = (
     Question("token-by-token", "iq_token_by_token", "ia_token_by_token", None, ("one-token-at-a-time",), ("chain",)),
     Question("autoregressive", "iq_autoregressive", "ia_autoregressive", "im_autoregressive",
-             ("training-vs-generation",), ("kv",)),
-    Question("kv-cache-size", "iq_kv_cache_size", "ia_kv_cache_size", "im_kv_cache_size", ("kv-cache",),
+             ("training-vs-generation", MYTHS), ("kv",)),
+    Question("kv-cache-size", "iq_kv_cache_size", "ia_kv_cache_size", "im_kv_cache_size", ("kv-cache", MYTHS),
              ("calculator",)),
     Question("parallel-training", "iq_parallel_training", "ia_parallel_training", None, ("training-vs-generation",),
              ("training",)),
     Question("exposure-bias", "iq_exposure_bias", "ia_exposure_bias", None, (), ("branches",)),
-    Question("sampling", "iq_sampling", "ia_sampling", "im_sampling", ("top-k-top-p-min-p", "temperature"),
+    Question("sampling", "iq_sampling", "ia_sampling", "im_sampling", ("top-k-top-p-min-p", "temperature", MYTHS),
              ("candidates",)),
     Question("speculative", "iq_speculative", "ia_speculative", None, ("speculative-decoding",), ("speculative",)),
     Question("mqa-gqa", "iq_mqa_gqa", "ia_mqa_gqa", None, ("mha-gqa-mqa",), ("calculator", "attention")),
     Question("serving", "iq_serving", "ia_serving", None, (), ("batching", "paged")),
-    Question("beam-search", "iq_beam_search", "ia_beam_search", "im_beam_search", (), ("beams",)),
+    Question("beam-search", "iq_beam_search", "ia_beam_search", "im_beam_search", (MYTHS,), ("beams",)),
     Question("subwords", "iq_subwords", "ia_subwords", None, ("subwords",), ("tokenizers",)),
 )
 BY_ID = {q.id: q for q in QUESTIONS}

@@ -19,7 +19,8 @@ from model.decoding.records import SETTING_NAMES
 from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
                                      lesson_model, read_lesson, say)
 from model.classroom.figures import fill, step_figures
-from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
+from model.classroom.quiz import (NoToken, count_choices, graded, reveal_record, size_choices, step_config,
+                                  typed_guess)
 from model.classroom.rooms import Question
 from model.classroom.scores import lesson_score, read_results
 from model.errors import SessionError
@@ -28,7 +29,7 @@ from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly, upload_bytes
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import class_guesses_chart
-from viz.lesson import reveal_html as reveal_in
+from viz.lesson import answer_figure, reveal_html as reveal_in
 from viz.tokenizers import MODEL_NAMES
 
 # after a step is shown: back to the lesson's top if the page was left scrolled below it (Next is low on a phone)
@@ -182,6 +183,7 @@ class LessonView:
                                view.lang)
         shown_for = {"model": session.lm.name, "figures": figures}
         room = self.app.rooms.room_of(request.session_hash) is not None
+        counts = count_choices(session, cfg) if predict is not None and predict["kind"] == "kept_count" else None
         shown = {
             self.lesson: lesson, self.index: index, self.revealed: None,
             self.results: results, self.figures: shown_for, self.progress: self._progress(lesson, index, results),
@@ -191,7 +193,7 @@ class LessonView:
             self.reveal_btn: gr.update(interactive=True), self.class_btn: gr.update(visible=room),
             self.predict_box: gr.update(visible=predict is not None),
             self.question: self._question(predict, view.lang, figures),
-            self.guess: gr.update(choices=self._choices(predict, view.lang, info=session.lm.info), value=None,
+            self.guess: gr.update(choices=self._choices(predict, view.lang, info=session.lm.info, counts=counts), value=None,
                                   interactive=True),
             self.commit: gr.update(interactive=True),
             self.reveal: "",
@@ -206,7 +208,7 @@ class LessonView:
         }
         # the room asked last, once the teacher's answer is made: a step that fails asks the class nothing
         self.app.rooms.ask(request.session_hash,  # if this user has a room
-                           self._room_question(lesson, index, view.lang, figures, session.lm.info))
+                           self._room_question(lesson, index, view.lang, figures, session.lm.info, counts))
         return shown
 
     def _progress(self, lesson, index, results) -> dict:
@@ -244,16 +246,21 @@ class LessonView:
             answer = reveal_record(session, step, guess, cfg, view.lang)
         except NoToken:
             raise Refusal("lesson_guess_first") from None
-        self.app.rooms.reveal(request.session_hash,  # the class's guesses closed, each scored for its student
-                              lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,
-                                                          view.lang))
+        if predict["kind"] in MEASURED:  # measured or searched once: each of the class's guesses graded on it
+            score = functools.partial(graded, answer)
+        else:
+            score = lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,  # noqa: E731
+                                                view.lang)
+        self.app.rooms.reveal(request.session_hash, score)  # the class's guesses closed, each scored for its student
         results = read_results(results, len(lesson["steps"]))
         if answer["right"] is not None:  # a guess committed: scored (the teacher's Reveal without one is not)
             results[str(int(index))] = answer["right"]
+        measured = answer_figure(answer, view.lang)  # the measurement's own chart (a step_time, a beam_vs_sample)
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
                  self.results: results, self.progress: self._progress(lesson, int(index), results),
                  self.score: self._score_text(request, lesson, int(index), results, view.lang),
-                 self.reveal_plot: self._step_plot(session, cfg, step, view),
+                 self.reveal_plot: self._step_plot(session, cfg, step, view) if measured is None else gr.update(
+                     value=measured, visible=True),
                  self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
                  self.reveal_btn: gr.update(interactive=False),
                  self.open_view: self._open_button(step, view.lang, True)}
@@ -277,7 +284,7 @@ class LessonView:
         chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
         return gr.update(value=go.Figure(**chart), visible=True)
 
-    def _room_question(self, lesson, index, lang, figures, info):
+    def _room_question(self, lesson, index, lang, figures, info, counts=None):
         """The step's question as a room shows it to the students, in every language of the page; None without.
         The class guesses about the teacher's text, on the teacher's model (`info`, its `figures` filled in): its
         choices are those of the teacher's language `lang`, and each student reads the question in their own
@@ -288,7 +295,7 @@ class LessonView:
             return None
         return Question(question_key(lesson, index),
                         {other: self._asked_in(step, lang, other, figures, info) for other in LANGS},
-                        {other: self._choices(predict, other, lang, info) for other in LANGS})
+                        {other: self._choices(predict, other, lang, info, counts) for other in LANGS})
 
     def _asked_in(self, step, teacher_lang, lang, figures, info) -> str:
         """The step's question in `lang` about the teacher's text, prompt and model (those of `teacher_lang`): the
@@ -296,7 +303,7 @@ class LessonView:
         no text), else the question's kind worded in `lang` around the teacher's prompt, token or model."""
         predict = step["predict"]
         kind, same_text = predict["kind"], step["prompt"][lang] == step["prompt"][teacher_lang]
-        if lang == teacher_lang or kind == "order" or (kind == "next_token" and same_text) or \
+        if lang == teacher_lang or kind in ("order", *MEASURED) or (kind == "next_token" and same_text) or \
                 (kind == "cache_size" and predict["model"] != "current"):
             return self._question(predict, lang, figures)
         if kind == "next_token":
@@ -320,8 +327,9 @@ class LessonView:
         said = {self.step_md: self._step_text(lesson, int(index), lang, figures),
                 self.score: self._score_text(request, lesson, int(index), results or {}, lang),
                 self.open_view: self._open_button(step, lang, predict is None or answer),
-                self.question: self._question(predict, lang, figures),
-                self.guess: gr.update(choices=self._choices(predict, lang, info=info))}
+                self.question: self._question(predict, lang, figures)}
+        if predict is None or predict["kind"] != "kept_count":  # (its counts are the step's: the same in any language)
+            said[self.guess] = gr.update(choices=self._choices(predict, lang, info=info))
         if answer:
             said[self.reveal] = reveal_html(answer, lang)
         return said
@@ -363,10 +371,11 @@ class LessonView:
     def _question(predict, lang, figures) -> str:
         return f"**{fill(say(predict['question'], lang), figures)}**" if predict else ""
 
-    def _choices(self, predict, lang, tokens_of=None, info=None) -> list:
+    def _choices(self, predict, lang, tokens_of=None, info=None, counts=None) -> list:
         """A question's choices as (label in `lang`, value); a next_token question's tokens are those of the
         language `tokens_of` (default `lang`): each language's lesson runs on its own model; a cache's sizes are
-        those of the session's model (`info`) for a question on the current model."""
+        those of the session's model (`info`) for a question on the current model. `counts`: a kept_count
+        question's (quiz.count_choices, of the step's session)."""
         if predict is None:
             return []
         kind = predict["kind"]
@@ -376,6 +385,10 @@ class LessonView:
             return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
         if kind == "order":
             return [(t(ORDER_WORDS[o], lang), o) for o in ORDER_CHOICES]
+        if kind in MYTH_WORDS:
+            return [(t(key, lang), value) for value, key in MYTH_WORDS[kind].items()]
+        if kind == "kept_count":
+            return [(f"{n:,}", str(n)) for n in counts or ()]
         return [(viz.format_bytes(n), str(n)) for n in size_choices(predict, info or self.app.models.get().info)]
 
     # ---- the step's chart ------------------------------------------------------------------------------
@@ -443,6 +456,10 @@ class LessonView:
 SCORE_WORDS = {True: "lesson_score_right", False: "lesson_score_wrong", None: "lesson_score_none"}
 ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": "lesson_order_temperature_last",
                "same": "lesson_order_same"}
+MYTH_WORDS = {"step_time": {"same": "lesson_step_same", "grows": "lesson_step_grows"},  # value: its label's key
+              "beam_vs_sample": {"beam": "lesson_beam_higher", "sampled": "lesson_sampled_higher",
+                                 "same": "lesson_beam_same"}}
+MEASURED = ("step_time", "kept_count", "beam_vs_sample")  # answered once, on the step's session
 
 
 def question_key(lesson, index: int) -> str:
