@@ -120,6 +120,8 @@ class BeamsView:
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about beam search: the tab's search from the step's prompt, a small one (LESSON_WIDTH
         beams, LESSON_TOKENS tokens, the default length penalty), drawn to its end with the best beam marked."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to search with
+            return None
         st = searched(session.whole_text(), LESSON_WIDTH, 1.0, LESSON_TOKENS, cfg)
         st.shown = len(st.run.steps)
         return self._draw(st, view.lang)[1]

@@ -103,6 +103,8 @@ class ConsistencyView:
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about self-consistency: the tab's vote on the step's text under its settings, a small one
         (LESSON_SAMPLES samples of at most LESSON_TOKENS tokens)."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to sample with
+            return None
         run = session.whole_text().run(self_consistency, cfg, LESSON_SAMPLES, LESSON_TOKENS)
         return self._shown(run, view.lang)[1]
 

@@ -93,6 +93,8 @@ class ConstraintsView:
         """A lesson step about constrained decoding: the tab's default run (its first kind, the allowed words
         EXAMPLES["words"], DEFAULT_TOKENS) on the step's text under its settings, its first step drawn: the
         candidates with what the constraint cut."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to mask
+            return None
         run = session.whole_text().run(constrained_decode, Constraint("words", EXAMPLES["words"]), cfg,
                                        DEFAULT_TOKENS)
         return self._figure(run, 1, view.lang)

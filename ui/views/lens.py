@@ -96,6 +96,8 @@ class LensView:
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about the logit lens: the tab's lens of the step's text at its default window."""
+        if not session.capabilities.runs_locally:  # an engine's model: no hidden states come back
+            return None
         text = session.whole_text("lens_needs_weights")
         return lens_chart(read_lens(text, DEFAULT_WINDOW), text.lm.name, view.lang)
 

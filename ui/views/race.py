@@ -87,6 +87,8 @@ class RaceView:
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about the race: the step's settings (A) against the tab's default B, LESSON_STEPS
         tokens from the step's text (None when it has ended: nothing to race)."""
+        if not session.capabilities.runs_locally:  # an engine's model: no whole distributions here
+            return None
         text = session.whole_text("race_needs_weights")
         if text.ended:
             return None
