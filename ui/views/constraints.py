@@ -89,6 +89,16 @@ class ConstraintsView:
         return [run_sentence(run, whole_text.lm.info.vocab, view.lang), gr.update(maximum=max(last, 2), value=1),
                 self._figure(run, 1, view.lang), run_numbers(run)]
 
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about constrained decoding: the tab's default run (its first kind, the allowed words
+        EXAMPLES["words"], DEFAULT_TOKENS) on the step's text under its settings, its first step drawn: the
+        candidates with what the constraint cut."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to mask
+            return None
+        run = session.whole_text().run(constrained_decode, Constraint("words", EXAMPLES["words"]), cfg,
+                                       DEFAULT_TOKENS)
+        return self._figure(run, 1, view.lang)
+
     def show_step(self, request: gr.Request, step, lang="en"):
         """One step of the last run: its candidates with the constraint's cut."""
         run = self.app.stash.get(request.session_hash, self.tab)

@@ -75,6 +75,13 @@ class HeadsView:
         scores = head_scores(lm)
         return named_heads(scores, lang), carrier(heads_chart(scores, lm.name, lang), self.tab), heads_summary(scores)
 
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about heads: every head's scores on the lesson's model, as Score does (the scores are
+        measured on the page's own repeated sequence, not on the step's text)."""
+        if not session.capabilities.runs_locally:  # an engine's model: no attention weights come back
+            return None
+        return heads_chart(head_scores(session.lm), session.lm.name, view.lang)
+
     def open_head(self, request, picked, cfg, view):
         """The clicked head in the Attention view: the page's layer and head set, its tab opened, its chart drawn
         for the user's text (nothing but the tab when no text is started yet)."""

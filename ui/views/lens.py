@@ -41,6 +41,11 @@ def lens_summary(lens, lang: str) -> dict:
             "asked": lens.asked, "committed": lens.committed.tolist(), "drawn_at_commit": lens.drawn_at_commit}
 
 
+def read_lens(text, window: int):
+    """The lens of a text's last `window` positions, every layer (what Read does, and a lesson step)."""
+    return text.run(logit_lens, window, text.settings)
+
+
 class LensView:
     tab, title = "lens", "tab_lens"
     chart = None
@@ -77,7 +82,7 @@ class LensView:
         """The lens of the user's text: its last `window` positions, every layer."""
         n = whole(window, "lens_window")
         text = self.app.whole_text(request, "lens_needs_weights")  # the lens needs every layer's hidden state
-        lens = text.run(logit_lens, n, text.settings)
+        lens = read_lens(text, n)
         self.app.stash.put(request.session_hash, self.tab, (text.lm, lens))  # its pinned tokens are read from it
         said = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
@@ -88,6 +93,13 @@ class LensView:
         return (said, carrier(lens_chart(lens, text.lm.name, lang), self.tab),
                 commitment_figure(lens, text.lm.name, lang), lens_summary(lens, lang),
                 gr.update(choices=positions, value=positions[-1][1]))
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about the logit lens: the tab's lens of the step's text at its default window."""
+        if not session.capabilities.runs_locally:  # an engine's model: no hidden states come back
+            return None
+        text = session.whole_text("lens_needs_weights")
+        return lens_chart(read_lens(text, DEFAULT_WINDOW), text.lm.name, view.lang)
 
     def pin(self, request: gr.Request, pins, position, lang):
         """The pinned tokens' lens probabilities through the layers at one position the last lens read, from its

@@ -42,36 +42,44 @@ class PagedView:
         self.plot = gr.Plot(label=t("tab_paged"), elem_id=GRADIO_PLOTS["paged"], show_label=False)
         self.numbers = gr.JSON(label="paged layout", elem_id="tbt-paged-numbers", elem_classes="tbt-hidden")
 
-    def sessions(self, request: gr.Request):
-        """(label, tokens held, prompt ids) per live session on the user's model: the user's own first, as
-        "you"; the others unlabelled. The ids only decide which full prompt blocks are shared."""
-        own_key = request.session_hash
-        lm = self.app.models.get()
+    def sessions(self, lm, own):
+        """(label, tokens held, prompt ids) per live session on `lm`: the user's own (`own`) first, as "you"; the
+        others unlabelled. The ids only decide which full prompt blocks are shared."""
         rows, you = [], None
         for key, session in self.app.store.live():
             ids = list(session.ids)  # a copy: a step of that user may be appending
             if not session.started or session.lm is not lm or not ids:
                 continue
             prompt = ids[: session.prompt_len]
-            if key == own_key:
+            if own(key, session):
                 rows.insert(0, ("", len(ids), prompt))
                 you = 0
             else:
                 rows.append(("", len(ids), prompt))
-        return rows, you, lm
+        return rows, you
 
-    def show(self, request: gr.Request, lang="en"):
-        rows, you, lm = self.sessions(request)
+    def laid_out(self, lm, own, lang):
+        """The live sessions on `lm` in blocks (what the tab shows, and a lesson step): (summary, figure, numbers)."""
+        rows, you = self.sessions(lm, own)
         if you is not None:
             rows[0] = (viz_t("paged_you", lang), *rows[0][1:])
         layout = paged_layout(rows, lm.info, MAX_TOKENS, BLOCK_SIZE)
         blocks = (t("paged_one_block", lang) if layout.physical_blocks == 1
                   else t("paged_blocks", lang, n=layout.physical_blocks))
         summary = t("paged_summary" if len(rows) > 1 else "paged_summary_one", lang, sessions=len(rows),
-                    physical=layout.physical_blocks, blocks=blocks, paged=format_bytes(layout.allocated_bytes), reserved=format_bytes(layout.reserved_bytes),
-                    waste=format_bytes(layout.waste_bytes), shared=format_bytes(layout.shared_saving_bytes),
-                    max=MAX_TOKENS)
+                    physical=layout.physical_blocks, blocks=blocks, paged=format_bytes(layout.allocated_bytes),
+                    reserved=format_bytes(layout.reserved_bytes), waste=format_bytes(layout.waste_bytes),
+                    shared=format_bytes(layout.shared_saving_bytes), max=MAX_TOKENS)
         return summary, paged_figure(layout, lang), layout_numbers(layout, you)
+
+    def show(self, request: gr.Request, lang="en"):
+        own_key = request.session_hash
+        return self.laid_out(self.app.models.get(), lambda key, session: key == own_key, lang)
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about paged blocks: the live sessions on the lesson's model (the class's), the student's
+        own (this step's session) first."""
+        return self.laid_out(session.lm, lambda key, other: other is session, view.lang)[1]
 
     def events(self, page):
         show = friendly(self.show)
