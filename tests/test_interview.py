@@ -34,18 +34,19 @@ def texts(q):
 def test_every_card_points_at_a_lesson_and_a_tab_the_page_has():
     lessons, refused = builtin_lessons(TABS)
     assert not refused
-    assert len(QUESTIONS) == 11 and len(BY_ID) == 11  # the eleven questions of issue 35, each id once
+    assert len(QUESTIONS) == 12 and len(BY_ID) == 12  # the twelve questions of issue 35, each id once
     for q in QUESTIONS:
         assert q.tabs and set(q.tabs) <= set(TABS), (q.id, q.tabs)
         assert set(q.lessons) <= set(lessons), (q.id, q.lessons)
         assert re.fullmatch(r"[a-z][a-z-]+", q.id)
-    assert {q.id: q.lessons[0] for q in QUESTIONS if q.lessons} == {
+    assert {q.id: q.lessons[0] for q in QUESTIONS} == {  # every question has a lesson that answers it
         "token-by-token": "one-token-at-a-time", "autoregressive": "training-vs-generation", "kv-cache-size": "kv-cache",
-        "parallel-training": "training-vs-generation", "sampling": "top-k-top-p-min-p",
-        "speculative": "speculative-decoding", "mqa-gqa": "mha-gqa-mqa", "subwords": "subwords",
-        "beam-search": "interview-myths"}
-    assert {q.id: q.tabs[0] for q in QUESTIONS if not q.lessons} == {
-        "exposure-bias": "branches", "serving": "batching"}
+        "parallel-training": "training-vs-generation", "exposure-bias": "branches-exposure-bias",
+        "non-autoregressive": "why-not-non-autoregressive", "sampling": "top-k-top-p-min-p",
+        "speculative": "speculative-decoding", "mqa-gqa": "mha-gqa-mqa", "serving": "class-batched-paged",
+        "beam-search": "beam-search", "subwords": "subwords"}
+    # the lessons not on the path answer no interview question of issue 35
+    assert set(lessons) - {lesson for q in QUESTIONS for lesson in q.lessons} == {"logit-lens", "constrained-decoding"}
     assert BY_ID["serving"].tabs == ("batching", "paged")
     # the four common wrong answers (docs/what-it-teaches.md), each on its question's card
     assert {q.id for q in QUESTIONS if q.myth} == {"autoregressive", "kv-cache-size", "sampling", "beam-search"}
@@ -173,7 +174,7 @@ def test_a_card_opens_its_lesson_as_start_does(server, client):
     assert opened["tbt-lesson-progress"] == {"id": "training-vs-generation", "step": 0, "file": None, "results": {}}
     assert opened[PROGRESS] == {"revealed": ["sampling"], "opened": ["parallel-training"]}
     assert opened["tbt-interview-head-parallel-training"].startswith("### ✔ 4. ")
-    assert "2 of 11" in opened["tbt-interview-summary"]
+    assert "2 of 12" in opened["tbt-interview-summary"]
     start = Client(url, verbose=False)  # the Lesson tab's Start on the same lesson: the same step, the same settings
     try:
         started = call(start, "/lesson_open", "training-vs-generation")
@@ -202,14 +203,20 @@ def test_an_unknown_question_is_refused_in_the_pages_language_and_changes_nothin
 
 
 @pytest.mark.server
-def test_a_tab_question_opens_its_tab_and_a_reveal_shows_its_answer(server, client):
-    app, _ = server
+def test_a_question_on_a_page_without_lessons_opens_its_tab_and_a_reveal_shows_its_answer(lm):
+    """Every card has a lesson; a page built without the Lesson tab opens the card's tab instead, and the session is
+    untouched."""
+    with served(lm, SessionStore(max_sessions=4), views=[V for V in VIEWS if V is not LessonView]) as (app, url, _):
+        client = Client(url, verbose=False)
+        _open_tab_and_reveal(app, client)
+
+
+def _open_tab_and_reveal(app, client):
     client.predict("Hello there", "raw", "smollm2", **PAGE_IN, lang="en", api_name="/start")
     before = list(app.store.get(client.session_hash).ids)
     opened = call(client, "/interview_open", "serving", {})
     assert opened[PROGRESS] == {"revealed": [], "opened": ["serving"]}
-    lesson = opened.get("tbt-lesson-progress")
-    assert not (isinstance(lesson, dict) and "id" in lesson), lesson  # no lesson started
+    assert "1 of 12" in opened["tbt-interview-summary"] and "opened" in opened["tbt-interview-head-serving"]
     assert list(app.store.get(client.session_hash).ids) == before  # a tab opened: the session is untouched
     shown = named(client, "/interview_reveal", client.predict("kv-cache-size", opened[PROGRESS], "zh",
                                                                api_name="/interview_reveal"))

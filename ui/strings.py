@@ -851,6 +851,19 @@ PAGE: dict[str, tuple[str, str]] = {
         "训练时整段文本是已知的。在教师强制下，每个位置的输入都是真实的前一个词元，而因果掩码让每个位置只能看到它之前的内容，"
         "所以一次前向计算就能同时给所有位置打分，损失是这些位置交叉熵的平均值。生成时，下一个输入要等模型选出来才存在，"
         "所以各步只能一个接一个地进行。同一个模型、同一个掩码：那一次并行计算的 logits 与逐步带缓存解码的 logits 相同。"),
+    "iq_non_autoregressive": ("Why not generate every token at once (non-autoregressive)?",
+                              "为什么不一次生成所有词元（非自回归）？"),
+    "ia_non_autoregressive": (
+        "A non-autoregressive model such as Mask-Predict fills every position in one parallel pass, then re-masks "
+        "and re-predicts the least sure ones for a few rounds. It is fast, but each position is predicted without "
+        "knowing what the others chose. When the text has several good forms (the multimodality problem), positions "
+        "can mix them, and words get repeated or lost. Left to right, each token is conditioned on the ones already "
+        "chosen, so the text stays one consistent choice; that is why the strong models are autoregressive and make "
+        "it fast with caching, batching and speculative decoding instead.",
+        "非自回归模型（比如 Mask-Predict）用一次并行计算填满所有位置，再把最没把握的几个位置重新遮住、重新预测，迭代几轮。"
+        "它快，但每个位置预测时并不知道其他位置选了什么。当一句话有好几种合理说法时（多峰问题），不同位置可能各取一种，"
+        "结果出现重复或漏词。从左到右生成时，每个词元都以已经选定的词元为条件，整段文本始终是同一种说法；"
+        "所以强的模型仍是自回归的，再靠缓存、批处理和推测解码来提速。"),
     "iq_exposure_bias": ("What is exposure bias, and how is it mitigated?", "什么是暴露偏差？怎么缓解？"),
     "ia_exposure_bias": (
         "In training every input the model sees is a true token; in generation it reads its own choices. So an early "

@@ -42,20 +42,25 @@ class Question:
 
 
 QUESTIONS = (
-    Question("token-by-token", "iq_token_by_token", "ia_token_by_token", None, ("one-token-at-a-time",), ("chain",)),
+    Question("token-by-token", "iq_token_by_token", "ia_token_by_token", None,
+             ("one-token-at-a-time", "chain-rule-perplexity"), ("chain",)),
     Question("autoregressive", "iq_autoregressive", "ia_autoregressive", "im_autoregressive",
              ("training-vs-generation", MYTHS), ("kv",)),
     Question("kv-cache-size", "iq_kv_cache_size", "ia_kv_cache_size", "im_kv_cache_size", ("kv-cache", MYTHS),
              ("calculator",)),
     Question("parallel-training", "iq_parallel_training", "ia_parallel_training", None, ("training-vs-generation",),
              ("training",)),
-    Question("exposure-bias", "iq_exposure_bias", "ia_exposure_bias", None, (), ("branches",)),
+    Question("exposure-bias", "iq_exposure_bias", "ia_exposure_bias", None, ("branches-exposure-bias", "self-consistency"),
+             ("branches", "consistency")),
+    Question("non-autoregressive", "iq_non_autoregressive", "ia_non_autoregressive", None,
+             ("why-not-non-autoregressive",), ("training",)),
     Question("sampling", "iq_sampling", "ia_sampling", "im_sampling", ("top-k-top-p-min-p", "temperature", MYTHS),
              ("candidates",)),
     Question("speculative", "iq_speculative", "ia_speculative", None, ("speculative-decoding",), ("speculative",)),
     Question("mqa-gqa", "iq_mqa_gqa", "ia_mqa_gqa", None, ("mha-gqa-mqa",), ("calculator", "attention")),
-    Question("serving", "iq_serving", "ia_serving", None, (), ("batching", "paged")),
-    Question("beam-search", "iq_beam_search", "ia_beam_search", "im_beam_search", (MYTHS,), ("beams",)),
+    Question("serving", "iq_serving", "ia_serving", None, ("class-batched-paged",), ("batching", "paged")),
+    Question("beam-search", "iq_beam_search", "ia_beam_search", "im_beam_search", ("beam-search", MYTHS),
+             ("beams",)),
     Question("subwords", "iq_subwords", "ia_subwords", None, ("subwords",), ("tokenizers",)),
 )
 BY_ID = {q.id: q for q in QUESTIONS}
