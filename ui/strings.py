@@ -266,9 +266,9 @@ PAGE: dict[str, tuple[str, str]] = {
         "changes: the two kept sets differ by **{diff}** token(s).",
         "两次用的是同一组 logits、同一组设置（T = {temperature}，{cuts}），只有顺序不同：一种顺序里截断看到的是温度调整之后的概率，"
         "另一种看到的是调整之前的。变化在于：两种顺序留下的词元数相差 **{diff}** 个。"),
-    "lesson_step_same": ("The same: each cached step is O(1)", "一样：有缓存时每一步都是 O(1)"),
-    "lesson_step_grows": ("It grows with the text: attention still reads every cached position, O(t)",
-                          "随文本变长而变慢：注意力仍要读完所有缓存的位置，O(t)"),
+    "lesson_step_same": ("About the same time here: the step looks O(1)", "在这里用时差不多：看起来是 O(1)"),
+    "lesson_step_grows": ("Measurably slower on the long text: the step grows with t",
+                          "长文本上明显更慢：一步的用时随 t 增长"),
     "lesson_beam_higher": ("Beam search's text has the higher log P", "束搜索的文本 log P 更高"),
     "lesson_sampled_higher": ("The sampled text has the higher log P", "采样得到的文本 log P 更高"),
     "lesson_beam_same": ("Both are the same text", "两段文本完全一样"),
@@ -288,11 +288,13 @@ PAGE: dict[str, tuple[str, str]] = {
         "keys and values: a step is O(t), and the whole text O(t²).",
         "**它会变慢。** 投影和 MLP 每一步的开销确实不变，但注意力要读完全部 t 个缓存的键和值：一步是 O(t)，整段文本是 O(t²)。"),
     "lesson_reveal_step_same": (
-        "**Flat within {growth} here.** At these lengths the projections and the MLP, the same at every step, "
-        "outweigh attention's reads of the t cached positions; those reads still grow with t, and on a long text "
-        "or a larger model they dominate.",
-        "**在这里，变化不到 {growth}。** 在这些长度上，投影和 MLP（每一步都一样）的开销盖过了注意力读取 t 个缓存位置的开销；"
-        "但这部分读取仍随 t 增长，文本更长或模型更大时，它就会占主导。"),
+        "**Flat within {growth} here**, so the claim looks true on this model at these lengths, but it is not: "
+        "the projections, the MLP and the output layer over the whole vocabulary cost the same at every step and "
+        "outweigh attention's reads of the t cached positions. Those reads still grow with t (O(t) a step), and on "
+        "a long text or a larger model they dominate.",
+        "**在这里，变化不到 {growth}**，所以在这个模型、这些长度上，这个说法看起来成立，其实不然：投影、MLP 和覆盖整个词表的"
+        "输出层每一步的开销都一样，盖过了注意力读取 t 个缓存位置的开销。这部分读取仍随 t 增长（每步 O(t)），"
+        "文本更长或模型更大时，它就会占主导。"),
     "room_feedback_no_verdict": ("You guessed {guess}. The machine was too busy to measure a clear answer this time.",
                                  "你的猜测是 {guess}。这台机器这次太忙，测不出明确的答案。"),
     "lesson_reveal_step_noisy": (

@@ -127,5 +127,8 @@ def logprob_figure(answer: dict, lang: str) -> go.Figure:
                                 n=len(r["tokens"])) for name, r in zip(names, rows)],
            "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "logp"}}
     layout = base_layout(i18n.t("myth_logp_title", lang), lang, subtitle=i18n.t("myth_logp_subtitle", lang),
-                         yaxis={"title": {"text": i18n.t("myth_logp_axis", lang)}}, margin={"t": 120})
+                         yaxis={"title": {"text": i18n.t("myth_logp_axis", lang)},
+                                # room under the lower bar for its value, above the category names
+                                "range": [1.2 * min(0.0, *(r["logprob"] for r in rows)) - 1, 0]},
+                         margin={"t": 120})
     return figure([bar], layout)
