@@ -914,19 +914,21 @@ PAGE: dict[str, tuple[str, str]] = {
         "多查询注意力让所有查询头共用一个；分组查询注意力让一组查询头共用一个 KV 头。{model} 有 {heads} 个查询头、"
         "{kv_heads} 个 KV 头：{tokens} 个词元、{dtype} 时它的缓存是 {gqa_size}，而每个查询头配一个 KV 头时是 {mha_size}，"
         "只有一个 KV 头时是 {mqa_size}。质量与完整的多头注意力接近，每个解码步要读的字节也更少。"),
-    "iq_serving": ("How do continuous batching and PagedAttention make serving fast?",
-                   "连续批处理和 PagedAttention 怎样让推理服务变快？"),
+    "iq_serving": ("How do continuous batching, PagedAttention and PD disaggregation make serving fast?",
+                   "连续批处理、PagedAttention 和 PD 分离怎样让推理服务变快？"),
     "ia_serving": (
         "A decode step at small batch is bound by memory bandwidth: every weight is read once per pass, for one "
         "sequence or many, so a bigger batch is almost free. Continuous batching lets sequences join and leave the "
-        "running batch at every step, so the batch stays full and a new request never waits for others to finish. "
-        "PagedAttention stores each sequence's KV cache in fixed blocks of {block} tokens through a block table, like "
-        "pages of virtual memory: memory is taken as a sequence grows, waste is under one block per sequence, and "
-        "sequences with a common prefix share its blocks. More sequences fit, so batches are bigger.",
+        "running batch at every step, so it stays full. PagedAttention stores each sequence's KV cache in blocks of "
+        "{block} tokens through a block table, like pages of virtual memory: little waste, and sequences with a "
+        "common prefix share its blocks (prompt caching). Prefill, one compute-bound pass over the prompt, and "
+        "decode, many bandwidth-bound steps, want different machines: PD disaggregation runs them apart and sends "
+        "the KV cache across.",
         "小批量时，解码一步受内存带宽限制：每次计算都把每个权重读一遍，无论是一条序列还是很多条，所以批大一点几乎不花额外代价。"
-        "连续批处理让序列在每一步都可以加入或离开正在运行的批，批总是满的，新请求也不必等别人写完。PagedAttention 通过块表，"
-        "把每条序列的 KV 缓存存放在每块 {block} 个词元的固定大小的块里，就像虚拟内存的页：序列变长时才分配内存，"
-        "每条序列浪费不到一个块，有相同前缀的序列共用这些块。能放下的序列更多，批也就更大。"),
+        "连续批处理让序列在每一步都可以加入或离开正在运行的批，批总是满的。PagedAttention 通过块表，把每条序列的 KV 缓存"
+        "存放在每块 {block} 个词元的块里，就像虚拟内存的页：浪费很少，有相同前缀的序列共用这些块（提示缓存）。"
+        "预填充是对提示做一次受算力限制的计算，解码是许多步受带宽限制的计算，两者适合不同的机器："
+        "PD 分离把它们放在不同机器上运行，再把 KV 缓存传过去。"),
     "iq_beam_search": ("Does beam search find the best text?", "束搜索能找到最好的文本吗？"),
     "im_beam_search": ("“Beam search finds the best text.”", "“束搜索能找到最好的文本。”"),
     "ia_beam_search": (
