@@ -65,6 +65,28 @@ def lm():
     return load_model("smollm2")
 
 
+@pytest.fixture(scope="module")
+def lesson_models(lm):
+    """The model each language's lessons run on: SmolLM2 for English, Gemma 3 270M for Chinese (skips, saying why,
+    without Gemma)."""
+    from model.decoding.loading import available_models, load_model
+
+    if "gemma3-270m" not in available_models():
+        pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
+    return {"en": lm, "zh": load_model("gemma3-270m")}
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    """The built-in lessons (assets/lessons/), checked against every tab of the page: none refused."""
+    from model.classroom.lessons import builtin_lessons
+    from ui.views import VIEWS
+
+    found, refused = builtin_lessons(tuple(View.tab for View in VIEWS))
+    assert not refused, refused
+    return found
+
+
 @pytest.fixture
 def session(lm):
     from model.decoding.session import DecodeSession

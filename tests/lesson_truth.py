@@ -1,7 +1,7 @@
 """What a lesson says, computed without the app: the figures its placeholders name (the model's transformers config,
 the step as its JSON file holds it, published model shapes, a plain forward pass) and each reveal's answer (the cache
-formula, a full forward pass's softmax, transformers' own logits processors in both orders). Shared by
-tests/test_lessons.py and tests/test_lesson_grading.py."""
+formula, a full forward pass's softmax, transformers' own logits processors in both orders); a step's session as the
+Lesson tab starts it. Shared by tests/test_lessons.py, tests/test_lesson_grading.py and tests/test_lesson_views.py."""
 import json
 import re
 
@@ -10,6 +10,19 @@ from model.classroom.lessons import LESSON_DIR
 DISPLAY = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
 LLAMA = {"Llama-2-7B": (32, 32, 128), "Llama-3-8B": (32, 8, 128), "Llama-2-70B": (80, 8, 128)}  # published configs
 PLAIN = {"temperature": 1, "top_k": 0, "top_p": 1, "min_p": 0, "repetition_penalty": 1, "seed": 0}  # README: defaults
+
+
+def started(lm, step: dict, lang: str = "en"):
+    """The checked step's session, as the Lesson tab opens it: its prompt, then `generate` tokens under its settings."""
+    from model.decoding.records import SamplingConfig
+    from model.decoding.session import DecodeSession
+
+    session = DecodeSession(lm)
+    session.start(step["prompt"][lang], chat=step["mode"] == "chat")
+    cfg = SamplingConfig(**step["settings"])
+    for _ in range(step["generate"]):
+        session.step(cfg)
+    return session
 
 
 def written(value) -> str:

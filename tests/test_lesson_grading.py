@@ -11,10 +11,8 @@ from model.classroom.figures import fill, numbers_in, placeholders_in, step_figu
 from model.classroom.lessons import LESSON_DIR, LessonError, builtin_lessons, check_lesson
 from model.classroom.rooms import Question, Rooms
 from model.classroom.scores import ClassResult, class_result, lesson_score, read_results
-from model.decoding.records import SamplingConfig
-from model.decoding.session import DecodeSession
 from ui.views import VIEWS
-from lesson_truth import DISPLAY, expected, independent_figures, raw_lessons
+from lesson_truth import DISPLAY, expected, independent_figures, raw_lessons, started
 
 TABS = tuple(View.tab for View in VIEWS)
 GOOD = {"id": "mine", "title": {"en": "Mine", "zh": "我的"}, "summary": {"en": "A try.", "zh": "试试。"}, "steps": [
@@ -93,27 +91,10 @@ def test_every_builtin_lesson_passes_and_states_no_number():
 
 
 # ---- the figures, against the model's own config -------------------------------------------------------------
-@pytest.fixture(scope="module")
-def models(lm):
-    from model.decoding.loading import available_models, load_model
-
-    if "gemma3-270m" not in available_models():
-        pytest.skip("Gemma 3 270M is not installed: the Chinese lessons run on it")
-    return {"en": lm, "zh": load_model("gemma3-270m")}
-
-
-def started(lm, step, lang) -> DecodeSession:
-    session = DecodeSession(lm)
-    session.start(step["prompt"][lang], chat=step["mode"] == "chat")
-    for _ in range(step["generate"]):
-        session.step(SamplingConfig(**step["settings"]))
-    return session
-
-
 @pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_filled_texts_say_the_figures_of_each_languages_model(models, lang):
-    lm, raw = models[lang], raw_lessons()
+def test_the_filled_texts_say_the_figures_of_each_languages_model(lesson_models, lang):
+    lm, raw = lesson_models[lang], raw_lessons()
     lessons, _ = builtin_lessons(TABS)
     filled = 0
     for lesson_id, lesson in lessons.items():

@@ -4,7 +4,6 @@ real session of the step; and the numbers of the charts that run the model check
 import pytest
 import torch
 
-from model.classroom.lessons import builtin_lessons
 from model.classroom.quiz import step_config
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -12,6 +11,7 @@ from model.serving.paged import BLOCK_SIZE
 from model.serving.sessions import SessionStore
 from ui.handlers import View as Lang
 from ui.views import VIEWS
+from lesson_truth import started
 
 pytestmark = pytest.mark.model
 
@@ -32,35 +32,9 @@ class App:  # what the views' lesson charts read of the app: the live sessions (
 
 
 @pytest.fixture(scope="module")
-def lessons():
-    found, refused = builtin_lessons(TABS)
-    assert not refused, refused
-    return found
-
-
-@pytest.fixture(scope="module")
-def models(lm):
-    from model.decoding.loading import available_models, load_model
-
-    if "gemma3-270m" not in available_models():
-        pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
-    return {"en": lm, "zh": load_model("gemma3-270m")}
-
-
-@pytest.fixture(scope="module")
 def views():
     app = App()
     return app, {View.tab: View(app) for View in VIEWS if View.tab not in NEEDS_PAGE}
-
-
-def started(lm, step, lang) -> DecodeSession:
-    """The step's session, as the Lesson tab opens it: its prompt, then `generate` tokens under its settings."""
-    session = DecodeSession(lm)
-    session.start(step["prompt"][lang], chat=step["mode"] == "chat")
-    cfg = step_config(step)
-    for _ in range(step["generate"]):
-        session.step(cfg)
-    return session
 
 
 def lesson_chart(views, session, step, lang):
@@ -94,7 +68,7 @@ def greedy(lm, ids, n) -> list[int]:
 
 # ---- every step's chart --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_step_of_every_lesson_has_its_views_chart(models, lessons, views, lang):
+def test_every_step_of_every_lesson_has_its_views_chart(lesson_models, lessons, views, lang):
     """Each step's view draws its chart for the step's session (the Lesson tab shows one for every view a built-in
     lesson names but the session tab's)."""
     app, shown = views
@@ -110,7 +84,7 @@ def test_every_step_of_every_lesson_has_its_views_chart(models, lessons, views, 
                 continue
             seen.add(key)
             assert step["view"] in shown, (lesson_id, i, step["view"])
-            session = started(models[lang], step, lang)
+            session = started(lesson_models[lang], step, lang)
             figure = lesson_chart(shown, session, step, lang)
             assert figure["data"], (lesson_id, i, step["view"])
 
@@ -121,10 +95,10 @@ def step_of(lessons, lesson_id, view):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_lens_chart_ends_in_the_models_own_distribution(models, lessons, views, lang):
+def test_the_lens_chart_ends_in_the_models_own_distribution(lesson_models, lessons, views, lang):
     """The lens's top row is the model's output: at each position the probability of the next token of the text,
     and at the last the model's own top token's, as one plain forward pass gives them."""
-    lm, step = models[lang], step_of(lessons, "logit-lens", "lens")
+    lm, step = lesson_models[lang], step_of(lessons, "logit-lens", "lens")
     session = started(lm, step, lang)
     heat = next(trace for trace in lesson_chart(views[1], session, step, lang)["data"] if trace["type"] == "heatmap")
     top = [float(p) for p in heat["z"][-1]]
@@ -137,14 +111,14 @@ def test_the_lens_chart_ends_in_the_models_own_distribution(models, lessons, vie
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_beam_charts_search_scores_its_beams_as_a_forward_pass_does(models, lessons, views, lang):
+def test_the_beam_charts_search_scores_its_beams_as_a_forward_pass_does(lesson_models, lessons, views, lang):
     """The lesson's search is the tab's (beams.searched, the lesson's width and length): its chart is that search's
     tree, and each finished beam's log P is the sum of its tokens' log-softmax in one forward pass; with a width of
     one it is greedy decoding."""
     from ui.views.beams import LESSON_TOKENS, LESSON_WIDTH, searched
     from viz.beams import beam_tree_figure
 
-    lm, step = models[lang], step_of(lessons, "beam-search", "beams")
+    lm, step = lesson_models[lang], step_of(lessons, "beam-search", "beams")
     session = started(lm, step, lang)
     figure = lesson_chart(views[1], session, step, lang)
     st = searched(session.whole_text(), LESSON_WIDTH, 1.0, LESSON_TOKENS, step_config(step))
@@ -162,13 +136,13 @@ def test_the_beam_charts_search_scores_its_beams_as_a_forward_pass_does(models, 
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_vote_chart_counts_the_lessons_samples_and_the_greedy_answer(models, lessons, views, lang):
+def test_the_vote_chart_counts_the_lessons_samples_and_the_greedy_answer(lesson_models, lessons, views, lang):
     """The lesson's vote: LESSON_SAMPLES samples counted in the chart, and its greedy row is greedy decoding by
     plain forward passes."""
     from model.strategies.consistency import self_consistency
     from ui.views.consistency import LESSON_SAMPLES, LESSON_TOKENS
 
-    lm, step = models[lang], step_of(lessons, "self-consistency", "consistency")
+    lm, step = lesson_models[lang], step_of(lessons, "self-consistency", "consistency")
     session = started(lm, step, lang)
     figure = lesson_chart(views[1], session, step, lang)
     assert figure["data"]
@@ -180,13 +154,13 @@ def test_the_vote_chart_counts_the_lessons_samples_and_the_greedy_answer(models,
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_the_constraint_chart_removes_what_a_forward_pass_gives_the_cut_tokens(models, lessons, views, lang):
+def test_the_constraint_chart_removes_what_a_forward_pass_gives_the_cut_tokens(lesson_models, lessons, views, lang):
     """The lesson's constrained run (the tab's default words, yes and no): the first token drawn spells the start of
     one of them, and the mass the chart shows removed is one minus the allowed tokens' forward-pass probability."""
     from model.strategies.constrain import Constraint, constrained_decode
     from ui.views.constraints import DEFAULT_TOKENS, EXAMPLES
 
-    lm, step = models[lang], step_of(lessons, "constrained-decoding", "constraints")
+    lm, step = lesson_models[lang], step_of(lessons, "constrained-decoding", "constraints")
     session = started(lm, step, lang)
     assert lesson_chart(views[1], session, step, lang)["data"]
     run = session.whole_text().run(constrained_decode, Constraint("words", EXAMPLES["words"]), step_config(step),
@@ -201,11 +175,11 @@ def test_the_constraint_chart_removes_what_a_forward_pass_gives_the_cut_tokens(m
         first.removed_mass == pytest.approx(sum(c.prob_t1 for c in cut), abs=2e-3)
 
 
-def test_the_paged_chart_lays_out_the_lessons_session_in_blocks(models, lessons, views):
+def test_the_paged_chart_lays_out_the_lessons_session_in_blocks(lesson_models, lessons, views):
     """The step's own session, live on the server, is laid out first, in ceil(tokens / block size) blocks."""
     app, shown = views
     step = step_of(lessons, "class-batched-paged", "paged")
-    session = started(models["en"], step, "en")
+    session = started(lesson_models["en"], step, "en")
     app.store.open("lesson-student", "127.0.0.1", lambda: session)
     try:
         summary, figure, numbers = shown["paged"].laid_out(session.lm, lambda key, other: other is session, "en")
@@ -216,14 +190,14 @@ def test_the_paged_chart_lays_out_the_lessons_session_in_blocks(models, lessons,
         app.store.drop("lesson-student")
 
 
-def test_the_race_chart_scores_each_side_as_a_forward_pass_does(models, views):
+def test_the_race_chart_scores_each_side_as_a_forward_pass_does(lesson_models, views):
     """The race a lesson step would show (the step's settings against the tab's default B): each side's log P at
     temperature one is its tokens' log-softmax sum in one forward pass."""
     from dataclasses import replace
 
     from ui.views.race import DEFAULT_B, LESSON_STEPS, raced
 
-    lm = models["en"]
+    lm = lesson_models["en"]
     session = DecodeSession(lm)
     session.start("Once upon a time, there was a little", chat=False)
     cfg = SamplingConfig(temperature=1.0, seed=3).validate()
@@ -235,13 +209,13 @@ def test_the_race_chart_scores_each_side_as_a_forward_pass_does(models, views):
 
 
 # ---- what the lessons say happens, on the model ---------------------------------------------------------
-def test_the_early_mistake_carries_on_in_both_languages(models, lessons):
+def test_the_early_mistake_carries_on_in_both_languages(lesson_models, lessons):
     """Lesson 10: after the skipped day the model goes on from the mistake (the next day after it, not the one it
     skipped), greedily, on each language's model."""
     steps = lessons["branches-exposure-bias"]["steps"]
     mistake = next(s for s in steps if s["view"] == "branches")
     for lang, (follows, skipped) in {"en": (" Friday", " Tuesday"), "zh": ("五", "二")}.items():
-        lm = models[lang]
+        lm = lesson_models[lang]
         session = started(lm, mistake, lang)
         written = lm.tokenizer.decode(session.ids[session.prompt_len:])
         assert written.startswith(follows.strip()) or written.lstrip("星期").startswith(follows) or \

@@ -10,7 +10,7 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from model.classroom.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
+from model.classroom.lessons import KINDS, LessonError, check_lesson, read_lesson
 from model.classroom.figures import fill, step_figures
 from model.classroom.quiz import count_choices, predict_cache_bytes, size_choices
 from model.decoding.records import SamplingConfig
@@ -19,6 +19,7 @@ from model.serving.sessions import SessionStore
 from ui.views import VIEWS
 from ui.strings import t
 from ui.views.lesson import reveal_html
+from lesson_truth import started
 from named import named
 from served import DEFAULTS, served
 
@@ -30,13 +31,6 @@ PROGRESS, STEP_TEXT, QUESTION, REVEAL, PLOT, PROMPT = ("tbt-lesson-progress", "t
 TEXT, FIGURE, FORCE = "tbt-text", "tbt-figdata", "tbt-force"
 SETTINGS = {"temperature": "tbt-temperature", "top_k": "tbt-top-k", "top_p": "tbt-top-p", "min_p": "tbt-min-p",
             "repetition_penalty": "tbt-repetition-penalty", "order": "tbt-order", "seed": "tbt-seed"}
-
-
-@pytest.fixture(scope="module")
-def lessons():
-    found, refused = builtin_lessons(TABS)
-    assert not refused, refused
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -86,26 +80,7 @@ def predict_steps(lessons, kind):
     return [s for lesson in lessons.values() for s in lesson["steps"] if s["predict"] and s["predict"]["kind"] == kind]
 
 
-def started(lm, step, lang="en") -> DecodeSession:
-    session = DecodeSession(lm)
-    session.start(step["prompt"][lang], chat=step["mode"] == "chat")
-    cfg = SamplingConfig(**step["settings"])
-    for _ in range(step["generate"]):
-        session.step(cfg)
-    return session
-
-
 MODELS = {"en": "smollm2", "zh": "gemma3-270m"}  # the model each language's page uses (issues 21 and 23)
-
-
-@pytest.fixture(scope="module")
-def models(lm):
-    """The model each language's lessons run on: SmolLM2 for English, Gemma 3 270M for Chinese."""
-    from model.decoding.loading import available_models, load_model
-
-    if "gemma3-270m" not in available_models():
-        pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
-    return {"en": lm, "zh": load_model("gemma3-270m")}
 
 
 @pytest.mark.unit
@@ -128,12 +103,12 @@ def forward_top(lm, ids) -> int:
 
 @pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons, lang):
+def test_every_reveal_is_recomputed_on_the_model_of_its_language(lesson_models, lessons, lang):
     """Each question, asked in `lang` on that language's model: its choices are single tokens, the right answer is
     among them (checked against a plain forward pass), and the reveal's numbers are the engine's."""
     from model.classroom.quiz import reveal_record
 
-    lm = models[lang]
+    lm = lesson_models[lang]
     for lesson in lessons.values():
         for i, step in enumerate(lesson["steps"]):
             predict, where = step["predict"], (lesson["id"], i, lang)
@@ -253,12 +228,12 @@ def check_beam_vs_sample(lm, session, answer):
 
 
 @pytest.mark.model
-def test_the_forced_mistake_carries_on_in_both_languages(models, lessons):
+def test_the_forced_mistake_carries_on_in_both_languages(lesson_models, lessons):
     """Lesson 02's exposure-bias step: after the mistake the model continues from it (its top token follows the
     mistaken one), and the token the mistake skipped is far below, on each language's model."""
     step = lessons["training-vs-generation"]["steps"][1]
     for lang, (skipped, follows) in {"en": (" Wednesday", " Friday"), "zh": ("六", "八")}.items():
-        lm = models[lang]
+        lm = lesson_models[lang]
         session = started(lm, step, lang)
         dist = session.preview(SamplingConfig())
         top = min(dist.candidates, key=lambda c: c.rank)
@@ -269,19 +244,20 @@ def test_the_forced_mistake_carries_on_in_both_languages(models, lessons):
 
 
 @pytest.mark.model
-def test_the_subword_lesson_compares_the_two_tokenizers(models, lessons):
+def test_the_subword_lesson_compares_the_two_tokenizers(lesson_models, lessons):
     """Lesson 07 says how many tokens each model spends on the same Chinese text: counted by both tokenizers."""
     steps = lessons["subwords"]["steps"]
-    count = {lang: {text: len(models[lang].tokenizer.encode(text, add_special_tokens=False))
-                    for text in ("我喜欢猫", "从前有一座山，")} for lang in models}
+    count = {lang: {text: len(lesson_models[lang].tokenizer.encode(text, add_special_tokens=False))
+                    for text in ("我喜欢猫", "从前有一座山，")} for lang in lesson_models}
     assert count["en"]["我喜欢猫"] > 2 * count["zh"]["我喜欢猫"]  # about three byte tokens a character against one
     for lang in ("en", "zh"):  # each language's text says the count of its own model, filled in by the app
-        lm = models[lang]
+        lm = lesson_models[lang]
         for step, text in ((steps[1], "我喜欢猫"), (steps[2], "从前有一座山，")):
             said = fill(step["text"][lang], step_figures(step, lm.info, lm.name, started(lm, step, lang), lang))
             assert f" {count[lang][text]} " in said, (lang, text, said)
     assert "E7 8C AB" in steps[1]["text"]["en"] and "猫".encode() == bytes([0xE7, 0x8C, 0xAB])
-    split = {lang: len(models[lang].tokenizer.encode(" unbelievable", add_special_tokens=False)) for lang in models}
+    split = {lang: len(lesson_models[lang].tokenizer.encode(" unbelievable", add_special_tokens=False))
+             for lang in lesson_models}
     assert split == {"en": 2, "zh": 1}  # what step 1 says of each tokenizer
 
 
@@ -385,13 +361,13 @@ def test_not_json_and_too_big_are_refused():
 # ---- through the API ---------------------------------------------------------------------------------------
 @pytest.mark.server
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, models, lang):
+def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, lesson_models, lang):
     """Every step of every lesson through the API: its texts filled with the figures of the language's model (read
     from its transformers config, not the app's), and each reveal checked against an independent computation (the
     cache formula, a full forward pass's softmax, transformers' TopPLogitsWarper and its processors in both orders)."""
     from lesson_truth import check_reveal, expected, independent_figures, raw_lessons
 
-    raw, lm = raw_lessons(), models[lang]
+    raw, lm = raw_lessons(), lesson_models[lang]
     for lesson_id, lesson in lessons.items():
         total = len(lesson["steps"])
         result = call(client, "/lesson_open", lesson_id, lang=lang)
