@@ -79,6 +79,19 @@ def marker(page):
     return page.locator("#tbt-marker")
 
 
+def start_text(page, prompt: str, timeout: int = 180_000):
+    """Type `prompt` and press Start, and wait until the page shows the new text's step 0.
+
+    The page starts a session of its own on load: it is waited for first, and then the marker's revision, so that
+    no later click lands on the load's session (a Next racing the Start would step the text that Start replaces).
+    """
+    marker(page).wait_for(timeout=timeout)
+    page.locator("#tbt-prompt textarea").fill(prompt)
+    rev = marker(page).get_attribute("data-rev")
+    page.locator("#tbt-start").click()
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=timeout)
+
+
 def wait_for_step(page, step: int):
     """Wait until the page shows `step` (the status marker is re-rendered with it)."""
     page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.step === '{step}'",

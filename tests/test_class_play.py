@@ -2,7 +2,6 @@
 each), the real model; every number checked against an independent computation in the test."""
 import math
 import re
-from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -130,7 +129,7 @@ def test_two_thousand_draws_fit_the_models_p(lm):
 def test_the_game_scores_against_a_full_forward_pass(server, klass):
     app, teacher, students = klass
     text = "The capital of France is| Paris, and the capital of Italy is Rome."
-    wall = teacher.predict(text, "en", api_name="/game_start")
+    teacher.predict(text, "en", api_name="/game_start")
     guesses = [["Paris", "paris", "Lyon", None], [",", None, ".", ","], ["and", "and", "And", "but"]]
     for step in guesses:
         for s, g in zip(students, step):

@@ -9,7 +9,7 @@ import torch
 from model.decoding.door import door_of
 from model.decoding.loading import available_models, load_model
 from model.errors import SessionError
-from model.experiments.patching import (DEFAULT_CLEAN, DEFAULT_CORRUPTED, answer_id, both_runs, decoder_layers,
+from model.experiments.patching import (DEFAULT_CLEAN, answer_id, both_runs, decoder_layers,
                                         encode_pair, patched_logits, patching_grid)
 
 pytestmark = pytest.mark.model

@@ -6,7 +6,6 @@ each stretch where the models disagree is the exact sum of each one's tokens the
 import math
 from types import SimpleNamespace
 
-import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
@@ -17,7 +16,7 @@ from model.decoding.session import DecodeSession
 from model.errors import SessionError
 from model.experiments.two_models import (MAX_CELLS, MAX_CHARS, char_of_byte, check_text, continue_text, installed_pair,
                                           read_by_each, read_text)
-from viz.two_models import continuations_html, readings_html, two_models_chart
+from viz.two_models import readings_html, two_models_chart
 
 LN2 = math.log(2)
 TEXTS = {"en": "The capital of France is Paris, and the capital of Italy is Rome.",

@@ -283,7 +283,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
 @pytest.mark.browser
 def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
     """Headless Chromium: steps, a forced token, the candidate chart with its tail line, attention saying why not."""
-    from browser import plot_drawn, screenshot, wait_for_step
+    from browser import plot_drawn, screenshot, start_text, wait_for_step
 
     from model.serving.sessions import ModelRegistry, SessionStore
 
@@ -291,9 +291,7 @@ def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
     models.add_engine(engine_lm)
     with served(models, SessionStore(), engine_lm.name) as (page_state, url, demo):
         page = new_tab(demo.local_url)
-        page.locator("#tbt-prompt textarea").fill("The best way to learn is")
-        page.locator("#tbt-start").click()
-        wait_for_step(page, 0)
+        start_text(page, "The best way to learn is")  # after the load's own session: a Next never races it
         for n in (1, 2):
             page.locator("#tbt-next").click()
             wait_for_step(page, n)

@@ -6,14 +6,12 @@ from dataclasses import replace
 from itertools import accumulate
 from typing import NamedTuple
 
-import plotly.graph_objects as go
-
 from model.decoding.records import FATES, Candidate, Distribution, TokenInfo
 from viz.chips import chosen_how
 from viz.i18n import t
 from viz.labels import candidate_name
-from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
-                       format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
+from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains,
+                       fate_label, format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches

@@ -329,7 +329,7 @@ def feedback_html(split: Split, choices: list[tuple[str, str]], lang: str) -> st
                     f'{round(160 * share)}px; background: var(--color-accent, #e07000)"></span>'
                     f'<span>{n} ({share:.0%}){html.escape(tags)}</span></div>')
     head = t("room_feedback_class", lang, n=total)
-    return (f'<div id="tbt-room-feedback">' + "".join(f"<p>{html.escape(line)}</p>" for line in lines) +
+    return ('<div id="tbt-room-feedback">' + "".join(f"<p>{html.escape(line)}</p>" for line in lines) +
             f"<p><b>{html.escape(head)}</b></p>{''.join(rows)}</div>")
 
 
