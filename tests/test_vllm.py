@@ -177,9 +177,18 @@ def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_appr
     local = local_logprobs(lm, session.ids).exp()
     for c in plain.candidates:
         assert abs(c.prob_t1 - float(local[c.token.id])) < TOLERANCE
-    assert plain.tail_mass_t1 == pytest.approx(session.backend.top.tail_mass, abs=1e-9) and plain.tail_mass_t1 > 0
+    # the record's tail is what its candidates leave out, as a local model's (the full forward says how much); what
+    # the engine did not send is 1 - known_mass (with the top 100 known, more than the record's 20 candidates)
+    shown = [c.token.id for c in plain.candidates]
+    assert plain.tail_mass_t1 == pytest.approx(1 - sum(c.prob_t1 for c in plain.candidates), abs=1e-9)
+    assert plain.tail_mass_t1 == pytest.approx(1 - float(local[shown].sum()), abs=TOLERANCE)
+    assert 1 - plain.known_mass == pytest.approx(session.backend.top.tail_mass, abs=1e-9)
+    assert 0 < session.backend.top.tail_mass <= plain.tail_mass_t1
     assert plain.approximate and not session.preview(SamplingConfig(top_k=5)).approximate
-    assert sum(c.final_prob for c in plain.candidates) == pytest.approx(1.0)  # the draw is over the N
+    # the draw is over the N the engine sent: at T = 1, no cut, each known token's share of their mass
+    for c in plain.candidates:
+        assert c.final_prob == pytest.approx(c.prob_t1 / plain.known_mass, rel=1e-4)
+    assert sum(c.final_prob for c in plain.candidates) + plain.tail_mass_final == pytest.approx(1.0)
 
 
 @pytest.mark.engine

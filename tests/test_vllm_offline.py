@@ -159,7 +159,7 @@ def page_record(html: str) -> dict:
 @pytest.fixture(scope="module")
 def engine_export(engine_lm, lm):
     """The app on both models; a session on the engine's model of len(STEPS) steps; its page in each language.
-    Yields (App, Client, session, {lang: html})."""
+    Yields (App, Client, session, {lang: html}, the page of a local model's session of 2 steps)."""
     from gradio_client import Client
 
     from model.serving.sessions import ModelRegistry, SessionStore
@@ -185,13 +185,19 @@ def engine_export(engine_lm, lm):
         finally:
             engine_lm.client.next_token = real
         assert asked == []  # the page is made from the session's records: the engine is asked nothing
-        yield app, client, session, pages
+        local = Client(url, verbose=False)  # and a local model's page from the same app, as before
+        local.predict("The best way to learn is", "raw", "smollm2", **DEFAULTS, api_name="/start")
+        for _ in range(2):
+            local.predict(**DEFAULTS, api_name="/next_token")
+        local_page = open(local.predict("en", 3, api_name="/export_page"), encoding="utf-8").read()
+        yield app, client, session, pages, local_page
         app.store.drop(client.session_hash)
+        app.store.drop(local.session_hash)
 
 
 @pytest.mark.engine
 def test_the_engine_sessions_page_has_every_steps_candidates_with_the_engines_numbers(engine_export, engine_lm, lm):
-    app, client, session, pages = engine_export
+    app, client, session, pages, _ = engine_export
     assert len(session.steps) == len(STEPS) and session.steps[4].distribution.forced
     for lang, html in pages.items():
         record = page_record(html)
@@ -230,7 +236,7 @@ def test_the_engine_sessions_page_has_every_steps_candidates_with_the_engines_nu
 
 @pytest.mark.engine
 def test_the_engine_sessions_page_has_no_attention_panel_and_says_why(engine_export, engine_lm):
-    app, client, session, pages = engine_export
+    app, client, session, pages, local_page = engine_export
     for lang, html in pages.items():
         record = page_record(html)
         why = t("engine_attention_reason", lang, model=engine_lm.name)
@@ -243,6 +249,9 @@ def test_the_engine_sessions_page_has_no_attention_panel_and_says_why(engine_exp
         assert record["kv_measured"] is False
         assert [s["kv"] for s in record["steps"]] == [[s.kv.tokens, 0, s.kv.formula] for s in session.steps]
     assert "不提供注意力权重" in pages["zh"] and "sends no attention weights" in pages["en"]
+    local = page_record(local_page)  # a local model's page, from the same app: as before
+    assert local["no_attention"] is None and local["kv_measured"] is True and 'id="att-plot"' in local_page
+    assert local["layers"] and all(s["note"] == "" and s["attention"] for s in local["steps"])
 
 
 @pytest.mark.engine
@@ -250,7 +259,7 @@ def test_a_fault_around_the_export_leaves_the_session_as_it_was(engine_export, e
     from gradio_client import Client
     from gradio_client.exceptions import AppError
 
-    app, client, session, pages = engine_export
+    app, client, session, pages, _ = engine_export
     state = lambda: (list(session.ids), len(session.steps), list(session.backend.tops))
     before = state()
     with pytest.raises(AppError, match="must be a whole number, got 1.5"):  # a layer of 1.5: refused, named
@@ -281,12 +290,13 @@ def test_a_fault_around_the_export_leaves_the_session_as_it_was(engine_export, e
 @pytest.mark.browser
 def test_the_engine_sessions_page_in_chromium(engine_export, chromium, tmp_path):
     """The exported page opened offline: each step's candidates and the engine's note, no attention panel but the
-    sentence saying why, the formula's cache line; English and Chinese (screenshots engine_offline_<lang>)."""
+    sentence saying why, the formula's cache line; English and Chinese (screenshots engine_offline_<lang>). A local
+    model's page from the same app still draws its attention and measured cache."""
     from browser import open_offline, screenshot
 
     from viz.style import format_prob
 
-    app, client, session, pages = engine_export
+    app, client, session, pages, local_page = engine_export
     for lang, html in pages.items():
         record = page_record(html)
         tab = open_offline(chromium, html, tmp_path / f"engine-{lang}.html", lang)
@@ -311,3 +321,16 @@ def test_the_engine_sessions_page_in_chromium(engine_export, chromium, tmp_path)
             assert tab.requests == [] and tab.problems == []
         finally:
             tab.close()
+
+    # A local model's page keeps its attention panel, its measured cache and no engine note
+    tab = open_offline(chromium, local_page, tmp_path / "local.html", "en")
+    try:
+        assert page_record(local_page)["no_attention"] is None and tab.locator("#att-none").count() == 0
+        tab.click("#btn-last")
+        tab.wait_for_function("() => document.body.dataset.shown === '2'")
+        assert tab.locator("#att-plot .hm, #att-plot .heatmaplayer").count() >= 1 and tab.locator("#layer").count() == 1
+        assert tab.locator("#kv-plot .barlayer .trace").count() == 1 and tab.locator("#cand-note").inner_text() == ""
+        assert tab.locator("#cands tr").count() > 1
+        assert tab.requests == [] and tab.problems == []
+    finally:
+        tab.close()
