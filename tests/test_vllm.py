@@ -15,7 +15,7 @@ import torch
 
 from engine_server import REQUEST_S
 from model.decoding.engine import EngineClient, EngineTop, fault, parse_top
-from model.decoding.engine_session import EngineBackend, load_engine_model, tail_independent
+from model.decoding.engine_session import EngineBackend, tail_independent
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -90,12 +90,6 @@ def _closed_port() -> int:
 
 
 # ---- the real engine -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def engine_lm(engine):
-    """The engine's model, asked with a test's patience (engine_server.REQUEST_S: it shares the cores of the run)."""
-    return load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)
-
-
 def local_logprobs(lm, ids: list[int]) -> torch.Tensor:
     with torch.no_grad():
         return torch.log_softmax(lm.model(input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
@@ -183,9 +177,18 @@ def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_appr
     local = local_logprobs(lm, session.ids).exp()
     for c in plain.candidates:
         assert abs(c.prob_t1 - float(local[c.token.id])) < TOLERANCE
-    assert plain.tail_mass_t1 == pytest.approx(session.backend.top.tail_mass, abs=1e-9) and plain.tail_mass_t1 > 0
+    # the record's tail is what its candidates leave out, as a local model's (the full forward says how much); what
+    # the engine did not send is 1 - known_mass (with the top 100 known, more than the record's 20 candidates)
+    shown = [c.token.id for c in plain.candidates]
+    assert plain.tail_mass_t1 == pytest.approx(1 - sum(c.prob_t1 for c in plain.candidates), abs=1e-9)
+    assert plain.tail_mass_t1 == pytest.approx(1 - float(local[shown].sum()), abs=TOLERANCE)
+    assert 1 - plain.known_mass == pytest.approx(session.backend.top.tail_mass, abs=1e-9)
+    assert 0 < session.backend.top.tail_mass <= plain.tail_mass_t1
     assert plain.approximate and not session.preview(SamplingConfig(top_k=5)).approximate
-    assert sum(c.final_prob for c in plain.candidates) == pytest.approx(1.0)  # the draw is over the N
+    # the draw is over the N the engine sent: at T = 1, no cut, each known token's share of their mass
+    for c in plain.candidates:
+        assert c.final_prob == pytest.approx(c.prob_t1 / plain.known_mass, rel=1e-4)
+    assert sum(c.final_prob for c in plain.candidates) + plain.tail_mass_final == pytest.approx(1.0)
 
 
 @pytest.mark.engine
@@ -271,8 +274,8 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         from gradio_client.exceptions import AppError
 
         before = list(session.ids)
-        for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/export_page", ("zh", 0), "zh"),
-                                ("/speculative", (4, 8), "en"), ("/beams_search", (4, 1.0, 8), "en")]:
+        for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/speculative", (4, 8), "en"),
+                                ("/beams_search", (4, 1.0, 8), "en")]:  # (the web page exports: test_vllm_offline.py)
             extra = settings if api in ("/speculative", "/beams_search") else {}
             with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
                 client.predict(*args, **extra, api_name=api)

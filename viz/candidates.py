@@ -293,6 +293,17 @@ def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float
     return line, label
 
 
+def engine_note(dist: Distribution, lang: str = "en") -> str:
+    """The line a distribution from an engine (model/decoding/engine_session.py) carries: how much its top N hold at
+    T = 1, that the rest is unknown, and "approximate" when the settings' result depends on that rest; "" for a
+    local model's (every probability known). The live chart's subtitle and the exported page both show it."""
+    if not getattr(dist, "top_n", 0):
+        return ""
+    note = t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
+             tail=format_prob(1 - dist.known_mass))
+    return note + (" · " + t("cand_engine_approximate", lang) if dist.approximate else "")
+
+
 def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, grammar_mass: float | None = None,
                     context: list[TokenInfo] = ()) -> dict:
     """The candidates for one next token under one SamplingConfig.
@@ -338,11 +349,8 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     if grammar_mass is not None:
         removed = next((s.removed for s in dist.stages if s.name == "grammar"), 0)
         notes.append(t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}"))
-    if getattr(dist, "top_n", 0):  # from an engine (model/decoding/engine_session.py): only its top N are known
-        notes.append(t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
-                       tail=format_prob(1 - dist.known_mass)))
-        if dist.approximate:
-            notes[-1] += " · " + t("cand_engine_approximate", lang)
+    if engine_note(dist, lang):
+        notes.append(engine_note(dist, lang))
     hidden_subtitle = "<br>".join([subtitle, *notes])
     subtitle = "<br>".join([subtitle, *drawn, *notes])
     height, top, bottom = max(560, 280 + 30 * len(shown)), 150 + 24 * subtitle.count("<br>") - 24, 130

@@ -1,7 +1,8 @@
 """A client for a serving engine's OpenAI-compatible completions API (vLLM, or any server with log-probabilities).
 
 One call asks for one token over the exact token ids of the text so far, greedy (temperature 0, max_tokens 1),
-with the largest number of top log-probabilities the engine allows, and returns a plain EngineTop record. The
+with the largest number of top log-probabilities the engine allows (TOP_N, or fewer if the engine says so), and
+returns a plain EngineTop record. The
 engine's URL comes only from the server's command line or environment (app.py), never from a page.
 
 Every fault is one keyed SessionError (model/errors.py): down, slow, unknown model, context too long, rate
@@ -20,7 +21,9 @@ import httpx
 
 from model.errors import SessionError
 
-TOP_N = 20  # vLLM's default max_logprobs; a server allowing fewer (or more) says so and the client adopts it
+# Asked first: the most the app uses (an operator's `vllm serve --max-logprobs 100`). A server allowing fewer (vLLM's
+# default is 20) refuses with "max allowed: N" and the client adopts N; the more it sends, the fewer cuts are approximate.
+TOP_N = 100
 TIMEOUT_S = 30.0  # one token of a small model takes well under a second; a loaded GPU box a few
 BACKOFF_S = (1.0, 16.0)  # first and longest pause after a failure
 _MAX_ALLOWED = re.compile(r"max(?:imum)? allowed:?\s*(\d+)", re.I)  # vLLM: "... greater than max allowed: 20"
