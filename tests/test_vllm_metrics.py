@@ -5,6 +5,7 @@ The counters are the engine's since it started, so every check is on a differenc
 requests. The engine is shared by the run (tests/conftest.py `engine`): a test assumes nothing else asks it meanwhile.
 """
 import http.server
+import json
 import os
 import random
 import threading
@@ -153,6 +154,26 @@ def test_a_server_without_the_engines_metrics_is_one_keyed_sentence_and_changes_
             server.shutdown()
 
 
+@pytest.mark.unit
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_chart_draws_the_readings_and_leaves_a_gap_where_nothing_was_looked_up(lang):
+    from viz.batching_engine import engine_metrics_chart
+
+    samples = [EngineMetrics(10.0, 0, 0, 0.0, 100, 0, 100, 10, 2, 10, 110),
+               EngineMetrics(12.0, 4, 1, 0.5, 500, 256, 500, 50, 3, 30, 530),
+               EngineMetrics(14.0, 0, 0, 0.0, 500, 256, 500, 60, 4, 40, 540)]
+    spec = engine_metrics_chart(samples, intervals(samples), now=15.0, poll_s=2.0, lang=lang)
+    by_role = {trace["meta"]["role"]: trace for trace in spec["data"]}
+    assert by_role["running"]["x"] == [-5.0, -3.0, -1.0] and by_role["running"]["y"] == [0, 4, 0]
+    assert by_role["waiting"]["y"] == [0, 1, 0] and by_role["kv_usage"]["y"] == [0.0, 50.0, 0.0]
+    assert by_role["hit_rate"]["x"] == [-3.0, -1.0] and by_role["hit_rate"]["y"] == [64.0, None]
+    title = spec["layout"]["title"]
+    assert "/metrics" in title["subtitle"]["text"] and "0" in title["text"]
+    assert ("running" in title["text"]) == (lang == "en") and ("运行" in title["text"]) == (lang == "zh")
+    lonely = engine_metrics_chart(samples[:1], [], now=15.0, poll_s=2.0, lang=lang)
+    assert any("2" in note["text"] for note in lonely["layout"]["annotations"][2:])
+
+
 # ---- the real engine ---------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def reader(engine):
@@ -247,3 +268,56 @@ def test_a_class_of_requests_at_once_runs_together(engine, reader):
     assert busiest > 0
     # one at a time would take n * tokens steps: fewer means steps that carried several requests
     assert steps < n * tokens
+
+
+# ---- the page: The class, batched on an engine's model -----------------------------------------------------------
+@pytest.mark.engine
+def test_the_batching_view_on_an_engine_model_shows_the_engines_own_numbers(engine, lm):
+    from gradio_client import Client
+
+    from model.decoding.engine import EngineClient
+    from model.decoding.engine_session import load_engine_model
+    from model.serving.sessions import ModelRegistry, SessionStore
+    from served import DEFAULTS, served
+    from ui.views import CandidatesView
+    from ui.views.batching import BatchingView
+
+    engine_lm = load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)
+    models = ModelRegistry("smollm2", {"smollm2": lm})
+    models.add_engine(engine_lm)
+    with served(models, SessionStore(max_sessions=4), views=[CandidatesView, BatchingView]) as (app, url, demo):
+        client = Client(demo.local_url, verbose=False)
+        local = Client(demo.local_url, verbose=False)
+        local.predict("The capital of France is", "raw", "smollm2", **DEFAULTS, api_name="/start")
+        assert "engine" not in local.predict("en", api_name="/batching")[1]  # a local model: the server's passes
+        client.predict("The capital of France is", "raw", engine_lm.name, **DEFAULTS, api_name="/start")
+        session = app.store.get(client.session_hash)
+        _, first, note, *_ = client.predict("en", api_name="/batching")
+        assert "the engine's own numbers" in note and len(first["engine"]) >= 1
+        time.sleep(1.5)
+        for _ in range(2):  # two requests of the test's own, then the engine's numbers again
+            complete(engine, fresh_ids(9), 3)
+        later = settled(reader := MetricsReader(engine.url, engine.model, timeout=REQUEST_S))
+        plot, numbers, note, *_ = client.predict("zh", api_name="/batching_engine_tick")
+        newest = numbers["engine"][-1]
+        print(f"\nthe view's readings: {len(numbers['engine'])}; the newest: {newest}")
+        assert newest["requests"] - first["engine"][-1]["requests"] >= 2  # (and any the session computed ahead)
+        assert newest["requests"] == later.requests and newest["generation_tokens"] == later.generation_tokens
+        assert "引擎自己的运行数据" in note
+        assert len(numbers["intervals"]) == len(numbers["engine"]) - 1
+        figure = json.loads(plot["plot"])
+        assert {trace["meta"]["role"] for trace in figure["data"]} == {"running", "waiting", "kv_usage", "hit_rate"}
+        assert "/metrics" in figure["layout"]["title"]["subtitle"]["text"]
+
+        # the engine's /metrics gone (a server without it in its place): the keyed sentence, nothing else changes
+        server, tiny = tiny_server("404")
+        history = models.engine_metrics(engine_lm.name)
+        history.reader, kept, steps = MetricsReader(tiny, engine.model, timeout=2), history.samples(), len(session.steps)
+        time.sleep(1.5)
+        try:
+            _, numbers, note, *_ = client.predict("en", api_name="/batching")
+        finally:
+            server.shutdown()
+            history.reader = reader
+        assert note == SessionError("engine_metrics_missing", names="/metrics (HTTP 404)").text("en")
+        assert [EngineMetrics(**s) for s in numbers["engine"]] == kept and len(session.steps) == steps
