@@ -101,6 +101,7 @@ class Tiny(http.server.BaseHTTPRequestHandler):
     delay = 0.0
 
     def do_GET(self):
+        self.server.asked += 1
         time.sleep(self.delay)
         try:
             self.answer_it()
@@ -125,6 +126,7 @@ class Tiny(http.server.BaseHTTPRequestHandler):
 def tiny_server(answer: str, delay: float = 0.0):
     handler = type("Handler", (Tiny,), {"answer": answer, "delay": delay})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.asked = 0  # requests it was sent
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server, f"http://127.0.0.1:{server.server_address[1]}/v1"
 
@@ -149,6 +151,15 @@ def test_a_server_without_the_engines_metrics_is_one_keyed_sentence_and_changes_
         assert err.value.key == key
         assert err.value.text("en") and err.value.text("zh") and err.value.text("en") != err.value.text("zh")
         assert history.samples() == [kept] and history.intervals() == []
+        if server:  # for a poll the fault is repeated without asking the server again; after it, asked again
+            asked = server.asked
+            with pytest.raises(SessionError):
+                history.sample()
+            assert server.asked == asked
+            clock[0] += history.poll_s
+            with pytest.raises(SessionError):
+                history.sample()
+            assert server.asked == asked + 1
     finally:
         if server:
             server.shutdown()

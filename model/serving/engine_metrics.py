@@ -164,14 +164,23 @@ class MetricsHistory:
         self.clock = clock
         self._samples: deque[EngineMetrics] = deque(maxlen=keep)
         self._lock = threading.Lock()  # one read at a time: pages arriving together wait for it and share it
+        self._failed: SessionError | None = None  # the last read's fault, repeated without asking for one poll
+        self._retry_at = 0.0
 
     def sample(self) -> EngineMetrics:
         """The newest reading, read now unless one is younger than half a poll. A fault raises its SessionError and
-        changes nothing."""
+        changes nothing; for a poll after it the same fault is raised without asking the engine again."""
         with self._lock:
             if self._samples and self.clock() - self._samples[-1].at < self.poll_s / 2:
                 return self._samples[-1]
-            reading = self.reader.read()
+            if self._failed is not None and self.clock() < self._retry_at:
+                raise self._failed  # a slow engine is asked once a poll, not once per page waiting here
+            try:
+                reading = self.reader.read()
+            except SessionError as err:
+                self._failed, self._retry_at = err, self.clock() + self.poll_s
+                raise
+            self._failed = None
             if self._samples and (reading.requests < self._samples[-1].requests
                                   or reading.prompt_tokens < self._samples[-1].prompt_tokens):
                 self._samples.clear()  # the engine restarted: its counters began again, the old ones compare to nothing
