@@ -13,6 +13,7 @@ RUNNING_COLOR = "#0072B2"  # blue
 WAITING_COLOR = "#D55E00"  # vermillion
 KV_COLOR = "#009E73"  # bluish green
 HIT_COLOR = "#CC79A7"  # reddish purple
+MIN_SPAN_S = 30  # the time axes show at least this many seconds
 
 
 def engine_metrics_chart(samples, intervals, now: float, poll_s: float, lang: str = "en") -> dict:
@@ -43,22 +44,23 @@ def engine_metrics_chart(samples, intervals, now: float, poll_s: float, lang: st
     title = (t("engine_metrics_title", lang, running=newest.running, waiting=newest.waiting,
                kv=f"{100 * newest.kv_usage:.1f}") if newest else t("engine_metrics_none", lang))
     top = max((max(s.running, s.waiting) for s in samples), default=0)
+    span = [min([-MIN_SPAN_S, *ago]) - 1, 0]  # seconds ago, up to now: at least half a minute while few readings exist
     annotations = [panel_title(t("engine_panel_requests", lang), x_left, 1.0),
                    panel_title(t("engine_panel_cache", lang), x_right, 1.0)]
     if len(samples) < 2:
-        annotations.append({"text": t("engine_metrics_first", lang, poll=f"{poll_s:.0f}"), "x": 0.5,
+        annotations.append({"text": t("engine_metrics_first", lang, poll=f"{poll_s:.0f}"), "x": sum(x_left) / 2,
                             "xref": "paper", "xanchor": "center", "y": 0.5, "yref": "paper", "showarrow": False,
                             "font": {"size": SMALL_SIZE, "color": MUTED}})
     layout = base_layout(
-        title, lang, subtitle=t("engine_metrics_subtitle", lang, poll=f"{poll_s:.0f}"), height=460,
-        xaxis={"domain": list(x_left), "title": {"text": t("batch_axis_ago", lang)}, "zeroline": False},
+        title, lang, subtitle=t("engine_metrics_subtitle", lang, poll=f"{poll_s:.0f}"), height=500,
+        xaxis={"domain": list(x_left), "title": {"text": t("batch_axis_ago", lang)}, "zeroline": False, "range": span},
         yaxis={"title": {"text": t("engine_axis_requests", lang)}, "rangemode": "tozero",
                **({"dtick": 1} if top < 8 else {})},
         xaxis2={"domain": list(x_right), "anchor": "y2", "title": {"text": t("batch_axis_ago", lang)},
-                "zeroline": False},
+                "zeroline": False, "range": span},
         yaxis2={"anchor": "x2", "title": {"text": "%"}, "range": [0, 105]},
-        annotations=annotations, margin={"t": 130, "b": 120},
-        legend={"orientation": "h", "x": 0, "y": -0.25, "font": {"size": SMALL_SIZE}},
+        annotations=annotations, margin={"t": 130, "b": 150},
+        legend={"orientation": "h", "x": 0, "y": -0.45, "yanchor": "top", "font": {"size": SMALL_SIZE}},
     )
     return chart(traces, layout)
 
