@@ -183,6 +183,10 @@ MESSAGES: dict[str, tuple[str, str]] = {
                           "推理引擎的回答里没有对数概率；它可能不是兼容 OpenAI 补全接口的服务器。"),
     "engine_no_timing": ("{model} runs on an engine: its cache is not here to time; pick a local model to measure it.",
                          "{model} 运行在推理引擎上：它的缓存不在这里，无法计时；请选择本地模型来测量。"),
+    "engine_metrics_missing": ("The engine does not publish its own numbers here ({names} missing): the chart needs vLLM's "
+                               "/metrics; the sessions on it are not affected.",
+                               "推理引擎没有在这里公布它自己的运行数据（缺少 {names}）：这张图需要 vLLM 的 /metrics；"
+                               "引擎上的会话不受影响。"),
     # ---- logit lens and sampler race (model/inside/lens.py, model/strategies/race.py) ----
     "lens_window_range": ("Positions to read must be a whole number from 1 to {high}, got {value!r}.",
                           "要读取的位置数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),

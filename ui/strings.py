@@ -761,6 +761,17 @@ PAGE: dict[str, tuple[str, str]] = {
     "paged_blocks": ("{n} blocks", "{n} 个块"),
     "btn_spec_example": ("Try it on a text that repeats itself (code), where the draft pays",
                          "换一段会重复自身的文本（代码）试试，草稿在这里划算"),
+    "batch_engine_caption": (
+        "This model runs on an engine, which batches its requests itself: the chart shows **the engine's own numbers**, "
+        "read from its /metrics every {poll} s while this tab is open, not the app's passes. KV cache in use is the "
+        "share of the engine's cache blocks holding someone's tokens; the hit rate is the share of prompt tokens the "
+        "engine found already computed in its prefix cache.",
+        "这个模型运行在推理引擎上，引擎自己给请求组批：图中是**引擎自己的运行数据**，打开本标签页时每 {poll} 秒从它的 "
+        "/metrics 读一次，而不是本应用的计算记录。KV 缓存占用是引擎缓存块中正存着词元的比例；命中率是提示词元中"
+        "引擎在前缀缓存里找到、无需重新计算的比例。"),
+    "batch_engine_paused": (
+        "The engine's numbers stopped updating after {minutes} minutes; press the button above to follow them again.",
+        "引擎的数据在 {minutes} 分钟后停止更新；点上方的按钮即可继续跟踪。"),
     "names_batching": (
         "In an interview's words: this is **continuous batching** (vLLM, TGI, SGLang): sequences join and leave the "
         "running batch at every step, not once per batch, so a new user never waits for the others to finish. A decode "

@@ -367,6 +367,24 @@ WORDS: dict[str, tuple[str, str]] = {
         "One forward pass runs every step that arrived together; its height is how many sessions it carried.",
         "一次前向计算运行所有同时到达的步骤；柱子的高度就是它带了几个会话。",
     ),
+    # the engine's own numbers (viz/batching_engine.py)
+    "engine_metrics_title": ("The engine now: {running} requests running, {waiting} waiting · KV cache {kv}% in use",
+                             "引擎此刻：{running} 个请求在运行，{waiting} 个在等待 · KV 缓存已用 {kv}%"),
+    "engine_metrics_none": ("The engine's own numbers", "引擎自己的运行数据"),
+    "engine_metrics_subtitle": (
+        "The engine's own /metrics (vLLM's counters), read every {poll} s while this tab is open: not the app's "
+        "estimate.<br>Hit rate: of the prompt tokens looked up in the prefix cache in each interval, the share found.",
+        "来自引擎自己的 /metrics（vLLM 的计数器），打开本标签页时每 {poll} 秒读一次：不是本应用的估算。"
+        "<br>命中率：每个时间段里在前缀缓存中查找的提示词元中，找到的比例。"),
+    "engine_metrics_first": ("First reading taken: the next one in {poll} s draws the lines",
+                             "已读到第一次数据：{poll} 秒后的下一次读数会画出曲线"),
+    "engine_panel_requests": ("Requests in the engine", "引擎里的请求"),
+    "engine_panel_cache": ("KV cache in use, prefix cache hit rate", "KV 缓存占用与前缀缓存命中率"),
+    "engine_axis_requests": ("requests", "请求数"),
+    "engine_running": ("running", "运行中"),
+    "engine_waiting": ("waiting", "等待中"),
+    "engine_kv_usage": ("KV cache in use", "KV 缓存占用"),
+    "engine_hit_rate": ("prefix cache hit rate", "前缀缓存命中率"),
     "batch_panel_timeline": ("The server's passes", "服务器的每次计算"),
     "batch_panel_cost": ("Time of a pass by sessions carried", "按所带会话数看每次计算的时间"),
     "batch_no_passes": ("No steps yet: press Next token", "还没有步骤：请点“下一个词元”"),
