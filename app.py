@@ -121,7 +121,10 @@ def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | 
         raise SystemExit(f"--engine-folder: {folder} is not a folder; give the model's tokenizer and config.json folder")
     lm = load_engine_model(EngineClient(url, name), folder)
     if kv_events:
-        lm.kv_events = KVEventSubscriber(kv_events)
+        try:
+            lm.kv_events = KVEventSubscriber(kv_events)
+        except ValueError as err:  # an address in use, not this machine's, not tcp://host:port
+            raise SystemExit(f"--engine-kv-events: {err}") from None
         logging.info("Engine KV cache events: listening on %s", kv_events)
     models.add_engine(lm)
     logging.info("Engine model %s at %s (shape from %s)", lm.name, url, lm.config_source)

@@ -246,3 +246,24 @@ def test_a_silent_endpoint_says_so_and_changes_nothing(kv_engine, kv_lm, lm):
             assert session.ids == ids and len(session.steps) == steps
     finally:
         silent.close()
+
+
+@pytest.mark.unit
+def test_an_address_that_cannot_be_bound_is_one_plain_error():
+    endpoint = f"tcp://127.0.0.1:{free_port()}"
+    first = KVEventSubscriber(endpoint)
+    try:
+        with pytest.raises(ValueError, match="cannot bind"):
+            KVEventSubscriber(endpoint)  # in use
+        with pytest.raises(ValueError, match="cannot bind"):
+            KVEventSubscriber("not an address")
+    finally:
+        first.close()
+
+
+@pytest.mark.unit
+def test_the_events_address_comes_with_an_engine_only():
+    import app
+
+    with pytest.raises(SystemExit, match="needs --engine-url"):
+        app.main(["--engine-kv-events", f"tcp://127.0.0.1:{free_port()}"])

@@ -243,6 +243,7 @@ class KVEventSubscriber:
 
     The endpoint comes from the server's command line or environment only. Bind it before the engine starts, or
     at least before the events one wants: ZMQ reconnects the engine's PUB, but drops what was sent while unbound.
+    ValueError when the address cannot be bound.
     """
 
     def __init__(self, endpoint: str, topic: str = "", blocks: EngineBlocks | None = None):
@@ -255,7 +256,11 @@ class KVEventSubscriber:
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
         self._sock.setsockopt(zmq.LINGER, 0)
-        self._sock.bind(endpoint)
+        try:
+            self._sock.bind(endpoint)
+        except zmq.ZMQError as err:  # in use, not an address of this machine, not tcp://host:port
+            self._sock.close(linger=0)
+            raise ValueError(f"cannot bind {endpoint}: {err}") from None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._receive, name="kv-events", daemon=True)
         self._thread.start()
