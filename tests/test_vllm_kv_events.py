@@ -262,8 +262,9 @@ def test_an_address_that_cannot_be_bound_is_one_plain_error():
 
 
 @pytest.mark.unit
-def test_the_events_address_comes_with_an_engine_only():
+def test_the_events_address_comes_with_an_engine_only(monkeypatch):
     import app
 
+    monkeypatch.delenv("TBT_ENGINE_URL", raising=False)
     with pytest.raises(SystemExit, match="needs --engine-url"):
         app.main(["--engine-kv-events", f"tcp://127.0.0.1:{free_port()}"])
