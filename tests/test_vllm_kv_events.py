@@ -268,3 +268,25 @@ def test_the_events_address_comes_with_an_engine_only(monkeypatch):
     monkeypatch.delenv("TBT_ENGINE_URL", raising=False)
     with pytest.raises(SystemExit, match="needs --engine-url"):
         app.main(["--engine-kv-events", f"tcp://127.0.0.1:{free_port()}"])
+
+
+@pytest.mark.unit
+def test_the_chart_marks_shared_removed_and_missing_blocks():
+    from viz.paged_engine import engine_blocks_chart
+
+    blocks = EngineBlocks()
+    x, y, z = b"x" * 8, b"y" * 8, b"z" * 8
+    blocks.feed(0, batch(1.0, stored([x, y], None, [1, 2, 3, 4], 2), stored([z], x, [5, 5], 2)))
+    blocks.feed(1, batch(2.0, {"type": "BlockRemoved", "block_hashes": [y], "medium": "GPU"}))
+    view = engine_blocks_view(blocks.snapshot(), [("you", [1, 2, 3, 4, 6, 6]), ("", [1, 2, 5, 5])])
+    assert view.live == 2 and view.removed_seen == 1 and view.engine_shared == 1 and view.model_shared == 1
+    for lang in ("en", "zh"):
+        chart = engine_blocks_chart(view, lang)
+        roles = {tr["meta"]["role"]: tr for tr in chart["data"]}
+        short = lambda h: h.hex()[:SHORT_HEX]  # noqa: E731
+        assert roles["paged_engine_shared"]["meta"]["hashes"] == [short(x), short(x)]  # block 1 of both rows
+        assert list(roles["paged_engine_shared"]["y"]) == [0, 1]
+        assert roles["paged_engine_removed"]["meta"]["hashes"] == [short(y)]  # your block 2, removed since
+        assert roles["paged_engine_own"]["meta"]["hashes"] == [short(z)]  # the other's block 2
+        assert (list(roles["paged_engine_missing"]["y"]), list(roles["paged_engine_missing"]["base"])) == ([0], [2.05])
+        assert chart["layout"]["yaxis"]["ticktext"] == ["you", "会话 2" if lang == "zh" else "session 2"]

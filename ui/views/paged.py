@@ -92,9 +92,12 @@ class PagedView:
         rows = []
         for key, session in self.app.store.live():
             ids = list(session.ids)
-            if session.started and session.lm is lm and ids:
-                row = (viz_t("paged_you", lang) if own(key, session) else "", ids)
-                rows.insert(0, row) if own(key, session) else rows.append(row)
+            if not session.started or session.lm is not lm or not ids:
+                continue
+            if own(key, session):
+                rows.insert(0, (viz_t("paged_you", lang), ids))
+            else:
+                rows.append(("", ids))
         record = engine_blocks_view(snapshot, rows) if snapshot.heard else None
         if record is None:
             return t("paged_engine_silent", lang), None, {"heard": snapshot.heard, **snapshot.counts}
