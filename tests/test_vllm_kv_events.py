@@ -208,7 +208,9 @@ def test_the_paged_view_draws_the_engines_blocks_beside_the_apps_model(kv_engine
         assert "The engine's own blocks" in line
         import json
 
-        figure = json.loads(engine_plot["plot"]) if isinstance(engine_plot, dict) else json.loads(engine_plot)
+        assert engine_plot["visible"] is True  # shown (hidden on a local model, and while the engine is silent)
+        shown = engine_plot["value"]
+        figure = json.loads(shown["plot"]) if isinstance(shown, dict) else json.loads(shown)
         roles = {tr["meta"]["role"]: tr for tr in figure["data"]}
         assert len(roles["paged_engine_shared"]["x"]) == 2 * shared  # a shared cell in each of the two rows
         assert roles["paged_engine_shared"]["meta"]["hashes"][0] == you["hashes"][0]
@@ -239,7 +241,7 @@ def test_a_silent_endpoint_says_so_and_changes_nothing(kv_engine, kv_lm, lm):
             time.sleep(1.0)
             for lang, words in (("en", "The engine has sent no KV cache events"), ("zh", "引擎没有发来任何 KV 缓存事件")):
                 summary, plot, numbers, line, engine_plot = a.predict(lang, api_name="/paged")
-                assert line.startswith(words) and engine_plot is None
+                assert line.startswith(words) and engine_plot["visible"] is False and engine_plot["value"] is None
                 assert numbers["engine"]["heard"] is False and numbers["engine"]["batches"] == 0
                 assert numbers["sessions"] == 1 and numbers["rows"][0]["tokens"] == len(ids)  # the model's part as ever
             print(f"\nsilent endpoint: {silent.snapshot().counts}")

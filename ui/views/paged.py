@@ -50,7 +50,7 @@ class PagedView:
         self.numbers = gr.JSON(label="paged layout", elem_id="tbt-paged-numbers", elem_classes="tbt-hidden")
         # the engine's own blocks, from its events: empty unless the model is an engine's with events
         self.engine_line = gr.Markdown(elem_id="tbt-paged-engine-summary")
-        self.engine_plot = gr.Plot(elem_id="tbt-paged-engine-plot", show_label=False)
+        self.engine_plot = gr.Plot(elem_id="tbt-paged-engine-plot", show_label=False, visible=False)
 
     def sessions(self, lm, own):
         """(label, tokens held, prompt ids) per live session on `lm`: the user's own (`own`) first, as "you"; the
@@ -120,7 +120,7 @@ class PagedView:
         summary, figure, numbers = self.laid_out(lm, own, lang)
         line, engine_figure, engine_numbers = self.engine_blocks(lm, own, lang)
         return {self.summary: summary, self.plot: figure, self.numbers: {**numbers, "engine": engine_numbers},
-                self.engine_line: line, self.engine_plot: engine_figure}
+                self.engine_line: line, self.engine_plot: gr.update(value=engine_figure, visible=engine_figure is not None)}
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about paged blocks: the live sessions on the lesson's model (the class's), the student's
