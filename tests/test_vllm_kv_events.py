@@ -292,3 +292,38 @@ def test_the_chart_marks_shared_removed_and_missing_blocks():
         assert roles["paged_engine_own"]["meta"]["hashes"] == [short(z)]  # the other's block 2
         assert (list(roles["paged_engine_missing"]["y"]), list(roles["paged_engine_missing"]["base"])) == ([0], [2.05])
         assert chart["layout"]["yaxis"]["ticktext"] == ["you", "会话 2" if lang == "zh" else "session 2"]
+
+
+@pytest.mark.engine
+def test_a_full_cache_removes_the_oldest_blocks_and_the_record_marks_them(kv_engine, kv_lm):
+    """(last: it fills the engine's cache) The engine's KV space (tests/engine_server.py: VLLM_CPU_KVCACHE_SPACE=1 GiB)
+    holds 2**30 / (128 x bytes per token) blocks by the KV formula; texts of fresh blocks past that make it evict the
+    least recently used, the first text's, and publish BlockRemoved for them."""
+    import random
+
+    from model.serving.paged import bytes_per_token
+
+    _, subscriber = kv_engine
+    capacity = 2**30 // (BLOCK * bytes_per_token(kv_lm.info))
+    rng = random.Random(time.time_ns())
+    first = [rng.randrange(100, 40000) for _ in range(3 * BLOCK)]
+    kv_lm.client.next_token(first)
+    texts, t0 = 1, time.monotonic()
+    while texts < 2 * capacity // 3 + 4:  # at most twice the cache's worth of fresh blocks
+        kv_lm.client.next_token([rng.randrange(100, 40000) for _ in range(3 * BLOCK)])
+        texts += 1
+        chain = subscriber.snapshot().chain(first)
+        if chain.hashes and all(chain.removed):
+            break
+    time.sleep(1.0)
+    snap = subscriber.snapshot()
+    chain = snap.chain(first)
+    print(f"\ncapacity by the formula: {capacity} blocks; {texts} texts of 3 blocks in {time.monotonic() - t0:.0f} s; "
+          f"KV events: {snap.counts}; live {snap.live_count()}")
+    assert len(chain.hashes) == 3 and all(chain.removed)  # the oldest text's blocks went first
+    removed = [e.hash for e in snap.events if e.kind == "removed"]
+    assert set(chain.hashes) <= set(removed)
+    # the first text's blocks went once about a cache's worth of fresh blocks came after them, not before (the few
+    # blocks of the tests above, older still, go first; vLLM keeps one block of its own)
+    assert capacity - 3 <= 3 * (texts - 1) <= capacity + 12
+    assert snap.live_count() <= capacity
