@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Sequence
@@ -148,6 +147,7 @@ class EngineSnapshot:
         return EngineChain(hashes, removed, full)
 
     def live_count(self) -> int:
+        """The blocks the engine holds now, of those the events named."""
         return sum(b.live for b in self.blocks.values())
 
 
@@ -174,12 +174,17 @@ class EngineBlocks:
         self._last_seq: int | None = None
         self.counts = {"batches": 0, "stored": 0, "removed": 0, "cleared": 0, "skipped": 0, "lost": 0}
 
+    def skip(self) -> None:
+        """Count a message that is not a KV event batch (it is dropped)."""
+        with self._lock:
+            self.counts["skipped"] += 1
+
     def feed(self, seq: int, payload: bytes) -> None:
+        """Record one batch: its blocks stored and removed, in order; a payload that is not one is skipped."""
         try:
             batch = _DECODER.decode(payload)
         except (msgspec.DecodeError, msgspec.ValidationError) as err:
-            with self._lock:
-                self.counts["skipped"] += 1
+            self.skip()
             log.warning("KV event batch %d not understood: %s", seq, err)
             return
         with self._lock:
@@ -227,6 +232,7 @@ class EngineBlocks:
                 del self._blocks[block.hash]
 
     def snapshot(self) -> EngineSnapshot:
+        """A plain copy of the blocks known, the record and the counts, with the live prefix tree."""
         with self._lock:
             blocks = {k: EngineBlock(b.hash, b.parent, b.token_ids, b.stored_ts, b.removed_ts)
                       for k, b in self._blocks.items()}
@@ -251,7 +257,6 @@ class KVEventSubscriber:
 
         self.endpoint = endpoint
         self.blocks = blocks or EngineBlocks()
-        self.started = time.time()
         self._ctx = zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.SUBSCRIBE, topic.encode())
@@ -277,17 +282,18 @@ class KVEventSubscriber:
                 if self._stop.is_set():
                     break
                 raise
-            if len(frames) != 3 or len(frames[1]) != 8:
-                with self.blocks._lock:
-                    self.blocks.counts["skipped"] += 1
+            if len(frames) != 3 or len(frames[1]) != 8:  # not (topic, 8-byte sequence number, payload)
+                self.blocks.skip()
                 continue
             self.blocks.feed(int.from_bytes(frames[1], "big"), frames[2])
         self._sock.close(linger=0)
 
     def snapshot(self) -> EngineSnapshot:
+        """What the events said so far (EngineBlocks.snapshot)."""
         return self.blocks.snapshot()
 
     def close(self) -> None:
+        """Stop receiving; the socket is closed by its thread."""
         self._stop.set()
         self._thread.join(timeout=2)
 

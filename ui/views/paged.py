@@ -50,7 +50,8 @@ class PagedView:
         self.numbers = gr.JSON(label="paged layout", elem_id="tbt-paged-numbers", elem_classes="tbt-hidden")
         # the engine's own blocks, from its events: empty unless the model is an engine's with events
         self.engine_line = gr.Markdown(elem_id="tbt-paged-engine-summary")
-        self.engine_plot = gr.Plot(elem_id="tbt-paged-engine-plot", show_label=False, visible=False)
+        self.engine_plot = gr.Plot(label="engine KV blocks", elem_id="tbt-paged-engine-plot", show_label=False,
+                                  visible=False)
 
     def sessions(self, lm, own):
         """(label, tokens held, prompt ids) per live session on `lm`: the user's own (`own`) first, as "you"; the
