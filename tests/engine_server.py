@@ -131,10 +131,19 @@ def running_engine(spec: str) -> EngineServer:
     return EngineServer(url, folder, Path(folder), Started(int(pid)), 0.0)
 
 
-def started_for_the_tests() -> EngineServer:
+def kv_events_flags(endpoint: str, context: int = 512) -> tuple[str, ...]:
+    """The flags that make vLLM publish its KV cache events to `endpoint` (not a wildcard: it connects there, and the
+    app's subscriber binds it), with prefix caching on and a context of `context` tokens (two 128-token blocks and more)."""
+    import json
+
+    config = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": endpoint, "topic": "kv"}
+    return ("--enable-prefix-caching", "--kv-events-config", json.dumps(config), "--max-model-len", str(context))
+
+
+def started_for_the_tests(extra: tuple[str, ...] = ()) -> EngineServer:
     """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks."""
     try:
-        return start_engine()
+        return start_engine(extra=extra)
     except EngineMissing as why:
         pytest.skip(str(why))
     except RuntimeError as why:

@@ -118,7 +118,9 @@ def test_block_table_bytes_equal_a_hand_computation(server, clients, lm):
     per_token = 2 * 30 * 3 * 64 * 4  # K and V x layers x KV heads x head_dim x fp32 bytes
     blocks = {k: math.ceil(n / 16) for k, n in lengths.items()}
     shared = prompt // 16  # a and b share their prompt's full blocks; c shares none
-    summary, plot, numbers = a.predict("en", api_name="/paged")
+    summary, plot, numbers, engine_line, engine_plot = a.predict("en", api_name="/paged")
+    assert (engine_line, numbers["engine"]) == ("", None)  # a local model: no engine's blocks, their plot hidden
+    assert engine_plot["visible"] is False and engine_plot["value"] is None
     assert numbers["sessions"] == 3 and numbers["bytes_per_token"] == per_token
     assert numbers["used_bytes"] == sum(lengths.values()) * per_token
     assert numbers["unshared_bytes"] == sum(blocks.values()) * 16 * per_token

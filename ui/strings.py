@@ -758,6 +758,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "1 个活跃会话，共 {blocks}：分页占用 **{paged}**（其中最后一块的空位 {waste}，共享前缀省下 {shared}），而如果它预留 {max} 个词元，需要 **{reserved}**。",
     ),
     "paged_one_block": ("1 block", "1 个块"),
+    "paged_engine_summary": (
+        "**The engine's own blocks**, from its KV cache events: {stored} blocks stored and {removed} removed so far, {live} live now. Below, each session's full blocks at the engine's {block} tokens per block, named by the engine's hash: the same hash in two rows is one block held once.",
+        "**引擎自己的块**，来自它的 KV 缓存事件：到目前为止存储了 {stored} 个块、移除了 {removed} 个，现在有 {live} 个仍在缓存中。下图按引擎的块大小（每块 {block} 个词元）列出每个会话的满块，用引擎的哈希命名：两行里相同的哈希就是同一个块，只存一份。",
+    ),
+    "paged_engine_silent": (
+        "The engine has sent no KV cache events: it publishes them only when started with prefix caching and --kv-events-config pointing at this server's --engine-kv-events address.",
+        "引擎没有发来任何 KV 缓存事件：只有在启动时开启前缀缓存，并用 --kv-events-config 指向本服务器的 --engine-kv-events 地址，它才会发布这些事件。",
+    ),
     "paged_blocks": ("{n} blocks", "{n} 个块"),
     "btn_spec_example": ("Try it on a text that repeats itself (code), where the draft pays",
                          "换一段会重复自身的文本（代码）试试，草稿在这里划算"),

@@ -321,6 +321,26 @@ WORDS: dict[str, tuple[str, str]] = {
         "{label}: {tokens} tokens in {blocks} blocks<br>used {used} · allocated {allocated} · empty {waste}<br>contiguous reservation {reserved}",
         "{label}：{tokens} 个词元，{blocks} 个块<br>已用 {used} · 已分配 {allocated} · 空位 {waste}<br>连续分配预留 {reserved}",
     ),
+    # the engine's own blocks, from its KV cache events (viz/paged_engine.py)
+    "paged_engine_title": (
+        "The engine's own blocks (from its KV cache events): {live} live, {block} tokens each",
+        "引擎自己的块（来自它的 KV 缓存事件）：{live}仍在缓存中，每块 {block} 个词元",
+    ),
+    "paged_engine_agree": (
+        "Shared full blocks: the engine {engine}, this app's block model {model} at {block} tokens per block: they agree. Removals in the record: {removed}.",
+        "共享的满块：引擎 {engine} 个，本应用的块模型（每块 {block} 个词元）{model} 个：两者一致。记录中的移除：{removed} 次。",
+    ),
+    "paged_engine_differ": (
+        "Shared full blocks: the engine {engine}, this app's block model {model} at {block} tokens per block: they differ (a block not yet stored, or removed and not stored again). Removals in the record: {removed}.",
+        "共享的满块：引擎 {engine} 个，本应用的块模型（每块 {block} 个词元）{model} 个：两者不同（有的块引擎还没存，或已移除、未再存）。记录中的移除：{removed} 次。",
+    ),
+    "paged_engine_own": ("the engine's block, this session's alone", "引擎的块，只属于这个会话"),
+    "paged_engine_shared": ("the engine's block, shared with another session ⇄", "引擎的块，与其他会话共享 ⇄"),
+    "paged_engine_removed": ("removed by the engine ×", "已被引擎移除 ×"),
+    "paged_engine_missing": ("a full block the engine holds no block for", "引擎没有对应块的满块"),
+    "paged_engine_axis": ("full block of {block} tokens", "满块（{block} 个词元）"),
+    "paged_engine_hover": ("{label}, block {i}: hash {hash}…<br>{state}", "{label}，第 {i} 块：哈希 {hash}…<br>{state}"),
+    "paged_engine_hover_missing": ("{label}, block {i}: the engine stored no block for it", "{label}，第 {i} 块：引擎没有存储对应的块"),
     # the session as one HTML page (viz/offline.py)
     "offline_title": ("Token by Token: a saved session", "Token by Token：保存的会话"),
     "offline_intro": (

@@ -47,6 +47,9 @@ class EngineModel:
     config_source: str
     model: None = None  # nothing runs here
     engine: bool = field(default=True, init=False)
+    # the engine's KV cache events, when the operator gave an address for them (app.py --engine-kv-events):
+    # a model/serving/kv_events.py KVEventSubscriber (snapshot()), else None
+    kv_events: object | None = None
 
 
 def engine_model_name(served: str) -> str:
