@@ -15,7 +15,7 @@ import torch
 
 from engine_server import REQUEST_S
 from model.decoding.engine import EngineClient, EngineTop, fault, parse_top
-from model.decoding.engine_session import EngineBackend, load_engine_model, tail_independent
+from model.decoding.engine_session import EngineBackend, tail_independent
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -90,12 +90,6 @@ def _closed_port() -> int:
 
 
 # ---- the real engine -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def engine_lm(engine):
-    """The engine's model, asked with a test's patience (engine_server.REQUEST_S: it shares the cores of the run)."""
-    return load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)
-
-
 def local_logprobs(lm, ids: list[int]) -> torch.Tensor:
     with torch.no_grad():
         return torch.log_softmax(lm.model(input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
@@ -271,7 +265,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         from gradio_client.exceptions import AppError
 
         before = list(session.ids)
-        for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/export_page", ("zh", 0), "zh"),
+        for api, args, lang in [("/export_page", ("zh", 0), "zh"),
                                 ("/speculative", (4, 8), "en"), ("/beams_search", (4, 1.0, 8), "en")]:
             extra = settings if api in ("/speculative", "/beams_search") else {}
             with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
