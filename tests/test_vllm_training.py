@@ -13,14 +13,12 @@ import pytest
 import torch
 
 from engine_server import REQUEST_S
-from model.decoding.engine import EngineClient
+from model.decoding.engine import EngineClient, parse_prompt_logprobs
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.errors import SessionError
 from model.inside.teacher_forcing import compare_stepwise, score_text
 from served import DEFAULTS, served
-
-pytestmark = pytest.mark.engine
 
 TOLERANCE = 1e-3  # float32 engine against float32 here, different kernels and orders of summation
 NEAR_TIE = 2e-3  # two log-probabilities closer than this may swap ranks by float noise alone
@@ -28,6 +26,29 @@ TEXTS = ["The capital of France is Paris. The capital of Germany is Berlin, and 
          "def fibonacci(n):\n    if n < 2:\n        return n\n    return fibonacci(n - 1) + fibonacci(n - 2)\n",
          "我们今天学习自回归解码：模型每次只写一个词元。",
          "Once upon a time, a little fox lived at the edge of a dark forest, and every night it watched the stars."]
+
+
+def vllm_answer(prompt_logprobs: list, top: dict[int, float]) -> dict:
+    """A completions answer as vLLM 0.32 gives it (asked with the engine running: tests below)."""
+    return {"choices": [{"prompt_logprobs": prompt_logprobs,
+                         "logprobs": {"top_logprobs": [{f"token_id:{i}": lp for i, lp in top.items()}]}}]}
+
+
+def entry(*rows: tuple[int, float, int]) -> dict:
+    return {str(i): {"logprob": lp, "rank": rank, "decoded_token": "x"} for i, lp, rank in rows}
+
+
+@pytest.mark.unit
+def test_a_prompt_logprobs_answer_is_read_position_by_position():
+    body = vllm_answer([None, entry((5, -2.5, 3), (9, -0.4, 1)), entry((7, -0.1, 1))], {3: -0.2, 4: -1.9})
+    answer = parse_prompt_logprobs(body, [1, 5, 7], 12.5)
+    assert answer.logprobs == (-2.5, -0.1) and answer.ranks == (3, 1)
+    assert answer.top1_ids == (9, 7) and answer.top1_logprobs == (-0.4, -0.1)
+    assert answer.next.ids == (3, 4) and answer.ms == 12.5
+    for broken in ([entry((5, -2.5, 3))], [None, entry((9, -0.4, 1)), entry((7, -0.1, 1))], [None, None, None]):
+        with pytest.raises(SessionError) as err:  # no None first; the token's own number missing; no entries
+            parse_prompt_logprobs(vllm_answer(broken, {3: -0.2}), [1, 5, 7], 1.0)
+        assert err.value.key == "engine_bad_answer"
 
 
 @torch.no_grad()
@@ -42,6 +63,7 @@ def clear_of_ties(row: torch.Tensor, token: int) -> bool:
     return bool((others - row[token]).abs().min() > NEAR_TIE)
 
 
+@pytest.mark.engine
 def test_the_engines_prompt_logprobs_equal_one_full_forward_pass(engine_lm, lm):
     largest, largest_top1, positions, ranked, request_ms = 0.0, 0.0, 0, 0, []
     for text in TEXTS:
@@ -81,6 +103,7 @@ def greedy_session(model, prompt: str, steps: int) -> DecodeSession:
     return session
 
 
+@pytest.mark.engine
 def test_the_training_record_on_the_engine_equals_the_local_models(engine_lm, lm):
     prompt = "The best way to learn a new language is"  # greedy: the same text on both (test_vllm.py)
     engine_session, local_session = greedy_session(engine_lm, prompt, 24), greedy_session(lm, prompt, 24)
@@ -120,6 +143,7 @@ def test_the_training_record_on_the_engine_equals_the_local_models(engine_lm, lm
     assert pasted.total_logprob == pytest.approx(here.total_logprob, abs=TOLERANCE * len(here.positions))
 
 
+@pytest.mark.engine
 def test_an_engine_fault_leaves_the_session_as_it_was(engine_lm, engine):
     session = greedy_session(engine_lm, "Hello", 2)
     state = (list(session.ids), len(session.steps), session.backend.top)
@@ -137,6 +161,7 @@ def test_an_engine_fault_leaves_the_session_as_it_was(engine_lm, engine):
     print("\nunknown model:", err.value)
 
 
+@pytest.mark.engine
 def test_the_training_view_on_the_engine_model_through_the_api(engine_lm, lm):
     from gradio_client import Client
 
