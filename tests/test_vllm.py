@@ -274,7 +274,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         from gradio_client.exceptions import AppError
 
         before = list(session.ids)
-        for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/speculative", (4, 8), "en"),
+        for api, args, lang in [("/speculative", (4, 8), "en"),
                                 ("/beams_search", (4, 1.0, 8), "en")]:  # (the web page exports: test_vllm_offline.py)
             extra = settings if api in ("/speculative", "/beams_search") else {}
             with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):

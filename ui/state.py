@@ -109,6 +109,14 @@ class App:
         except SessionError:
             return self.models.get()
 
+    def user_model(self, request: gr.Request):
+        """The user's model, local or an engine's, else the default local model (no session yet): for a text the
+        page sends to a computation that runs on either (Score any text)."""
+        try:
+            return self.session(request).lm
+        except SessionError:
+            return self.models.get()
+
     def whole_text(self, request: gr.Request, refusal: str = "engine_needs_local") -> WholeText:
         """The user's text for a computation on all of it (DecodeSession.whole_text: the one runner, whose passes
         go through the model's door); refused with `refusal` on an engine's model."""

@@ -203,6 +203,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "Too noisy to conclude this time: not every run of the one pass beat the steps (the rule: 3 runs after a warm-up, the slowest below the steps' time). The steps were timed when they ran and this pass just now, on a shared machine; press again.",
         "这一次机器太忙，无法下结论：并行计算并非每次都比逐步更快（规则：预热一次后运行 3 次，最慢的一次也要低于逐步的时间）。各步是在生成时计时的，而这次计算是刚刚计时的，机器是共用的；请再按一次。",
     ),
+    "compare_result_engine": (
+        "One request to the engine scored all {tokens} tokens at once (vLLM's prompt_logprobs: the whole text in one parallel pass, no cached prefix reused) and agrees with the {steps} steps' own requests: the largest log-probability difference is {diff}, only float rounding, because under the causal mask appending a token changes no earlier row. Time: the one request took {parallel} ms; the {steps} steps, each its own request, took {serial} ms, {speedup}× as long (the prompt's request is left out: it is itself one parallel pass).",
+        "向推理引擎发出的一次请求就给全部 {tokens} 个词元打了分（vLLM 的 prompt_logprobs：整段文本一次并行计算，不复用缓存的前缀），结果与 {steps} 步各自的请求一致：对数概率的最大差值为 {diff}，只是浮点舍入误差，因为在因果掩码下，追加一个词元不会改变之前的任何一行。时间：这一次请求用了 {parallel} 毫秒；{steps} 步每步各发一次请求，共用了 {serial} 毫秒，是前者的 {speedup} 倍（提示词的那次请求本身就是一次并行计算，所以不计入）。",
+    ),
+    "compare_engine_slower": (
+        "This time the one request was not faster than the steps: the engine shares its machine with other work, and the steps were timed when they ran, this request just now; press again.",
+        "这一次，单次请求并不比逐步更快：推理引擎所在的机器还在处理别的工作，而各步是在生成时计时的，这次请求是刚刚计时的；请再按一次。",
+    ),
     "score_heading": ("Score any text", "给任意文本打分"),
     "explain_score": (
         "Paste any text: one pass gives each of its tokens' rank and probability under the model (no chat template). The colours are GLTR's buckets (Gehrmann et al. 2019): top 10, top 100, top 1,000, beyond. Text a model like this one wrote tends to stay pale, mostly its top-10 tokens; human writing has more dark, surprising tokens. A hint, not a proof.",

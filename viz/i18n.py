@@ -191,6 +191,14 @@ WORDS: dict[str, tuple[str, str]] = {
         "{n} positions in one pass: {ms} ms on {threads} threads · training loss = mean −ln P = {loss} nats ({bits} bits) · perplexity = exp(loss) = {ppl}",
         "一次计算 {n} 个位置：{ms} 毫秒（{threads} 个线程）· 训练损失 = 平均 −ln P = {loss} 奈特（{bits} 比特）· 困惑度 = exp(损失) = {ppl}",
     ),
+    "tf_subtitle_engine": (
+        "{n} positions in one request to the engine (prompt_logprobs): {ms} ms · training loss = mean −ln P = {loss} nats ({bits} bits) · perplexity = exp(loss) = {ppl}",
+        "向推理引擎发一次请求就算出 {n} 个位置（prompt_logprobs）：{ms} 毫秒 · 训练损失 = 平均 −ln P = {loss} 奈特（{bits} 比特）· 困惑度 = exp(损失) = {ppl}",
+    ),
+    "tf_same_logprobs": (
+        "Largest log-probability difference from the steps' own requests: {diff}, float error only: under the causal mask, appending a token changes no earlier row.",
+        "与各步自己的请求相比，对数概率的最大差：{diff}，只是浮点误差：在因果掩码下，追加一个词元不会改变之前的任何一行。",
+    ),
     "tf_vs_steps": (
         "Generated one token at a time, its generated tokens took {serial} ms ({steps} steps; the prefill, itself one parallel pass, left out): {speedup}× this one pass",
         "逐个词元生成，生成的词元用了 {serial} 毫秒（{steps} 步；预填充本身是一次并行计算，不计入）：是这一次并行计算的 {speedup} 倍",
