@@ -767,8 +767,8 @@ PAGE: dict[str, tuple[str, str]] = {
     ),
     "paged_one_block": ("1 block", "1 个块"),
     "paged_engine_summary": (
-        "**The engine's own blocks**, from its KV cache events: {stored} blocks stored and {removed} removed so far, {live} live now. Below, each session's full blocks at the engine's {block} tokens per block, named by the engine's hash: the same hash in two rows is one block held once.",
-        "**引擎自己的块**，来自它的 KV 缓存事件：到目前为止存储了 {stored} 个块、移除了 {removed} 个，现在有 {live} 个仍在缓存中。下图按引擎的块大小（每块 {block} 个词元）列出每个会话的满块，用引擎的哈希命名：两行里相同的哈希就是同一个块，只存一份。",
+        "**The engine's own blocks**, from its KV cache events: {stored} stores and {removed} removals so far, {live} different blocks in its cache now (a block computed again, as a request that skips the prefix cache does, is stored again under the same hash). Below, each session's full blocks at the engine's {block} tokens per block, named by the engine's hash: the same hash in two rows is one block held once.",
+        "**引擎自己的块**，来自它的 KV 缓存事件：到目前为止共有 {stored} 次存储、{removed} 次移除，现在缓存里有 {live} 个不同的块（同一个块被重新计算时，比如一个不读前缀缓存的请求，会以相同的哈希再存储一次）。下图按引擎的块大小（每块 {block} 个词元）列出每个会话的满块，用引擎的哈希命名：两行里相同的哈希就是同一个块，只存一份。",
     ),
     "paged_engine_silent": (
         "The engine has sent no KV cache events: it publishes them only when started with prefix caching and --kv-events-config pointing at this server's --engine-kv-events address.",
