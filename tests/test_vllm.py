@@ -2,7 +2,8 @@
 model loaded here: the same top log-probabilities, the same greedy text, the page's API on it, and its faults.
 
 The first tests need no engine (how answers are read, which cuts are exact); the rest skip, saying why, when
-`make engine` could not install vLLM. The last test stops the engine.
+`make engine` could not install vLLM. The last test starts an engine of its own and stops it (the run's shared
+engine serves the engine test files after this one).
 """
 import math
 import os
@@ -15,7 +16,7 @@ import torch
 
 from engine_server import REQUEST_S
 from model.decoding.engine import EngineClient, EngineTop, fault, parse_top
-from model.decoding.engine_session import EngineBackend, tail_independent
+from model.decoding.engine_session import EngineBackend, load_engine_model, tail_independent
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -436,7 +437,18 @@ def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine
 
 
 @pytest.mark.engine
-def test_the_engine_stopped_mid_session(engine_lm, engine):  # (last: it stops the engine)
+def test_the_engine_stopped_mid_session():
+    """On an engine of its own, which it stops: the run's shared engine serves the engine tests after this one."""
+    from engine_server import started_for_the_tests
+
+    own = started_for_the_tests()
+    try:
+        stopped_mid_session(load_engine_model(EngineClient(own.url, own.model, timeout=REQUEST_S), own.folder), own)
+    finally:
+        own.stop()
+
+
+def stopped_mid_session(engine_lm, engine):
     session = DecodeSession(engine_lm)
     session.start("Hello there")
     session.step(SamplingConfig(temperature=0))
