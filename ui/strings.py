@@ -208,8 +208,8 @@ PAGE: dict[str, tuple[str, str]] = {
         "向推理引擎发出的一次请求就给全部 {tokens} 个词元打了分（vLLM 的 prompt_logprobs：整段文本一次并行计算，不复用缓存的前缀），结果与 {steps} 步各自的请求一致：对数概率的最大差值为 {diff}，只是浮点舍入误差，因为在因果掩码下，追加一个词元不会改变之前的任何一行。时间：这一次请求用了 {parallel} 毫秒；{steps} 步每步各发一次请求，共用了 {serial} 毫秒，是前者的 {speedup} 倍（提示词的那次请求本身就是一次并行计算，所以不计入）。",
     ),
     "compare_engine_slower": (
-        "This time the one request was not faster than the steps: the engine shares its machine with other work, and the steps were timed when they ran, this request just now; press again.",
-        "这一次，单次请求并不比逐步更快：推理引擎所在的机器还在处理别的工作，而各步是在生成时计时的，这次请求是刚刚计时的；请再按一次。",
+        "Here the one request was not faster: it computed every token of the text, while each step's request computed only its new token and read the rest from the engine's cache. With a long prompt and few steps the one pass does more work; after more steps their total overtakes it (timings on a shared machine vary too).",
+        "这一次，单次请求并不更快：它要计算整段文本的每一个词元，而每一步的请求只计算新的那一个词元，其余的从引擎的缓存里读取。提示词长、步数少时，一次并行计算反而做的事更多；多生成一些步，逐步请求的总时间就会超过它（在共享的机器上，计时也会有波动）。",
     ),
     "score_heading": ("Score any text", "给任意文本打分"),
     "explain_score": (

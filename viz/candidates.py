@@ -349,8 +349,8 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     if grammar_mass is not None:
         removed = next((s.removed for s in dist.stages if s.name == "grammar"), 0)
         notes.append(t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}"))
-    if engine_note(dist, lang):
-        notes.append(engine_note(dist, lang))
+    if note := engine_note(dist, lang):
+        notes.append(note)
     hidden_subtitle = "<br>".join([subtitle, *notes])
     subtitle = "<br>".join([subtitle, *drawn, *notes])
     height, top, bottom = max(560, 280 + 30 * len(shown)), 150 + 24 * subtitle.count("<br>") - 24, 130
