@@ -17,6 +17,7 @@ import pytest
 
 from engine_server import REQUEST_S, free_port
 from model.errors import SessionError
+from ui.strings import t
 from model.serving import engine_metrics
 from model.serving.engine_metrics import (EngineMetrics, MetricsHistory, MetricsReader, intervals, metrics_url,
                                           parse_metrics)
@@ -319,6 +320,11 @@ def test_the_batching_view_on_an_engine_model_shows_the_engines_own_numbers(engi
         figure = json.loads(plot["plot"])
         assert {trace["meta"]["role"] for trace in figure["data"]} == {"running", "waiting", "kv_usage", "hit_rate"}
         assert "/metrics" in figure["layout"]["title"]["subtitle"]["text"]
+
+        # Measure on the engine's page times the app's own local model (the engine's passes are not ours): it says so
+        sentence, _, measured = client.predict("en", api_name="/batching_measure")
+        assert sentence.startswith(t("batch_measure_local", "en", model=lm.info.name))
+        assert measured["parameters"] == sum(p.numel() for p in lm.model.parameters())
 
         # the engine's /metrics gone (a server without it in its place): the keyed sentence, nothing else changes
         server, tiny = tiny_server("404")

@@ -200,8 +200,8 @@ PAGE: dict[str, tuple[str, str]] = {
         "一次并行计算和 {steps} 个带缓存的步骤得到的 logits 相同：最大差值为 {diff}，只是浮点舍入误差，因为在因果掩码下，追加一个词元不会改变之前的任何一行。时间：一次计算全部 {tokens} 个词元用了 {parallel} 毫秒（预热一次后 {runs} 次运行的中位数，范围 {low}–{high} 毫秒）；逐个写出生成的词元用了 {serial} 毫秒（{steps} 步；提示词的预填充本身就是一次并行计算，所以不计入），是前者的 {speedup} 倍。",
     ),
     "compare_slower": (
-        "Too noisy to conclude this time: not every run of the one pass beat the steps (the rule: 3 runs after a warm-up, the slowest below the steps' time). The steps were timed when they ran and this pass just now, on a shared machine; press again.",
-        "这一次机器太忙，无法下结论：并行计算并非每次都比逐步更快（规则：预热一次后运行 3 次，最慢的一次也要低于逐步的时间）。各步是在生成时计时的，而这次计算是刚刚计时的，机器是共用的；请再按一次。",
+        "Not shown faster this time: not every run of the one pass beat the steps (the rule: 3 runs after a warm-up, the slowest below the steps' time). The one pass computes every token of the text, the prompt's too, while each step computed only its new token and read the rest from the cache: with a long prompt and few steps the one pass does more work. And the steps were timed when they ran, this pass just now, on a shared machine. Take more steps, or press again.",
+        "这一次没能显示出更快：并行计算并非每次都比逐步更快（规则：预热一次后运行 3 次，最慢的一次也要低于逐步的时间）。一次并行计算要算整段文本的每个词元，包括提示词，而每一步只计算新的那一个词元，其余的从缓存里读取：提示词长、步数少时，一次计算反而做的事更多。另外，各步是在生成时计时的，这次计算是刚刚计时的，机器又是共用的。请多生成几步，或者再按一次。",
     ),
     "compare_result_engine": (
         "One request to the engine scored all {tokens} tokens at once (vLLM's prompt_logprobs: the whole text in one parallel pass, no cached prefix reused) and agrees with the {steps} steps' own requests: the largest log-probability difference is {diff}, only float rounding, because under the causal mask appending a token changes no earlier row. Time: the one request took {parallel} ms; the {steps} steps, each its own request, took {serial} ms, {speedup}× as long (the prompt's request is left out: it is itself one parallel pass).",
@@ -395,6 +395,10 @@ PAGE: dict[str, tuple[str, str]] = {
         "测一测：在已加载的模型上，分别以批大小 1、2、4、8、16 运行一次解码计算（就是服务器自己的批处理计算），再对一个长提示词做一次预填充。无论带多少个会话，一次解码都要把所有权重读一遍，所以它受内存限制；预填充每读一次权重要为很多词元做运算，所以它受算力限制。测量的各次计算之间，全班的步骤照常进行。",
     ),
     "btn_batch_measure": ("Measure batch 1 to 16 now", "现在测量批大小 1 到 16"),
+    "batch_measure_local": (
+        "This measures the app's own local model, {model}: the engine runs its passes in its own process, where the app cannot time them one by one (its batches are in the chart above).",
+        "这里测量的是本应用自己的本地模型 {model}：引擎在它自己的进程里做计算，本应用无法逐次计时（引擎的批次见上方图表）。",
+    ),
 
     # --- Branches view (ui/views/branches.py) ---
     "tab_branches": ("Branches", "分支"),
