@@ -85,7 +85,7 @@ def derive_batch(logits: torch.Tensor, rows: list[SampleRow]) -> list[Distributi
 
 def _derive_group(raw: torch.Tensor, rows: list[SampleRow], plans: list[tuple]) -> list[Distribution]:
     """derive() for rows that run the same stages (raw: (G, V) float32)."""
-    size, vocab = raw.shape
+    vocab = raw.shape[-1]
     names = [name for name, _ in plans[0]]
     actives = [name == GRAMMAR or p is not None for name, p in plans[0]]
     p_t1 = torch.softmax(raw, -1)  # (G, V), normalised over the full vocabulary
@@ -94,14 +94,15 @@ def _derive_group(raw: torch.Tensor, rows: list[SampleRow], plans: list[tuple]) 
     for s, (name, active) in enumerate(zip(names, actives)):
         if active:
             scores = _apply(name, [plan[s][1] for plan in plans], rows, scores)  # (G, V), a new tensor
-        if active or probs is None:  # an inactive stage leaves the distribution as it was
             probs = torch.softmax(scores, -1)
+        elif probs is None:  # an inactive stage leaves the distribution as it was: the first, the raw one's
+            probs = p_t1
         probs_after.append(probs)
         kept.append((scores > float("-inf")).sum(-1).tolist() if active else None)
         entropies.append(_entropy_bits(probs) if active else None)
     final = probs_after[-1]
     u = [draw_u(row.cfg.seed, row.position) for row in rows]
-    drawn = _draw(final, u)
+    drawn, walked = _draw(final, u)
     chosen = [row.force_token if row.force_token is not None else token for row, token in zip(rows, drawn)]
 
     top_n = min(rows[0].top_n, vocab)
@@ -113,23 +114,19 @@ def _derive_group(raw: torch.Tensor, rows: list[SampleRow], plans: list[tuple]) 
     # a top-N token's rank counts the top-N tokens more probable than it (every token more probable is among them);
     # a chosen token from outside, the whole vocabulary's
     ranks_top = ((at_t1[:, None, :top_n] > at_t1[:, :top_n, None]).sum(-1) + 1).tolist()  # (G, N)
-    rank_outside = ((p_t1 > at_t1[:, top_n:]).sum(-1) + 1).tolist()  # (G,)
+    rank_outside = {g: int((p_t1[g] > at_t1[g, top_n]).sum()) + 1 for g, out in enumerate(outside) if out}
     per_stage = torch.stack([p.gather(1, shown) for p in probs_after], 1).tolist()  # (G, stages, N + 1)
     logits_shown, t1_shown = raw.gather(1, shown).tolist(), at_t1.tolist()
     final_shown = final.gather(1, shown)  # (G, N + 1)
-    counted = torch.ones_like(at_t1)
-    counted[:, top_n] = torch.tensor(outside, dtype=counted.dtype)  # the chosen column counts once, if outside
-    tail_t1 = (at_t1 * counted).sum(-1).tolist()
-    tail_final = (final_shown * counted).sum(-1).tolist()
     logprob = torch.log_softmax(raw, -1).gather(1, chosen_t)[:, 0].tolist()
-    chosen_final = final_shown[:, top_n]
-    ahead = _mass_ahead(final, chosen_t, chosen_final)
-    chosen_final = chosen_final.tolist()
+    ahead = _mass_ahead(final, chosen_t, final_shown[:, top_n],
+                        [None if row.force_token is not None else ids for row, ids in zip(rows, walked)])
+    chosen_final = final_shown[:, top_n].tolist()
 
     out = []
     for g, row in enumerate(rows):
         ids = top[g].tolist() + ([chosen[g]] if outside[g] else [])
-        width = len(ids)
+        width = len(ids)  # a row's sums below run over its own row, in derive()'s order: its numbers to the bit
         ranks = ranks_top[g] + ([rank_outside[g]] if outside[g] else [])
         candidates = candidate_records(ids, chosen[g], names, [column[:width] for column in per_stage[g]],
                                        logits_shown[g][:width], t1_shown[g][:width], ranks, row.tokens)
@@ -140,8 +137,8 @@ def _derive_group(raw: torch.Tensor, rows: list[SampleRow], plans: list[tuple]) 
             config=row.cfg,
             candidates=candidates,
             stages=summaries,
-            tail_mass_t1=max(0.0, 1.0 - tail_t1[g]),
-            tail_mass_final=max(0.0, 1.0 - tail_final[g]),
+            tail_mass_t1=max(0.0, 1.0 - float(at_t1[g, :width].sum())),
+            tail_mass_final=max(0.0, 1.0 - float(final_shown[g, :width].sum())),
             entropy_t1_bits=entropy_t1[g],
             entropy_final_bits=entropy_final,
             u=u[g],
@@ -208,13 +205,17 @@ def _apply(name: str, stages: list, rows: list[SampleRow], scores: torch.Tensor)
     raise ValueError(f"no batched stage {name!r}")
 
 
-def _draw(probs: torch.Tensor, u: list[float]) -> list[int]:
+def _draw(probs: torch.Tensor, u: list[float]) -> tuple[list[int], list[torch.Tensor | None]]:
     """inverse_cdf(probs[g], u[g]) for every row: one sorted head of HEAD tokens over the group (most probable first,
     ties by id), its running sums in float64; a row whose landing is not clear of the head's cut (a flat distribution
-    and a u near 1) walks on with inverse_cdf itself. The same token either way (inverse_cdf's reasoning)."""
-    size, vocab = probs.shape
-    kept = (probs > 0).sum(-1)  # (G,)
-    targets = [x * total for x, total in zip(u, probs.double().sum(-1).tolist())]
+    and a u near 1) walks on with inverse_cdf itself. The same token either way (inverse_cdf's reasoning).
+
+    Returns the tokens and, for each row drawn in the head, the ids walked past before its token (the kept tokens
+    ahead of it in draw order: _mass_ahead's), else None.
+    """
+    vocab = probs.shape[-1]
+    kept = torch.count_nonzero(probs, dim=-1)  # (G,) probabilities are >= 0: the kept tokens
+    targets = [x * float(total) for x, total in zip(u, probs.double().sum(-1))]  # a row's sum: inverse_cdf's
     k = min(HEAD, vocab)
     vals, idx = torch.topk(probs, k)  # (G, k); a row with fewer kept tokens has zeros after them
     idx, by_id = torch.sort(idx)  # ascending ids, so the stable sort below breaks ties by id
@@ -226,15 +227,30 @@ def _draw(probs: torch.Tensor, u: list[float]) -> list[int]:
     landing = torch.minimum(landing, head - 1)
     last = vals.gather(1, (head - 1).reshape(-1, 1))[:, 0]
     clear = (head == kept) | ((landing < head - 1) & (vals.gather(1, landing.reshape(-1, 1))[:, 0] > last))
-    tokens = idx.gather(1, landing.reshape(-1, 1))[:, 0].tolist()
-    return [token if ok else inverse_cdf(probs[g], u[g]) for g, (token, ok) in enumerate(zip(tokens, clear.tolist()))]
+    tokens, walked = [], []
+    for g, (at, ok) in enumerate(zip(landing.tolist(), clear.tolist())):
+        tokens.append(int(idx[g, at]) if ok else inverse_cdf(probs[g], u[g]))
+        walked.append(idx[g, :at] if ok else None)
+    return tokens, walked
 
 
-def _mass_ahead(final: torch.Tensor, chosen: torch.Tensor, chosen_p: torch.Tensor) -> list[float | None]:
+def _mass_ahead(final: torch.Tensor, chosen: torch.Tensor, chosen_p: torch.Tensor,
+                walked: list[torch.Tensor | None]) -> list[float | None]:
     """sampling._mass_ahead for every row: the final probability of the kept tokens ahead of the chosen one in draw
-    order (more probable, or as probable with a smaller id); None for a chosen token outside the kept set."""
-    p = chosen_p.reshape(-1, 1)  # (G, 1)
-    ids = torch.arange(final.shape[1])
-    ahead = (final > p) | ((final == p) & (ids < chosen))
-    sums = (final.double() * ahead).sum(-1).tolist()
-    return [s if q > 0 else None for s, q in zip(sums, chosen_p.tolist())]
+    order (more probable, or as probable with a smaller id); None for a chosen token outside the kept set.
+
+    A token drawn in the head has them all before it there (walked[g]): their probabilities in id order, summed as
+    _mass_ahead sums them, without a pass over the vocabulary. A forced token's are found in the whole row.
+    """
+    out = []
+    for g, (row, q) in enumerate(zip(final, chosen_p.tolist())):
+        if q <= 0:
+            out.append(None)
+            continue
+        if walked[g] is not None:
+            ahead = row[torch.sort(walked[g]).values]
+        else:
+            ids = torch.arange(row.shape[0])
+            ahead = row[(row > q) | ((row == q) & (ids < chosen[g]))]
+        out.append(float(ahead.double().sum()))
+    return out
