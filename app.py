@@ -13,10 +13,12 @@ from model.decoding.engine import EngineClient
 from model.decoding.engine_session import load_engine_model
 from model.decoding.loading import DEFAULT_MODEL, available_models
 from model.inside.tokenizers import SUBWORD_EXAMPLE, compare
+from model.serving.kv_events import KVEventSubscriber
 from model.serving.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
 from ui.play import Play
+from ui.reach import Reach, checked_public_url
 from ui.server import launch
 from ui.state import App
 from ui.strings import t
@@ -53,6 +55,7 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
         wire([*page.events(), *player.events(page), *opened, *(row for view in views for row in view.events(page))])
         page.on_load(demo)
         demo.tbt_store = app.store  # launch() tells it which sessions have a page connected
+        demo.tbt_reach = app.reach  # and where the server listens (a room's join link)
         for view in views:  # (what a view keeps per user is in app.stash: the page's own unload drops it)
             if hasattr(view, "unload"):
                 demo.unload(view.unload)
@@ -64,6 +67,10 @@ def main(argv=None) -> None:
     ap.add_argument("--host", default=None,
                     help="address to listen on (default: $GRADIO_SERVER_NAME, else 127.0.0.1: this machine only)")
     ap.add_argument("--port", type=int, default=None, help="port (default: $GRADIO_SERVER_PORT, else 7860)")
+    ap.add_argument("--public-url", default=os.environ.get("TBT_PUBLIC_URL"),
+                    help="the address students open, e.g. https://tbt.school.example/ behind a proxy: a room's link "
+                         "and QR code (default: $TBT_PUBLIC_URL, else this machine's network address with --host "
+                         "0.0.0.0; on 127.0.0.1 the room's wall says only this machine can join)")
     ap.add_argument("--model", default=None,
                     help="one model for every page: smollm2, gemma3-270m, or a local model folder (default: both "
                          "packaged models loaded at start, an English page on smollm2, a Chinese one on gemma3-270m)")
@@ -75,15 +82,24 @@ def main(argv=None) -> None:
     ap.add_argument("--engine-folder", default=os.environ.get("TBT_ENGINE_FOLDER"),
                     help="a local folder with that model's tokenizer and config.json (default: $TBT_ENGINE_FOLDER, "
                          "else the model name when it is a folder on this machine)")
+    ap.add_argument("--engine-kv-events", default=os.environ.get("TBT_ENGINE_KV_EVENTS"),
+                    help="an address this server binds to receive the engine's KV cache events, e.g. "
+                         "tcp://127.0.0.1:5557 (default: $TBT_ENGINE_KV_EVENTS); start vLLM with "
+                         "--enable-prefix-caching --kv-events-config '{\"enable_kv_cache_events\": true, "
+                         "\"publisher\": \"zmq\", \"endpoint\": \"<the same address>\", \"topic\": \"kv\"}'; "
+                         "the Paged KV blocks view then draws the engine's own blocks")
     args = ap.parse_args(argv)
+    if args.engine_kv_events and not args.engine_url:
+        raise SystemExit("--engine-kv-events needs --engine-url (the engine whose events they are)")
+    reach = Reach(checked_public_url(args.public_url))  # (refused before the model loads)
     logging.basicConfig(level=logging.INFO)
     models = registry(args.model)
     models.preload()  # load once, at start-up, before the first user arrives
     compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
-        add_engine(models, args.engine_url, args.engine_model, args.engine_folder)
+        add_engine(models, args.engine_url, args.engine_model, args.engine_folder, args.engine_kv_events)
     # the server's registries, made here and handed to the page: the models, every user's session, the rooms
-    launch(build(App(models, SessionStore(), Rooms()), models.default), args.host, args.port)
+    launch(build(App(models, SessionStore(), Rooms(), reach), models.default), args.host, args.port)
 
 
 def registry(model: str | None) -> ModelRegistry:
@@ -94,14 +110,22 @@ def registry(model: str | None) -> ModelRegistry:
     return ModelRegistry(DEFAULT_MODEL, by_language={"zh": "gemma3-270m"} if "gemma3-270m" in available_models() else {})
 
 
-def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None) -> None:
-    """Offer an engine's model beside the local ones; the operator's command line is the only source of the URL."""
+def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None,
+               kv_events: str | None = None) -> None:
+    """Offer an engine's model beside the local ones; the operator's command line is the only source of the URL
+    and of the address its KV cache events come to (bound here before the engine's first event is wanted)."""
     if not name:
         raise SystemExit("--engine-url needs --engine-model (the name the engine serves the model under)")
     folder = folder or name
     if not os.path.isdir(folder):
         raise SystemExit(f"--engine-folder: {folder} is not a folder; give the model's tokenizer and config.json folder")
     lm = load_engine_model(EngineClient(url, name), folder)
+    if kv_events:
+        try:
+            lm.kv_events = KVEventSubscriber(kv_events)
+        except ValueError as err:  # an address in use, not this machine's, not tcp://host:port
+            raise SystemExit(f"--engine-kv-events: {err}") from None
+        logging.info("Engine KV cache events: listening on %s", kv_events)
     models.add_engine(lm)
     logging.info("Engine model %s at %s (shape from %s)", lm.name, url, lm.config_source)
 

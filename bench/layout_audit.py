@@ -20,6 +20,9 @@ from collections import Counter
 from pathlib import Path
 
 from bench.appserver import AppServer
+from ui.protocol import PROTOCOL
+
+FIT = PROTOCOL["fit"]  # (narrow_px: below it, a phone's layout)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -28,11 +31,12 @@ SIZES = [(390, 844), (1280, 800), (1920, 1080)]
 PHONE = (390, 844)
 # Each tab, and what a student or teacher clicks to see its chart (the tabs that draw every step need nothing).
 TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
-        ("kv", None), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
+        ("kv", None), ("ablation", "#tbt-abl-run"), ("patching", "#tbt-patch-run"), ("heads", "#tbt-heads-run"),
+        ("two_models", ("#tbt-two-score", "#tbt-two-continue")), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
         ("beams", "#tbt-beams-search"), ("race", "#tbt-race-run"), ("consistency", "#tbt-sc-run"),
         ("constraints", "#tbt-constrain-run"), ("calculator", None), ("speculative", "#tbt-spec-run"),
-        ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("lesson", None), ("room", None),
-        ("session", None)]
+        ("batching", "#tbt-batch-refresh"), ("paged", "#tbt-paged-refresh"), ("interview", None), ("lesson", None),
+        ("room", None), ("session", None)]
 
 # The check, run in the page: every visible text of every visible plotly chart, and the chart captions.
 # -> a list of problems, each a short sentence naming the texts.
@@ -191,6 +195,32 @@ PINNED = r"""() => {
 }"""
 
 
+# Every text on the page a reader sees, with its computed font size (Gradio's rules are more specific than app.css's:
+# the style sheet says little): each element with a text of its own, or a field with a value, that is visible, not
+# moved off the page, not in a hover label or toolbar. -> [{kind, px, text, where}], kind the first of KINDS it is in.
+FONTS = r"""() => {
+  const KINDS = [['status line', '.tbt-status'], ['explanations', '.tbt-explain'], ['chip legend', '.tbt-chips-legend'],
+    ['keys line', '#tbt-keys'], ['lesson buttons', '[id^=tbt-lesson] button'], ['lesson text', '[id^=tbt-lesson]'],
+    ['chart text', 'svg'], ['chart caption', '.tbt-caption'], ['text panel', '#tbt-text'], ['tabs', '[role=tablist]'],
+    ['buttons', 'button'], ['fields', 'input, textarea, select, label']];
+  const seen = (n) => n.checkVisibility({checkOpacity: true, checkVisibilityCSS: true}) &&
+    !n.closest('[data-tbt-off], [data-tbt-ahead], .tbt-hidden, .hoverlayer, .modebar');
+  const out = [];
+  for (const n of document.body.querySelectorAll('*')) {
+    if (['SCRIPT', 'STYLE'].includes(n.tagName)) continue;
+    const own = [...n.childNodes].filter((c) => c.nodeType === 3).map((c) => c.textContent).join('').trim();
+    const field = ['INPUT', 'TEXTAREA'].includes(n.tagName) &&
+      !['checkbox', 'radio', 'range', 'file', 'hidden'].includes(n.type) ? (n.value || '').trim() : '';
+    if (!(own || field) || !seen(n)) continue;
+    const r = n.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) continue;
+    out.push({kind: (KINDS.find(([, s]) => n.closest(s)) || ['other'])[0], px: parseFloat(getComputedStyle(n).fontSize),
+              text: (own || field).slice(0, 40), where: n.id || n.closest('[id]')?.id || n.tagName});
+  }
+  return out;
+}"""
+
+
 def settle(page):
     """Wait until no request of the page is under way and plotly has laid out what it was given."""
     page.wait_for_function("() => !document.querySelector('.pending, .generating, .eta-bar')", timeout=180_000)
@@ -248,9 +278,11 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
 
 
 def presenter_on(page):
-    """Check the presenter-mode switch (assets/js/presenter.js) and wait until the page is in presenter mode."""
+    """Check the presenter-mode switch (assets/js/presenter.js) and wait until the page is in presenter mode (a
+    projector's mode: on a phone's narrow screen the page keeps its phone layout, the switch on)."""
     page.locator("#tbt-presenter input[type=checkbox]:enabled").check(timeout=120_000)
-    page.wait_for_function("() => document.documentElement.hasAttribute('data-tbt-presenter')", timeout=30_000)
+    page.wait_for_function(f"() => innerWidth < {FIT['narrow_px']} || "
+                           "document.documentElement.hasAttribute('data-tbt-presenter')", timeout=30_000)
 
 
 def main(argv=None) -> None:

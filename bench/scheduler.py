@@ -49,6 +49,8 @@ VIEWS = {
     "training": ("/compare_stepwise", (), False),
     "kv_measure": ("/measure", (), False),
     "score": ("/score_text", None, False),  # the text scored is the long text itself
+    "patching": ("/patching", ("The Eiffel Tower is in the city of", "The Colosseum is in the city of", ""), False),
+    "heads": ("/heads", (), False),  # its text is the page's own (a random sequence said twice)
 }
 
 

@@ -183,11 +183,26 @@ MESSAGES: dict[str, tuple[str, str]] = {
                           "推理引擎的回答里没有对数概率；它可能不是兼容 OpenAI 补全接口的服务器。"),
     "engine_no_timing": ("{model} runs on an engine: its cache is not here to time; pick a local model to measure it.",
                          "{model} 运行在推理引擎上：它的缓存不在这里，无法计时；请选择本地模型来测量。"),
+    "engine_metrics_missing": ("The engine does not publish its own numbers here ({names} missing): the chart needs vLLM's "
+                               "/metrics; the sessions on it are not affected.",
+                               "推理引擎没有在这里公布它自己的运行数据（缺少 {names}）：这张图需要 vLLM 的 /metrics；"
+                               "引擎上的会话不受影响。"),
     # ---- logit lens and sampler race (model/inside/lens.py, model/strategies/race.py) ----
     "lens_window_range": ("Positions to read must be a whole number from 1 to {high}, got {value!r}.",
                           "要读取的位置数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     "lens_too_long": ("The text is too long for the lens: {n} tokens (at most {limit}); go back or reset.",
                       "文本对逻辑透镜来说太长了：{n} 个词元（最多 {limit} 个）；请后退或重置。"),
+    "lens_pin_tokens": ("Each pinned token must be exactly one token of the vocabulary, as typed (a leading space counts: "
+                        "' Paris'); {answer!r} is {n} tokens: {tokens}.",
+                        "每个固定的词元必须恰好是词表中的一个词元，按输入的样子算（开头的空格也算：' Paris'）；{answer!r} 是 "
+                        "{n} 个词元：{tokens}。"),
+    "lens_pin_invalid_text": ("The pinned tokens contain characters that are not valid text (lone surrogates).",
+                              "固定的词元包含无效的文本字符（孤立的代理项）。"),
+    "lens_pins_too_long": ("The pinned tokens are too long: at most {limit} characters, tokens separated by commas.",
+                           "固定的词元太长：最多 {limit} 个字符，词元之间用逗号分隔。"),
+    "lens_pins_too_many": ("Pin at most {limit} tokens at once, got {n}.", "一次最多固定 {limit} 个词元，收到的是 {n} 个。"),
+    "lens_position_range": ("The position must be one the lens read, from {low} to {high}, got {value!r}.",
+                            "位置必须是逻辑透镜读取过的位置，{low} 到 {high} 之间，收到的是 {value!r}。"),
     "race_steps_range": ("Steps to race must be a whole number from 1 to {high}, got {value!r}.",
                          "比赛的步数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     "lens_needs_weights": ("The logit lens reads every layer's hidden state, which only the model's weights give: {model} "
@@ -196,6 +211,36 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "race_needs_weights": ("The race runs the model itself on two texts and needs the whole distribution at every step, "
                            "which {model} on an engine does not give here; choose a local model for it.",
                            "比赛要在本机对两段文本运行模型，并需要每一步的完整分布，而推理引擎上的 {model} 在这里给不出；请为它选择一个本地模型。"),
+    # ---- switching a part off (model/experiments/ablation.py) ----
+    "ablation_part_invalid": ("The part to switch off must be a head, a layer's attention or its MLP, got {value!r}.",
+                              "要关闭的部分必须是一个注意力头、一层的注意力或它的 MLP，收到的是 {value!r}。"),
+    "ablation_layer_range": ("The layer must be a whole number from 0 to {high} ({model}), got {value!r}.",
+                             "层必须是 0 到 {high} 之间的整数（{model}），收到的是 {value!r}。"),
+    "ablation_head_range": ("The head must be a whole number from 0 to {high} ({model}), got {value!r}.",
+                            "注意力头必须是 0 到 {high} 之间的整数（{model}），收到的是 {value!r}。"),
+    "ablation_method_invalid": ("Switching off replaces the part's output by its mean or by zero, got {value!r}.",
+                                "关闭时用均值或零替换该部分的输出，收到的是 {value!r}。"),
+    "ablation_steps_range": ("Tokens to continue must be a whole number from 1 to {high}, got {value!r}.",
+                             "续写的词元数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
+    "ablation_needs_weights": ("Switching a part off runs the model's own layers with a hook on one of them, which only "
+                               "the model's weights allow: {model} runs on an engine, so choose a local model for it.",
+                               "关闭某个部分需要在模型的某一层上挂钩子运行，只有模型权重才能做到：{model} 运行在推理引擎上，请选择一个本地模型。"),
+    # ---- activation patching (model/experiments/patching.py) ----
+    "patch_prompt": ("Prompt {which}: {reason}", "提示词 {which}：{reason}"),
+    "patch_lengths": ("The two prompts must have the same number of tokens, so that each position of one has its "
+                      "place in the other: prompt 1 is {a} tokens ({tokens_a}), prompt 2 is {b} ({tokens_b}). Change "
+                      "one word for another of the same token count.",
+                      "两个提示词的词元数必须相同，这样一个提示词的每个位置在另一个里都有对应的位置：提示词 1 有 {a} 个词元"
+                      "（{tokens_a}），提示词 2 有 {b} 个（{tokens_b}）。请换一个词元数相同的词。"),
+    "patch_answer_tokens": ("The answer must be one token; {answer!r} is {n} tokens. Leave it empty for the first "
+                            "prompt's most likely next token (a leading space counts: ' Paris').",
+                            "答案必须是一个词元；{answer!r} 有 {n} 个词元。留空则使用提示词 1 最可能的下一个词元"
+                            "（开头的空格也算：' Paris'）。"),
+    "patch_answer_invalid_text": ("The answer contains characters that are not valid text (lone surrogates).",
+                                  "答案包含无效的文本字符（孤立的代理项）。"),
+    "patch_no_gap": ("The two prompts give {answer} nearly the same probability ({a} and {b}): there is nothing for a "
+                     "patch to restore. Pick another answer, or change the word that differs.",
+                     "两个提示词给 {answer} 的概率几乎相同（{a} 和 {b}）：修补没有什么可以恢复的。请换一个答案，或换掉不同的那个词。"),
     # ---- beams view (model/strategies/beams.py) ----
     "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
                           "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
@@ -233,6 +278,12 @@ MESSAGES: dict[str, tuple[str, str]] = {
                                   "样本数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
     "consistency_tokens_range": ("Tokens per answer must be a whole number from {low} to {high}, got {value!r}.",
                                  "每个答案的词元数必须是 {low} 到 {high} 之间的整数，收到的是 {value!r}。"),
+    # ---- two models on one text (model/experiments/two_models.py) ----
+    "two_models_unaligned": ("{model}'s tokens do not spell this text byte for byte, so they cannot be lined up by "
+                             "character; try another text.",
+                             "{model} 的词元无法逐字节拼出这段文本，因此无法按字符对齐；请换一段文本。"),
+    "two_models_steps_range": ("Tokens to write must be a whole number from 1 to {high}, got {value!r}.",
+                               "要续写的词元数必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),
     # ---- chinese: the tokenizers view ----
     "tokenizers_empty": ("Type a text to put through the tokenizers.", "请输入要交给分词器的文本。"),
     "tokenizers_too_long": ("The text is {n} characters; the comparison takes at most {limit}.",
@@ -282,6 +333,9 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "lesson_one_of": ("Lesson file, {field}: must be one of {choices}, got {value}.", "课程文件，{field}：必须是 {choices} 之一，收到的是 {value}。"),
     "lesson_whole": ("Lesson file, {field}: must be a whole number from {low} to {high}.", "课程文件，{field}：必须是 {low} 到 {high} 之间的整数。"),
     "lesson_type": ("Lesson file, {field}: must be {kind}.", "课程文件，{field}：必须是{kind}。"),
+    "lesson_myth_factor": ("Lesson file, {field}: must be a number from {low} to {high}, not 1 (the wrong size it "
+                           "offers is the right one times it).",
+                           "课程文件，{field}：必须是 {low} 到 {high} 之间、不等于 1 的数（它给出的错误大小是正确大小乘以它）。"),
     "lesson_kind_object": ("an object (in braces)", "一个对象（花括号）"),
     "lesson_kind_str": ("a text that is not empty", "一段非空文本"),
     "lesson_kind_int": ("a whole number", "一个整数"),
@@ -297,6 +351,16 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "lesson_too_long": ("Lesson file, {field}: at most {limit} characters.", "课程文件，{field}：最多 {limit} 个字符。"),
     "lesson_token": ("Lesson file, {field}: must be a token's text of 1 to 40 characters (\" Paris\", with its space).",
                      "课程文件，{field}：必须是 1 到 40 个字符的词元文本（例如 \" Paris\"，带上前面的空格）。"),
+    "lesson_number": ("Lesson file, {field}: states the number {number}. A lesson states no number of its own: write "
+                      "a placeholder the app fills in for the lesson's model and settings ({{layers}}, {{top_p}}, "
+                      "{{tokens}}...) or say it in words (\"a long text\").",
+                      "课程文件，{field}：写了数字 {number}。课程里不能自己写数字：请用占位符，由应用按这节课的模型和设置"
+                      "填入（{{layers}}、{{top_p}}、{{tokens}}……），或者用文字表达（“一段很长的文本”）。"),
+    "lesson_placeholder": ("Lesson file, {field}: unknown placeholder {name} (known here: {allowed}).",
+                           "课程文件，{field}：未知的占位符 {name}（这里可用的有：{allowed}）。"),
+    "lesson_placeholder_none": ("Lesson file, {field}: takes no placeholder, got {name} (the lesson list shows it "
+                                "before any model runs).",
+                                "课程文件，{field}：不能使用占位符，收到的是 {name}（课程列表在模型运行之前就显示它）。"),
     "lesson_invalid_text": ("Lesson file, {field}: contains characters that are not valid text (lone surrogates).",
                             "课程文件，{field}：包含无效的文本字符（孤立的代理项）。"),
     "lesson_guess_invalid_text": ("The guess contains characters that are not valid text (lone surrogates).",

@@ -20,6 +20,7 @@ from model.errors import SessionError
 
 _DIGITS = re.compile(r"[0-9]{1,18}")  # ASCII only; 18 digits fit an int64, and int() never meets a 5,000-digit paste
 _SHOWN = 24  # characters of a refused value quoted back in the message
+TOKEN_CHARS = 64  # a text longer than this is no single token: refused before the whole of it is tokenized
 
 
 def shown(value):
@@ -90,3 +91,18 @@ def valid_text(value, key: str, refusal: type[SessionError] = SessionError, **pa
         except UnicodeEncodeError:
             raise refusal(key, **params) from None
     return value
+
+
+def one_token(lm, text, key: str, invalid_key: str) -> int:
+    """`text` as the one token of lm's vocabulary it is, as typed (a leading space counts: " Paris" is not "Paris"),
+    or SessionError(key, answer=text, n=its token count, tokens=how it tokenizes); invalid_key for text that is
+    not valid text. The one check of "exactly one token" (Patching's answer, the lens's pinned tokens)."""
+    if not isinstance(text, str):
+        raise SessionError(key, answer=shown(text), n="?", tokens="?")
+    valid_text(text, invalid_key)
+    ids = lm.tokenizer(text[:TOKEN_CHARS], add_special_tokens=False)["input_ids"]  # a token is never this long
+    if len(ids) != 1 or len(text) > TOKEN_CHARS:
+        n = f"{len(ids)}" if len(text) <= TOKEN_CHARS else f"{len(ids)}+"
+        tokens = " | ".join(lm.tokens.info(i).display for i in ids) or "-"
+        raise SessionError(key, answer=text[:TOKEN_CHARS], n=n, tokens=tokens)
+    return ids[0]

@@ -28,6 +28,27 @@ def screenshot(tab, name: str, folder: str = "screenshots") -> Path:
     return path
 
 
+def open_offline(browser, html: str, path: Path, lang: str):
+    """An exported page (viz/offline.py) written to `path` and opened from file://, every request but the file itself
+    aborted (and recorded in `tab.requests`; console and page errors in `tab.problems`)."""
+    path.write_text(html, encoding="utf-8")
+    tab = browser.new_page(viewport={"width": 1280, "height": 800})
+    tab.problems, tab.requests = [], []
+    tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
+    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
+
+    def only_the_file(route):
+        if route.request.url == path.as_uri():
+            route.continue_()
+        else:
+            tab.requests.append(route.request.url)
+            route.abort()
+
+    tab.route("**/*", only_the_file)
+    tab.goto(path.as_uri())
+    return tab
+
+
 # What a full-page picture's own resize makes a Gradio-drawn plot throw: Chromium lays the page out at its whole
 # height for the picture and back, and a gr.Plot re-drawn by Gradio in between may throw this (plotly.js). Seen only
 # under a loaded machine, in tests that take full-page artifacts; not the page's fault, and dropped only then.
@@ -77,6 +98,19 @@ def open_view(page, name: str):
 
 def marker(page):
     return page.locator("#tbt-marker")
+
+
+def start_text(page, prompt: str, timeout: int = 180_000):
+    """Type `prompt` and press Start, and wait until the page shows the new text's step 0.
+
+    The page starts a session of its own on load: it is waited for first, and then the marker's revision, so that
+    no later click lands on the load's session (a Next racing the Start would step the text that Start replaces).
+    """
+    marker(page).wait_for(timeout=timeout)
+    page.locator("#tbt-prompt textarea").fill(prompt)
+    rev = marker(page).get_attribute("data-rev")
+    page.locator("#tbt-start").click()
+    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=timeout)
 
 
 def wait_for_step(page, step: int):

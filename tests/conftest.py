@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TIERS = ("unit", "model", "server", "browser", "engine")
 # Fixtures a `unit` test may not use, directly or through another fixture (pytest lists both in fixturenames)
-HEAVY = {"lm": "model", "url": "browser", "chromium": "browser", "engine": "engine"}
+HEAVY = {"lm": "model", "url": "browser", "chromium": "browser", "engine": "engine", "kv_engine": "engine"}
 
 
 _EXIT_STATUS: list[int] = []
@@ -63,6 +63,28 @@ def lm():
     from model.decoding.loading import load_model
 
     return load_model("smollm2")
+
+
+@pytest.fixture(scope="module")
+def lesson_models(lm):
+    """The model each language's lessons run on: SmolLM2 for English, Gemma 3 270M for Chinese (skips, saying why,
+    without Gemma)."""
+    from model.decoding.loading import available_models, load_model
+
+    if "gemma3-270m" not in available_models():
+        pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
+    return {"en": lm, "zh": load_model("gemma3-270m")}
+
+
+@pytest.fixture(scope="module")
+def lessons():
+    """The built-in lessons (assets/lessons/), checked against every tab of the page: none refused."""
+    from model.classroom.lessons import builtin_lessons
+    from ui.views import VIEWS
+
+    found, refused = builtin_lessons(tuple(View.tab for View in VIEWS))
+    assert not refused, refused
+    return found
 
 
 @pytest.fixture
@@ -161,3 +183,13 @@ def engine():
     finally:
         if not spec:  # one started elsewhere is left running (unless a test stopped it)
             server.stop()
+
+
+@pytest.fixture(scope="module")
+def engine_lm(engine):
+    """The engine's model, asked with a test's patience (engine_server.REQUEST_S: it shares the cores of the run)."""
+    from engine_server import REQUEST_S
+    from model.decoding.engine import EngineClient
+    from model.decoding.engine_session import load_engine_model
+
+    return load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)

@@ -29,6 +29,7 @@ WARM_UP_S = 360  # vLLM's start on 2 shared cores: about 2 minutes; 6 allowed
 REQUEST_S = 180.0
 CONTEXT = 256  # tokens: small, so that a prompt over it is quick to write (and the cache is small)
 LOG = ROOT / "tests" / "artifacts" / "vllm.log"
+MAX_LOGPROBS = 100  # what the app asks for (model/decoding/engine.py TOP_N), as docs/operators.md tells an operator
 
 
 @dataclass
@@ -85,6 +86,7 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     command = [str(ENGINE_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
                "--dtype", "float32", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", str(CONTEXT), "--logprobs-mode", "raw_logprobs",
+               "--max-logprobs", str(MAX_LOGPROBS),
                "--enforce-eager", *extra]  # eager: no torch.compile warm-up (minutes on a loaded 2-core box)
     t0 = time.monotonic()
     log = open(LOG, "w")
@@ -129,10 +131,19 @@ def running_engine(spec: str) -> EngineServer:
     return EngineServer(url, folder, Path(folder), Started(int(pid)), 0.0)
 
 
-def started_for_the_tests() -> EngineServer:
+def kv_events_flags(endpoint: str, context: int = 512) -> tuple[str, ...]:
+    """The flags that make vLLM publish its KV cache events to `endpoint` (not a wildcard: it connects there, and the
+    app's subscriber binds it), with prefix caching on and a context of `context` tokens (two 128-token blocks and more)."""
+    import json
+
+    config = {"enable_kv_cache_events": True, "publisher": "zmq", "endpoint": endpoint, "topic": "kv"}
+    return ("--enable-prefix-caching", "--kv-events-config", json.dumps(config), "--max-model-len", str(context))
+
+
+def started_for_the_tests(extra: tuple[str, ...] = ()) -> EngineServer:
     """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks."""
     try:
-        return start_engine()
+        return start_engine(extra=extra)
     except EngineMissing as why:
         pytest.skip(str(why))
     except RuntimeError as why:

@@ -18,14 +18,17 @@ DEFAULTS = MappingProxyType(dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0,
 
 
 @contextlib.contextmanager
-def served(models, store: SessionStore | None = None, default: str = "smollm2"):
-    """(its App, its URL, its Blocks) for the block. `models`: a ModelRegistry, or the loaded default model."""
+def served(models, store: SessionStore | None = None, default: str = "smollm2", host: str = "127.0.0.1",
+           views=None):
+    """(its App, its URL, its Blocks) for the block. `models`: a ModelRegistry, or the loaded default model; `host`:
+    where it listens (0.0.0.0: every interface, as a class's server; the URL is then the loopback one); `views`: the
+    page's views (default: all of ui.views.VIEWS)."""
     if not isinstance(models, ModelRegistry):
         models = ModelRegistry("smollm2", {"smollm2": models})
     app = app_module.App(models, store or SessionStore(), Rooms())
-    demo = app_module.build(app, default)
-    app_module.launch(demo, "127.0.0.1", None, prevent_thread_lock=True, quiet=True)  # None: the first free port
+    demo = app_module.build(app, default, *([views] if views is not None else []))
+    app_module.launch(demo, host, None, prevent_thread_lock=True, quiet=True)  # None: the first free port
     try:
-        yield app, demo.local_url, demo
+        yield app, demo.local_url.replace("://0.0.0.0:", "://127.0.0.1:"), demo
     finally:
         demo.close()

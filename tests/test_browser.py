@@ -1,18 +1,14 @@
 """The page in headless Chromium (Debian's, driven by Playwright): type, step, see every chart, switch language."""
 import pytest
 
-from browser import artifact, marker, open_view, plot_drawn, screenshot, wait_for_step
+from browser import artifact, marker, open_view, plot_drawn, screenshot, start_text, wait_for_step
 from viz.style import SMALL_SIZE, TITLE_SIZE
 
 pytestmark = pytest.mark.browser
 
 
 def test_step_three_times_see_every_chart_and_switch_language(page):
-    marker(page).wait_for(timeout=60_000)  # the page starts a session on load
-    page.locator("#tbt-prompt textarea").fill("The best way to learn is")
-    rev = marker(page).get_attribute("data-rev")
-    page.locator("#tbt-start").click()
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+    start_text(page, "The best way to learn is")
     assert "learn" in page.locator("#tbt-chips").inner_text()
     for step in (1, 2, 3):
         page.locator("#tbt-next").click()
@@ -157,11 +153,7 @@ def test_a_step_shows_the_next_chart_drawn_ahead_without_drawing_it(page):
 
 
 def test_play_shows_every_step_drawn_then_stops_when_pressed_again(page):
-    marker(page).wait_for(timeout=60_000)
-    page.locator("#tbt-prompt textarea").fill("Once upon a time")
-    rev = marker(page).get_attribute("data-rev")
-    page.locator("#tbt-start").click()
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+    start_text(page, "Once upon a time")
     plot_drawn(page, "tbt-plot-candidates")
     page.evaluate("""() => { window.shownPositions = [];  // the position of each candidate chart shown
         document.addEventListener('tbt-shown', (e) => window.shownPositions.push(

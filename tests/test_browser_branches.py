@@ -2,7 +2,7 @@
 both texts; Compare lays them side by side; Continue this branch gives the old text back, chip for chip."""
 import pytest
 
-from browser import marker, open_view, plot_drawn, screenshot
+from browser import open_view, plot_drawn, screenshot, start_text
 
 pytestmark = pytest.mark.browser
 PROMPT = "The old lighthouse keeper opened the door and"
@@ -36,11 +36,7 @@ def shoot(page, name: str, anchor: str):
 
 def fork_the_text(page):
     """Six steps, back to step 2, the least likely shown candidate forced, three more steps (a new prompt)."""
-    marker(page).wait_for(timeout=180_000)
-    page.locator("#tbt-prompt textarea").fill(PROMPT)
-    rev = marker(page).get_attribute("data-rev")
-    page.locator("#tbt-start").click()
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=180_000)
+    start_text(page, PROMPT)
     for step in range(1, 7):
         page.locator("#tbt-next").click()
         wait_for_step(page, step)

@@ -2,18 +2,14 @@
 console error, a click on a point of the chain chart goes back to that step, the on-demand buttons answer."""
 import pytest
 
-from browser import artifact, marker, open_view, plot_drawn, screenshot, wait_for_step
+from browser import artifact, open_view, plot_drawn, screenshot, start_text, wait_for_step
 
 pytestmark = pytest.mark.browser
 PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times."
 
 
 def start_and_step(page, prompt, steps):
-    marker(page).wait_for(timeout=60_000)  # the page starts a session on load
-    page.locator("#tbt-prompt textarea").fill(prompt)
-    rev = marker(page).get_attribute("data-rev")
-    page.locator("#tbt-start").click()
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+    start_text(page, prompt)
     for step in range(1, steps + 1):
         page.locator("#tbt-next").click()
         wait_for_step(page, step)

@@ -58,3 +58,30 @@ def test_consistency_tab_votes(page, lang):
     page.locator("#tbt-sc-texts").scroll_into_view_if_needed()
     artifact(page, f"consistency_texts_{lang}")
     assert not page.problems, page.problems
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_json_example_ends_within_its_budget(page, lang):
+    """Issue 33, item 8: the JSON example stopped unfinished (its reason ran past the 24 tokens). Switched to JSON,
+    the page sets the example and its budget, and the run ends: the summary says so and the text is JSON."""
+    import json
+
+    from ui.strings import t
+
+    marker(page).wait_for(timeout=180_000)
+    if lang == "zh":
+        page.get_by_text("中文", exact=True).click()
+        page.get_by_role("tab", name=WORDS[lang]["tab"], exact=True).wait_for(timeout=30_000)
+    open_view(page, WORDS[lang]["tab"])
+    page.locator("#tbt-constrain-kind").get_by_text(t("constrain_kind_json", lang)).click()
+    page.wait_for_function("() => document.querySelector('#tbt-constrain-tokens input')?.value === '48'",
+                           timeout=30_000)
+    page.locator("#tbt-constrain-run").click()
+    summary = page.locator("#tbt-constrain-summary")
+    summary.get_by_text(WORDS[lang]["wrote"]).wait_for(timeout=300_000)
+    assert t("constrain_ended_eos", lang) in summary.inner_text()
+    written = summary.locator("code").first.inner_text()  # the text written, as the summary quotes it
+    assert set(json.loads(written)) == {"answer", "reason"}, written
+    summary.scroll_into_view_if_needed()
+    artifact(page, f"constraints_json_{lang}")
+    assert not page.problems, page.problems

@@ -2,18 +2,14 @@
 Chinese: each view's buttons answer, its figures draw, no console error; screenshots of each."""
 import pytest
 
-from browser import artifact, marker, open_view, screenshot
+from browser import artifact, open_view, screenshot, start_text
 
 pytestmark = pytest.mark.browser
 REPEATING = "red, green, blue, red, green, blue, red, green, blue, red, green,"
 
 
 def start(page, prompt):
-    marker(page).wait_for(timeout=60_000)  # the page starts a session on load
-    page.locator("#tbt-prompt textarea").fill(prompt)
-    rev = marker(page).get_attribute("data-rev")
-    page.locator("#tbt-start").click()
-    page.wait_for_function(f"() => document.querySelector('#tbt-marker')?.dataset.rev !== '{rev}'", timeout=60_000)
+    start_text(page, prompt)
 
 
 def title_has(page, plot_id: str, words: str, timeout=120_000):

@@ -1,7 +1,10 @@
 """The page at a projector and on a phone, read from the DOM (bounding boxes and computed styles, never pixels):
 every tab, in English (SmolLM2) and Chinese (Gemma 3 270M), at 390x844, 1280x800 and 1920x1080, has no chart text
-over another, none cut by its chart or its clip path, no blank or cut-off chart, none below 4.5:1 against what it
-is drawn on, and no caption or table wider than the window; a clicker's keys; presenter mode, remembered by the browser.
+over another, none cut by its chart or its clip path, no blank or cut-off chart,
+none below 4.5:1 against what it is drawn on, and no caption or table wider than the window; a clicker's keys;
+presenter mode, remembered by the browser, every text in it projector-sized from the switch on (issue 33, item 1);
+at 1280x800 the candidate chart's rows apart and the decoded text in whole lines (item 2), the Lesson's reveal
+chart whole beside its text (item 3).
 
 The check and the way through the tabs are bench/layout_audit.py's (CHECK, audit, TABS): `python -m
 bench.layout_audit` prints the same findings for a chosen tab, size or language. Screenshots go to
@@ -9,7 +12,7 @@ tests/artifacts/layout/ (ignored): look at them.
 """
 import pytest
 
-from bench.layout_audit import PHONE, SIZES, TABS, audit
+from bench.layout_audit import CHECK, FONTS, PHONE, SIZES, TABS, audit, open_view, presenter_on, settle
 from browser import ARTIFACTS, reload, wait_for_step
 
 pytestmark = pytest.mark.browser
@@ -30,7 +33,10 @@ def url(lm):
         yield address
 
 
-@pytest.mark.parametrize("lang, locale", [("en", "en-US"), ("zh", "zh-CN")])
+LANGS = [("en", "en-US"), ("zh", "zh-CN")]
+
+
+@pytest.mark.parametrize("lang, locale", LANGS)
 def test_every_tab_at_three_sizes_has_no_overlapping_cut_or_faint_text(url, new_tab, lang, locale):
     """A projector's page read at 1920 and 1280, and a phone's page opened at 390, as a phone opens it (a window
     turned narrow under a drawn chart: tests/test_browser_narrow.py)."""
@@ -42,6 +48,20 @@ def test_every_tab_at_three_sizes_has_no_overlapping_cut_or_faint_text(url, new_
     bad = [f"{tab} {width}: {p}" for (tab, _, width), ps in found.items() for p in ps]
     assert not bad, f"{len(bad)} findings:\n" + "\n".join(bad)
     assert desk.problems == [] and phone.problems == [], desk.problems + phone.problems
+
+
+@pytest.mark.parametrize("lang, locale", LANGS)
+def test_every_tab_in_presenter_mode_at_a_projectors_sizes_is_clean(url, new_tab, lang, locale):
+    """Issue 33: presenter mode on from the start, every tab read at 1920 and 1280 (a gr.Plot re-laid out in
+    projector type fell to 0 px tall at the next window resize on nine tabs: charts.js refit, PAGE_CONFIG)."""
+    desk = new_tab(url, locale)
+    presenter_on(desk)
+    wide = [size for size in SIZES if size != PHONE]
+    found = audit(desk, lang, TABS, wide, ARTIFACTS / "layout-presenter")
+    assert len(found) == len(TABS) * len(wide)
+    bad = [f"{tab} {width}: {p}" for (tab, _, width), ps in found.items() for p in ps]
+    assert not bad, f"{len(bad)} findings:\n" + "\n".join(bad)
+    assert desk.problems == [], desk.problems
 
 
 def test_a_clickers_keys_step_blank_and_show_themselves(url, new_tab):
@@ -92,3 +112,151 @@ def test_presenter_mode_is_remembered_by_the_browser(url, new_tab):
     page.locator("#tbt-presenter input").uncheck()
     assert page.evaluate("() => localStorage.getItem('tbt-presenter')") == "0"
     assert page.problems == [], page.problems  # (reload drops only what the reload itself cut off)
+
+
+def test_presenter_mode_is_a_projectors_a_phone_keeps_its_layout(url, new_tab):
+    """Issue 33: switched on at a phone's 390 px, the projector's type did not fit (Next token ran out of the pinned
+    row of step buttons, chart texts over one another). The switch stays on; the page takes presenter mode up when
+    the window turns wide, and leaves it when it turns narrow again."""
+    page = new_tab(url, size=PHONE)
+    page.locator("#tbt-marker").wait_for(timeout=60_000)
+    presenter_on(page)
+    on = "() => document.documentElement.hasAttribute('data-tbt-presenter')"
+    assert page.locator("#tbt-presenter input").is_checked() and not page.evaluate(on)
+    page.locator("#tbt-next").click()
+    wait_for_step(page, 1)
+    settle(page)
+    assert [p for p in page.evaluate(CHECK) if "pinned" in p or "overlaps" in p] == []
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.wait_for_function(on, timeout=10_000)
+    settle(page)
+    assert page.locator(".tbt-controls .tbt-settings").first.evaluate("e => getComputedStyle(e).display") == "none"
+    page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    page.wait_for_function(on.replace("() => ", "() => !"), timeout=10_000)
+    assert page.locator("#tbt-presenter input").is_checked()
+    assert page.evaluate("() => localStorage.getItem('tbt-presenter')") == "1"
+    assert page.problems == [], page.problems
+
+
+# ---- issue 33: classroom polish --------------------------------------------------------------------------------
+PROJECTOR_PX = 18  # the least a projector's last row reads: the smallest chart text (14 px) times the chart scale 1.3
+KINDS = {"status line", "explanations", "chip legend", "keys line", "lesson text", "lesson buttons", "chart text"}
+# The switch's re-draw: two frames, then the end of the transitions it started (Gradio's buttons and fields ease
+# every property, their font size too, over 0.1-0.2 s: read at once, a button is caught half-way, 16.4 px)
+FRAMES = """() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done))).then(() =>
+  Promise.all(document.getAnimations().filter((a) => a.effect?.getComputedTiming().iterations !== Infinity)
+    .map((a) => a.finished.catch(() => null))))"""
+
+
+def small_texts(page, where, within_ms=0):
+    """The texts on the page under PROJECTOR_PX, named, and the kinds of text read: now, or the first reading
+    without one in `within_ms` (a gr.Plot drawn as its tab opens is Gradio's, in its own type, until the page lays
+    it out again a moment later: charts.js refit; the GQA diagram took 0.8-1 s on a loaded machine)."""
+    texts = page.evaluate(FONTS)
+    for _ in range(within_ms // 250):
+        if all(x["px"] >= PROJECTOR_PX for x in texts):
+            break
+        page.wait_for_timeout(250)
+        texts = page.evaluate(FONTS)
+    small = [f"{where}: {x['kind']} {x['px']} px {x['text']!r} in {x['where']}" for x in texts if x["px"] < PROJECTOR_PX]
+    return small, {x["kind"] for x in texts}
+
+
+@pytest.mark.parametrize("lang, locale", LANGS)
+def test_presenter_mode_makes_every_text_projector_sized_from_the_switch_on(url, new_tab, lang, locale):
+    """Item 1: at 1920x1080, the computed size of every visible text (Gradio's rules are more specific than app.css:
+    the status line stayed 15 px, the explanations 16, the chip legend 14, the keys line 13, the Lesson's text 14 and
+    its buttons 12, the chart drawn before the switch 14-16 until the next step), at the switch and tab by tab."""
+    from ui.strings import t
+
+    page = new_tab(url, locale, size=(1920, 1080))
+    page.locator("#tbt-marker").wait_for(timeout=120_000)
+    for step in (1, 2, 3):
+        page.locator("#tbt-next").click()
+        wait_for_step(page, step)
+    settle(page)  # the chart drawn plain
+    assert page.evaluate(FONTS) and min(x["px"] for x in page.evaluate(FONTS)) < PROJECTOR_PX  # (small before)
+    presenter_on(page)
+    page.evaluate(FRAMES)  # the switch's re-draw, and nothing else: no step, no resize
+    small, kinds = small_texts(page, "at the switch")
+    for tab, action in TABS:
+        open_view(page, t(f"tab_{tab}", lang))
+        for selector in (action,) if isinstance(action, str) else action or ():
+            page.locator(selector).click()
+            settle(page)
+        settle(page)
+        found, read = small_texts(page, tab, within_ms=4000)
+        small += found
+        kinds |= read
+    page.screenshot(path=str(ARTIFACTS / f"presenter-fonts-{lang}-1920.png"))
+    assert not small, f"{len(small)} texts under {PROJECTOR_PX} px:\n" + "\n".join(small)
+    assert KINDS <= kinds, KINDS - kinds  # every kind of text was there to be read
+    assert page.problems == [], page.problems
+
+
+def stepped(url, new_tab, locale, presenter, steps):
+    """A 1280x800 tab, in presenter mode or not, `steps` tokens on (the chips take two or three lines)."""
+    page = new_tab(url, locale, size=(1280, 800))
+    page.locator("#tbt-marker").wait_for(timeout=120_000)
+    if presenter:
+        presenter_on(page)
+    for step in range(1, steps + 1):
+        page.locator("#tbt-next").click()
+        wait_for_step(page, step)
+    settle(page)
+    return page
+
+
+# Each category axis of a plot: how many tick names it shows, and the gap in px between each and the next below it
+# (< 0: they overlap; 0: they touch)
+ROWS = """(id) => [...document.getElementById(id).querySelectorAll('.yaxislayer-above')].map((axis) => {
+  const names = [...axis.querySelectorAll('g[class^=y][class$=tick] text')].map((n) => n.getBoundingClientRect())  // (.y2tick)
+    .filter((r) => r.width > 0).sort((a, b) => a.top - b.top);
+  return {rows: names.length, gaps: names.slice(1).map((r, i) => Math.round(r.top - names[i].bottom))};
+})"""
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["plain", "presenter"])
+@pytest.mark.parametrize("lang, locale", LANGS)
+def test_the_candidate_chart_at_1280_keeps_its_rows_apart(url, new_tab, lang, locale, presenter):
+    """Item 2: 8 steps on (three lines of chips), the chart was squeezed to fit under them: 13 rows in 180-230 px,
+    their names over one another and the axis (worst in presenter mode, 21 px). Now it keeps a line per row; the
+    decoded text shows whole lines and scrolls."""
+    page = stepped(url, new_tab, locale, presenter, 8)
+    page.screenshot(path=str(ARTIFACTS / f"candidates-1280-{lang}-{'presenter' if presenter else 'plain'}.png"))
+    axes = page.evaluate(ROWS, "tbt-fig-candidates")
+    assert len(axes) == 2 and all(axis["rows"] >= 12 for axis in axes), axes  # both panels, every row named
+    assert all(gap >= 2 for axis in axes for gap in axis["gaps"]), axes  # apart, not touching
+    findings = [f for f in page.evaluate(CHECK) if f.startswith("tbt-fig-candidates")]
+    assert not findings, findings
+    lines = page.locator(".tbt-decoded").evaluate(
+        "(d) => parseFloat(getComputedStyle(d).maxHeight) / parseFloat(getComputedStyle(d).lineHeight)")
+    assert abs(lines - round(lines)) < 0.02, lines  # the decoded text shows whole lines, never a sliver of one
+    assert page.problems == [], page.problems
+
+
+@pytest.mark.parametrize("presenter", [False, True], ids=["plain", "presenter"])
+@pytest.mark.parametrize("lang, locale", LANGS)
+def test_the_lessons_reveal_at_1280_is_whole_beside_its_text(url, new_tab, lang, locale, presenter):
+    """Item 3: the reveal's candidate chart in the Lesson's narrow column (516 px at 1280; 718 in presenter mode)
+    showed its two plots side by side: a bar's label ran into the next plot, an axis title was cut, the ticks
+    turned. Now a column that narrow shows the first plot, its titles wrapped, its ticks upright."""
+    from test_browser_lessons import WORDS
+
+    words = WORDS[lang]
+    page = stepped(url, new_tab, locale, presenter, 0)
+    open_view(page, words["tab"])
+    page.get_by_role("button", name=words["start"]).click()
+    page.get_by_role("button", name=words["reveal"]).click()
+    page.locator("#tbt-lesson-reveal .tbt-lesson-reveal").wait_for(timeout=120_000)
+    page.locator("#tbt-lesson-plot .js-plotly-plot").first.wait_for(timeout=30_000)
+    settle(page)
+    page.locator("#tbt-lesson-plot").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"lesson-reveal-1280-{lang}-{'presenter' if presenter else 'plain'}.png"))
+    findings = [f for f in page.evaluate(CHECK) if f.startswith("tbt-lesson-plot")]
+    assert not findings, findings
+    shown = page.locator("#tbt-lesson-plot").evaluate("""(box) => ({
+      turned: [...box.querySelectorAll('.xtick text')].filter((n) => /rotate/.test(n.getAttribute('transform') || '')).length,
+      plots: [...box.querySelectorAll('.cartesianlayer .subplot')].filter((p) => p.querySelector('.ytick text')).length})""")
+    assert shown == {"turned": 0, "plots": 1}, shown
+    assert page.problems == [], page.problems

@@ -49,3 +49,43 @@ def test_lens_and_race_tabs(page):
         page.locator("#tbt-race-texts").scroll_into_view_if_needed()
         artifact(page, f"race_{lang}")
     assert page.problems == []
+
+
+PINS = {"en": dict(chart="Chart the pinned tokens", refused="is 3 tokens"),
+        "zh": dict(chart="画出固定的词元", refused="是 3 个词元")}
+
+
+def pin_lines(page) -> list[str]:
+    return page.evaluate("() => (document.querySelector('#tbt-plot-lens-pins .js-plotly-plot')?.data || [])"
+                         ".map((tr) => tr.name)")
+
+
+@pytest.mark.parametrize("size", [(1920, 1080), (390, 844)])
+def test_lens_pinned_tokens(new_tab, url, size):
+    """Two tokens pinned (the box's own " Paris, London") at the last position after a read: a line each and the
+    compared token; a bad pin is refused in the page's language, naming how it tokenizes, and the chart stays."""
+    for lang in ("en", "zh"):
+        page = new_tab(url, size=size)
+        marker(page).wait_for(timeout=180_000)
+        page.wait_for_function("() => document.querySelector('#tbt-marker')?.dataset.step === '0'", timeout=180_000)
+        w = {**WORDS[lang], **PINS[lang]}
+        if lang == "zh":
+            page.get_by_label("中文").check()
+            page.wait_for_timeout(1500)
+        open_view(page, w["lens"])
+        page.get_by_role("button", name=w["read"], exact=True).click()
+        plot_drawn(page, "tbt-plot-lens-pins")  # the pinned tokens follow the read at its last position
+        page.wait_for_function("() => document.querySelector('#tbt-plot-lens-pins .js-plotly-plot')?.data?.length === 3",
+                               timeout=60_000)
+        lines = pin_lines(page)
+        assert lines[:2] == ["␣Paris", "␣London"] and "*" in lines[2], lines  # the model's own top at the last
+        box = page.locator("#tbt-lens-pins textarea, #tbt-lens-pins input").first
+        box.fill(" Paris, Parisian nights")
+        box.press("Enter")
+        page.locator(".toast-body", has_text=w["refused"]).first.wait_for(timeout=30_000)
+        assert pin_lines(page) == lines  # refused: the chart as it was
+        box.fill(" Paris, London")
+        page.locator("#tbt-plot-lens-pins").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        artifact(page, f"lens_pins_{lang}_{size[0]}x{size[1]}")
+        assert page.problems == []

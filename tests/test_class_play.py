@@ -2,7 +2,6 @@
 each), the real model; every number checked against an independent computation in the test."""
 import math
 import re
-from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -33,7 +32,7 @@ def klass(server):
     app, url = server
     teacher = Client(url, verbose=False)
     teacher.predict(PROMPT, "raw", "smollm2", **DEFAULTS, api_name="/start")
-    info = teacher.predict(url.rstrip("/"), **DEFAULTS, api_name="/open_room")[0]  # (the page's origin first)
+    info = teacher.predict(**DEFAULTS, api_name="/open_room")[0]
     code = re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
     students = [Client(url, verbose=False) for _ in range(4)]
     for s in students:
@@ -130,7 +129,7 @@ def test_two_thousand_draws_fit_the_models_p(lm):
 def test_the_game_scores_against_a_full_forward_pass(server, klass):
     app, teacher, students = klass
     text = "The capital of France is| Paris, and the capital of Italy is Rome."
-    wall = teacher.predict(text, "en", api_name="/game_start")
+    teacher.predict(text, "en", api_name="/game_start")
     guesses = [["Paris", "paris", "Lyon", None], [",", None, ".", ","], ["and", "and", "And", "but"]]
     for step in guesses:
         for s, g in zip(students, step):

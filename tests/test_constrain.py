@@ -192,3 +192,24 @@ def test_refusals_are_bounded_and_plain(lm):
     assert err.value.key == "constrain_tokens_range"
     assert allowed_words("yes, no\nyes\n maybe ") == ["yes", "no", "maybe"]
     assert words_regex(["a.b", "c|d", "e f"]) == r" ?(a\.b|c\|d|e f)"
+
+
+@pytest.mark.parametrize("kind", ["regex", "json"])
+def test_the_tabs_examples_end_within_their_token_budget(lm, kind):
+    """Issue 33, item 8: the Constraints tab's JSON example stopped unfinished (a 60-character reason, 24 tokens).
+    Each example, on the page's first text at T = 1, ends (eos) within the budget the kind sets, for several seeds;
+    what it wrote is read back by json / the regex package, not by the grammar that wrote it."""
+    import json
+
+    from ui.views.constraints import EXAMPLE_TOKENS, EXAMPLES
+
+    ids = lm.tokenizer("The capital of France is")["input_ids"]
+    for seed in range(4):
+        run = constrained_decode(lm, ids, Constraint(kind, EXAMPLES[kind]), SamplingConfig(seed=seed),
+                                 EXAMPLE_TOKENS[kind])
+        assert run.stopped == "eos" and len(run.generated) <= EXAMPLE_TOKENS[kind], (seed, run.text)
+        if kind == "json":
+            said = json.loads(run.text)
+            assert said["answer"] in ("yes", "no") and regex.fullmatch(r"[a-z ]{1,16}", said["reason"]), run.text
+        else:
+            assert regex.fullmatch(EXAMPLES["regex"], run.text), run.text

@@ -154,9 +154,14 @@ def test_a_chunked_prefill_past_a_sliding_window_matches_one_pass(lm):
 def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     """A forward pre-hook on the model checks the door is held at every pass, whoever runs it."""
     from model.decoding.door import PREFILL_CHUNK
+    from model.classroom.myths import text_logprob
     from model.decoding.records import SamplingConfig
     from model.decoding.session import DecodeSession
     from model.decoding.timing import measure_cache_timing
+    from model.experiments.ablation import Part, ablate
+    from model.experiments.heads import head_scores
+    from model.experiments.patching import encode_pair, patching_grid
+    from model.experiments.two_models import continue_text, read_by_each
     from model.inside.lens import logit_lens
     from model.inside.teacher_forcing import teacher_forcing
     from model.serving.speculative import plain_greedy, speculative_decode
@@ -173,8 +178,11 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     long = lm.tokenizer(LONG)["input_ids"][:PREFILL_CHUNK + 40]  # a prefill in two chunks
     runs = {
         "lens": lambda: logit_lens(lm, long, 8),
+        "ablation": lambda: ablate(lm, long, Part("head", 2, 1), "mean", cfg, 2, 512),
         "teacher forcing": lambda: teacher_forcing(lm, long),
         "race": lambda: race(lm, short, cfg, SamplingConfig(temperature=0), 3, 512),
+        "two models' reading": lambda: read_by_each([lm], lm.tokenizer.decode(long)[:200]),
+        "two models' continuation": lambda: continue_text(DecodeSession(lm), "Hello there", cfg, 2),
         "self-consistency": lambda: self_consistency(lm, long, cfg, 2, 2),
         "beams": lambda: beam_search(lm, short, 2, 1.0, 2),
         "sampled": lambda: sampled_continuation(lm, short, cfg, 2),
@@ -183,6 +191,9 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         "plain greedy": lambda: plain_greedy(lm, short, 2),
         "cache timing": lambda: measure_cache_timing(lm, long, [2, 40], repeats=1, budget_s=0.1),
         "throughput": lambda: measure_throughput(lm, sizes=(1, 2), repeats=1, context_tokens=16, prefill_tokens=16),
+        "patching": lambda: patching_grid(lm, *encode_pair(lm, "The cat sat", "The dog sat")),
+        "heads": lambda: head_scores(lm, length=8),
+        "a lesson's log P of a text": lambda: text_logprob(lm, long[:PREFILL_CHUNK], long[PREFILL_CHUNK:]),
     }
     try:
         for name, run in runs.items():

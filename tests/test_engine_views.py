@@ -118,7 +118,9 @@ def test_block_table_bytes_equal_a_hand_computation(server, clients, lm):
     per_token = 2 * 30 * 3 * 64 * 4  # K and V x layers x KV heads x head_dim x fp32 bytes
     blocks = {k: math.ceil(n / 16) for k, n in lengths.items()}
     shared = prompt // 16  # a and b share their prompt's full blocks; c shares none
-    summary, plot, numbers = a.predict("en", api_name="/paged")
+    summary, plot, numbers, engine_line, engine_plot = a.predict("en", api_name="/paged")
+    assert (engine_line, numbers["engine"]) == ("", None)  # a local model: no engine's blocks, their plot hidden
+    assert engine_plot["visible"] is False and engine_plot["value"] is None
     assert numbers["sessions"] == 3 and numbers["bytes_per_token"] == per_token
     assert numbers["used_bytes"] == sum(lengths.values()) * per_token
     assert numbers["unshared_bytes"] == sum(blocks.values()) * 16 * per_token
@@ -172,7 +174,7 @@ def test_batching_view_counts_the_servers_real_passes(server, clients):
     before = len(server[0].models.batcher().passes)
     for _ in range(2):
         call(a, "/next_token")
-    _, numbers = a.predict("en", api_name="/batching")
+    numbers = a.predict("en", api_name="/batching")[1]
     assert numbers["live_sessions"] == len(server[0].store) >= 2
     assert len(server[0].models.batcher().passes) >= before + 2 or len(numbers["passes"]) == 240
     assert all(set(p) == {"sessions", "ms", "ago_s"} and 1 <= p["sessions"] <= 16 for p in numbers["passes"])

@@ -112,6 +112,7 @@ def test_a_prefetch_thrown_away_past_the_window_leaves_the_cache_right(windowed)
     while len(s.ids) < window:
         s.step(GREEDY)
     assert s.prefetch(GREEDY)  # its pass pushes every window layer's oldest token out
+    assert s.backend.held().wait(60)  # (run, not merely queued: a queued pass is cancelled and pushes nothing out)
     other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != s.prefetched)
     r = s.step(GREEDY, force_token=other)  # another token: the prefetch is thrown away, the cache cut back
     assert s.backend.prefetch_misses == 1 and r.token.id == other
@@ -130,6 +131,8 @@ def test_a_prefetch_that_cannot_be_thrown_away_stays_held(windowed, monkeypatch)
     while len(s.ids) < window:
         s.step(GREEDY)
     assert s.prefetch(GREEDY)
+    # the pass has run (a queued one is only cancelled, needing no prefill: a loaded machine left it queued once)
+    assert s.backend.held().wait(60)
     ahead, ids, steps = s.prefetched, list(s.ids), len(s.steps)
     other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != ahead)
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.unit
 
 ROOT = Path(__file__).resolve().parents[1]
 MOST_BY_POSITION = 5  # outputs a handler may return as a list; more are a {component: value} dict
-WIRING = ("events",)  # a view's rows of the wiring table (a list of Events, not a handler's outputs)
+WIRING = ("events", "shown_outputs")  # the wiring table's rows, and a list of components an event writes (not values)
 # Private attributes ui/ may touch, each with its reason: (file, "name._attr").
 ALLOWED_PRIVATE = {
     ("ui/guard.py", "demo._queue"): "Gradio's own queue (no public hook to bound one session's share); not a session",

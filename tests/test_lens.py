@@ -9,7 +9,8 @@ import pytest
 import torch
 
 from model.errors import SessionError
-from model.inside.lens import LENS_MAX_CELLS, LENS_MAX_TOKENS, LENS_WINDOW, lens_positions, logit_lens
+from model.inside.lens import (LENS_MAX_CELLS, LENS_MAX_TOKENS, LENS_WINDOW, MAX_PINS, lens_column, lens_positions,
+                               logit_lens, pin_ids, pinned_probs)
 from model.decoding.loading import available_models, load_model
 from model.strategies.race import RACE_MAX_STEPS, race
 from model.decoding.records import SamplingConfig
@@ -204,3 +205,101 @@ def test_race_bounds_are_refused_plainly(lm):
     assert err.value.key == "token_limit"
     short = race(lm, ids, A, B, 10, len(ids) + 3)  # the room left, not more
     assert len(short.a.steps) == 3 and len(short.b.steps) == 3
+
+
+@torch.no_grad()
+def test_commitment_strip_against_output_hidden_states(lm):
+    """The commitment strip recomputed from one full pass with output_hidden_states, the final norm written out here
+    and the LM head's weights: per position, the first layer from which the next token is every later layer's top
+    token; and, for a generated token, the token its step's own u draws from that layer's softmax (T = 1, nothing
+    cut), walking the tokens from most to least probable (ties by id)."""
+    session = DecodeSession(lm)
+    session.start("The capital of France is Paris. The capital of Germany is")
+    cfg = SamplingConfig(seed=5)  # T = 1, no cut: the distribution drawn from is the softmax itself
+    for _ in range(8):
+        session.step(cfg)
+    text = session.whole_text()
+    lens = text.run(logit_lens, LENS_WINDOW, text.settings)
+    ids, start = text.ids, lens.start
+    states = lm.model(input_ids=torch.tensor([ids]), output_hidden_states=True, use_cache=False).hidden_states
+    unembed = lm.model.lm_head.weight.float()
+    layers = len(states) - 1
+    logits = [(_rms_norm(lm.model.model.norm, h[0]) if r < layers else h[0].float()) @ unembed.T
+              for r, h in enumerate(states)]  # (layers + 1) x (T, V); the last state is already normed
+    u_of = {s.position: s.distribution.u for s in session.steps}
+    checked = 0
+    for c in range(len(ids) - start - 1):
+        p, target = start + c, ids[start + c + 1]
+        tops = [int(row[p].argmax()) for row in logits]
+        first = -1
+        for r in range(layers, -1, -1):
+            if tops[r] != target:
+                break
+            first = r
+        assert lens.committed[c] == first, (c, first)
+        if target not in [s.token.id for s in session.steps] or p + 1 not in u_of or first < 0:
+            continue
+        probs = torch.softmax(logits[first][p].double(), -1)
+        order = sorted(range(probs.shape[0]), key=lambda i: (-float(probs[i]), i))[:2000]
+        cum, drawn = 0.0, None
+        for i in order:
+            cum += float(probs[i])
+            if cum > u_of[p + 1]:
+                drawn = i
+                break
+        assert lens.drawn_at_commit[c] == (drawn == target), (c, first, drawn, target)
+        checked += 1
+    assert checked >= 3  # generated tokens that committed: their draws were checked
+    assert 0 <= lens.committed[-1] <= lens.layers and lens.drawn_at_commit[-1] is None  # the last: the final top
+
+
+@torch.no_grad()
+def test_pinned_tokens_against_output_hidden_states(lm):
+    """The pinned tokens' probabilities at a position, read from the lens's kept hidden states, against one full pass
+    with output_hidden_states=True, the final norm written out here and the LM head's weights; the last layer's
+    against the softmax of the model's own logits."""
+    ids = lm.tokenizer("The capital of France is Paris. The capital of Germany is")["input_ids"]
+    lens = logit_lens(lm, ids, 12)
+    pins = pin_ids(lm, " Paris, Berlin,, London, Paris")  # an empty entry skipped, a repeat kept once
+    assert pins == [lm.tokenizer(w, add_special_tokens=False)["input_ids"][0] for w in (" Paris", " Berlin", " London")]
+    out = lm.model(input_ids=torch.tensor([ids]), output_hidden_states=True, use_cache=False)
+    states, unembed = out.hidden_states, lm.model.lm_head.weight.float()
+    layers = len(states) - 1
+    worst = 0.0
+    for position in (len(ids) - 1, len(ids) - 5, lens.start):
+        column = lens_column(lens, position)
+        mine = pinned_probs(lm, lens, pins, column)  # (layers + 1, 3)
+        assert mine.shape == (layers + 1, 3)
+        for r, h in enumerate(states):
+            x = h[0, position]
+            logits = (_rms_norm(lm.model.model.norm, x) if r < layers else x.float()) @ unembed.T
+            theirs = torch.softmax(logits, -1)[pins]
+            worst = max(worst, float((torch.tensor(mine[r]) - theirs).abs().max()))
+        final = torch.softmax(out.logits[0, position].float(), -1)[pins]
+        assert (torch.tensor(mine[-1]) - final).abs().max() < 1e-5, position
+    assert worst < 1e-5, worst
+    last = pinned_probs(lm, lens, pins, len(lens.tokens) - 1)
+    assert last[-1, 1] > last[-1, 0] and last[-1, 1] > last[-1, 2]  # " Berlin" after "...of Germany is"
+    print(f"\npinned tokens vs output_hidden_states: max |p diff| {worst:.2e}")
+
+
+def test_a_bad_pin_is_refused_naming_it_in_both_languages(lm):
+    ids = lm.tokenizer("The capital of France is")["input_ids"]
+    lens = logit_lens(lm, ids, 4)
+    before = lens.hidden.clone()
+    with pytest.raises(SessionError) as err:
+        pin_ids(lm, " Paris, Parisian nights")
+    assert err.value.key == "lens_pin_tokens" and err.value.params["n"] == "3"
+    assert "' Parisian nights'" in err.value.text("en") and "3 tokens" in err.value.text("en")  # as typed
+    assert "␣Paris | ian | ␣nights" in err.value.text("en") and "␣Paris | ian | ␣nights" in err.value.text("zh")
+    assert "词元" in err.value.text("zh")
+    for text, key in ((",".join(f" {w}" for w in "abcdefghij"[:MAX_PINS + 1]), "lens_pins_too_many"),
+                      ("x" * 401, "lens_pins_too_long"), (" Paris, \ud800", "lens_pin_invalid_text")):
+        with pytest.raises(SessionError) as err:
+            pin_ids(lm, text)
+        assert err.value.key == key and err.value.text("zh") != err.value.text("en")
+    for position in (lens.start - 1, lens.start + 4, "3", True):
+        with pytest.raises(SessionError) as err:
+            lens_column(lens, position)
+        assert err.value.key == "lens_position_range"
+    assert torch.equal(lens.hidden, before) and pin_ids(lm, "") == []

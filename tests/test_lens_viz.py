@@ -6,7 +6,7 @@ import pytest
 from model.inside.lens import LogitLens
 from model.strategies.race import Race, RaceSide, RaceStep
 from model.decoding.records import SamplingConfig, TokenInfo
-from viz.lens import TEXT_COLUMNS, lens_chart
+from viz.lens import TEXT_COLUMNS, lens_chart, pinned_chart
 from viz.race import race_chart, race_html, settings_text
 
 pytestmark = pytest.mark.unit
@@ -79,3 +79,41 @@ def test_race_chart_lines_and_split():
     assert logp["y"] == [-0.5, -1.5, -3.0, -5.0]  # the running log P at T = 1
     assert entropy["y"] == [1.5, 2.5, 3.5, 4.5] and entropy["yaxis"] == "y2"
     assert [s["x0"] for s in fig["layout"]["shapes"]] == [2.5, 2.5]
+
+
+def test_commitment_strip_and_commitment_rows():
+    from model.inside.lens import commitment
+    from viz.lens import commitment_chart
+
+    top_ids = np.array([[1, 5, 3, 2], [7, 5, 3, 2], [7, 5, 3, 8], [7, 6, 3, 8]])  # (layers + 1, W)
+    targets = np.array([7, 5, 3, 8])
+    assert commitment(top_ids, targets).tolist() == [1, -1, 0, 2]  # 5 is not the last row's top: never
+    lens = a_lens(n=4, layers=3)
+    lens.committed, lens.drawn_at_commit = commitment(top_ids, targets), [True, None, False, None]
+    lens.target_is_next = [True, True, True, False]
+    for lang in ("en", "zh"):
+        fig = commitment_chart(lens, "smollm2", lang)
+        bars = {tr["marker"]["color"]: tr for tr in fig["data"] if tr["type"] == "bar"}
+        assert bars["#009E73"]["x"] == [0] and bars["#009E73"]["y"][0] == 1  # green: the step's u draws it
+        assert bars["#E69F00"]["x"] == [2] and bars["#E69F00"]["y"][0] == 0  # orange: it would draw another
+        never = next(tr for tr in fig["data"] if tr["type"] == "scatter")
+        assert never["x"] == [1]  # the sampled token no layer ranked first; the last column has no next token yet
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_pinned_chart_lines(lang):
+    lens = a_lens(n=4, layers=3)
+    probs = np.array([[0.0, 0.1], [0.2, 0.3], [0.4, 0.05], [0.9, 0.01]])
+    fig = pinned_chart(lens, 3, [tok(5, "␣Paris"), tok(6, "<b>")], probs, "smollm2", lang)
+    lines = fig["data"]
+    assert [tr["name"] for tr in lines[:2]] == ["␣Paris", "&lt;b&gt;"]  # escaped for plotly
+    assert lines[0]["y"] == [0.0, 0.2, 0.4, 0.9] and lines[1]["y"] == [0.1, 0.3, 0.05, 0.01]
+    assert all(tr["x"] == [0, 1, 2, 3] for tr in lines)  # the heat map's rows: emb, 1 .. layers
+    compared = lines[2]
+    assert compared["line"]["dash"] == "dash" and "nx3*" in compared["name"]  # the last column: the model's top
+    assert np.allclose(compared["y"], lens.target_prob[:, 3])
+    assert fig["layout"]["xaxis"]["ticktext"][0] == ("emb" if lang == "en" else "嵌入")
+    assert ("position 10" if lang == "en" else "位置 10") in fig["layout"]["title"]["text"]  # start 7 + column 3
+    assert "90.0%" in lines[0]["customdata"][3]
+    inner = pinned_chart(lens, 1, [], np.zeros((4, 0)), "m", lang)
+    assert len(inner["data"]) == 1 and "nx1" in inner["data"][0]["name"] and "*" not in inner["data"][0]["name"]

@@ -2,6 +2,7 @@
 field; every step plays through the API in both languages; a predict step sends no candidates before the guess,
 and its reveal gives the engine's own probability of the guess."""
 import copy
+import html
 import json
 import re
 
@@ -9,13 +10,16 @@ import pytest
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 
-from model.classroom.lessons import KINDS, LessonError, builtin_lessons, check_lesson, read_lesson
-from model.classroom.quiz import predict_cache_bytes, size_choices
+from model.classroom.lessons import KINDS, LessonError, check_lesson, read_lesson
+from model.classroom.figures import fill, step_figures
+from model.classroom.quiz import count_choices, predict_cache_bytes, size_choices
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.serving.sessions import SessionStore
 from ui.views import VIEWS
+from ui.strings import t
 from ui.views.lesson import reveal_html
+from lesson_truth import started
 from named import named
 from served import DEFAULTS, served
 
@@ -27,13 +31,6 @@ PROGRESS, STEP_TEXT, QUESTION, REVEAL, PLOT, PROMPT = ("tbt-lesson-progress", "t
 TEXT, FIGURE, FORCE = "tbt-text", "tbt-figdata", "tbt-force"
 SETTINGS = {"temperature": "tbt-temperature", "top_k": "tbt-top-k", "top_p": "tbt-top-p", "min_p": "tbt-min-p",
             "repetition_penalty": "tbt-repetition-penalty", "order": "tbt-order", "seed": "tbt-seed"}
-
-
-@pytest.fixture(scope="module")
-def lessons():
-    found, refused = builtin_lessons(TABS)
-    assert not refused, refused
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +53,9 @@ def call(client, api, *leading, lang="en") -> dict:
 
 def first_guess(predict, lang="en") -> str:
     return {"next_token": lambda: predict["choices"][lang][0], "kept_by_top_p": lambda: "yes",
-            "order": lambda: "same"}.get(predict["kind"], lambda: None)() or str(size_choices(predict, INFO)[0])
+            "order": lambda: "same", "step_time": lambda: "grows", "kept_count": lambda: "1",
+            "beam_vs_sample": lambda: "beam"}.get(predict["kind"], lambda: None)() or \
+        str(size_choices(predict, INFO)[0])
 
 
 class INFO:  # SmolLM2-135M's shape (docs/what-it-teaches.md: Grouped-query attention), for the cache questions' choices
@@ -81,26 +80,7 @@ def predict_steps(lessons, kind):
     return [s for lesson in lessons.values() for s in lesson["steps"] if s["predict"] and s["predict"]["kind"] == kind]
 
 
-def started(lm, step, lang="en") -> DecodeSession:
-    session = DecodeSession(lm)
-    session.start(step["prompt"][lang], chat=step["mode"] == "chat")
-    cfg = SamplingConfig(**step["settings"])
-    for _ in range(step["generate"]):
-        session.step(cfg)
-    return session
-
-
 MODELS = {"en": "smollm2", "zh": "gemma3-270m"}  # the model each language's page uses (issues 21 and 23)
-
-
-@pytest.fixture(scope="module")
-def models(lm):
-    """The model each language's lessons run on: SmolLM2 for English, Gemma 3 270M for Chinese."""
-    from model.decoding.loading import available_models, load_model
-
-    if "gemma3-270m" not in available_models():
-        pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
-    return {"en": lm, "zh": load_model("gemma3-270m")}
 
 
 @pytest.mark.unit
@@ -123,12 +103,12 @@ def forward_top(lm, ids) -> int:
 
 @pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons, lang):
+def test_every_reveal_is_recomputed_on_the_model_of_its_language(lesson_models, lessons, lang):
     """Each question, asked in `lang` on that language's model: its choices are single tokens, the right answer is
     among them (checked against a plain forward pass), and the reveal's numbers are the engine's."""
     from model.classroom.quiz import reveal_record
 
-    lm = models[lang]
+    lm = lesson_models[lang]
     for lesson in lessons.values():
         for i, step in enumerate(lesson["steps"]):
             predict, where = step["predict"], (lesson["id"], i, lang)
@@ -151,28 +131,109 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(models, lessons
                         break
                     before += c.prob_t1
                 assert answer["kept"] == (before < step["settings"]["top_p"]), where
-                rank = re.search(r"(\d+)(?:st|nd|rd|th) candidate" if lang == "en" else r"第 (\d+) 个候选",
-                                 predict["question"][lang])
-                assert rank and int(rank.group(1)) == answer["rank"], (where, answer["rank"])
+                said = fill(predict["question"][lang], step_figures(step, lm.info, lm.name, session, lang))
+                assert f" {answer['rank']} " in said, (where, answer["rank"], said)  # the question names its rank
             elif predict["kind"] == "order":
                 assert answer["last"] > answer["first"], where  # T < 1 sharpens first: temperature last keeps more
+                assert answer["last"] == kept_by_transformers(lm, session.ids, step["settings"], temperature_last=True)
+                assert answer["first"] == kept_by_transformers(lm, session.ids, step["settings"]), where
+            elif predict["kind"] == "step_time":
+                check_step_time(answer, predict)
+            elif predict["kind"] == "kept_count":
+                kept = kept_by_transformers(lm, session.ids, step["settings"])
+                assert answer["kept"] == kept and answer["answer"] == str(kept), (where, answer["kept"], kept)
+                assert answer["myth"] == round(step["settings"]["top_p"] * lm.info.vocab) != kept, where
+                assert {kept, answer["myth"]} <= set(count_choices(session, cfg)), where
+                assert len(answer["nucleus"]) == kept, where  # the whole kept set is listed (the lesson's prompts)
+                if answer["total"] is not None:  # the smallest set reaching p: its total does, one token fewer does not
+                    _, last_prob, total = answer["nucleus"][-1]
+                    assert answer["total"] == total >= step["settings"]["top_p"] > total - last_prob, where
+            elif predict["kind"] == "beam_vs_sample":
+                check_beam_vs_sample(lm, session, answer)
             else:
                 info = lm.info
                 assert answer["bytes"] == 2 * answer["layers"] * answer["kv_heads"] * answer["head_dim"] * \
                     predict["tokens"] * answer["bytes_per"], where
                 if predict["model"] == "current":  # the question names the shape of the model it runs on
-                    for n in (info.layers, info.kv_heads, info.head_dim):
-                        assert str(n) in predict["question"][lang], (where, n)
+                    said = fill(predict["question"][lang], step_figures(step, info, lm.name, session, lang))
+                    for n in (info.layers, info.kv_heads, info.head_dim, predict["tokens"]):
+                        assert f"{n:,}" in said, (where, n)
             assert reveal_html(answer, lang).count('data-right="none"') == 1
 
 
+def kept_by_transformers(lm, ids, settings, temperature_last=False) -> int:
+    """Tokens left after transformers' own TemperatureLogitsWarper and TopPLogitsWarper, on the logits of one plain
+    forward pass (no cache, no session); `temperature_last`: top-p on the T = 1 logits, then temperature."""
+    import torch
+    from transformers import TemperatureLogitsWarper, TopPLogitsWarper
+
+    with torch.no_grad():
+        scores = lm.model(torch.tensor([ids])).logits[:, -1].float()  # (1, vocab)
+    warpers = [TopPLogitsWarper(settings["top_p"])]
+    if settings.get("temperature", 1.0) != 1.0:
+        temperature = TemperatureLogitsWarper(settings["temperature"])
+        warpers = warpers + [temperature] if temperature_last else [temperature] + warpers
+    for warp in warpers:
+        scores = warp(torch.tensor([ids]), scores)
+    return int(torch.isfinite(scores).sum())
+
+
+def check_step_time(answer, predict):
+    """A step_time reveal: the lengths the question measures, a least-squares line recomputed by numpy from the
+    reveal's own times, and the verdict the stated rule gives (recomputed here, not read from the record)."""
+    import numpy as np
+
+    from model.classroom.myths import STEP_GROWTH, step_lengths
+
+    assert answer["seq_len"] == step_lengths(predict["tokens"]) and answer["seq_len"][-1] == predict["tokens"]
+    assert all(ms > 0 for ms in answer["cached_ms"]) and len(answer["cached_ms"]) == len(answer["seq_len"])
+    slope, intercept = np.polyfit(answer["seq_len"], answer["cached_ms"], 1)
+    assert answer["slope"] == pytest.approx(slope, rel=1e-6, abs=1e-9)
+    assert answer["intercept"] == pytest.approx(intercept, rel=1e-6, abs=1e-6)
+    short, long = answer["seq_len"][0], answer["seq_len"][-1]
+    rise = (intercept + slope * long) / (intercept + slope * short) - 1
+    (_, short_high), (long_low, _) = answer["cached_range"][0], answer["cached_range"][-1]
+    apart = min(answer["runs"][0], answer["runs"][-1]) >= 3 and long_low > short_high
+    expected = "grows" if rise >= STEP_GROWTH and apart else \
+        "same" if rise < STEP_GROWTH and min(answer["runs"][0], answer["runs"][-1]) >= 3 else None
+    assert answer["answer"] == expected, (answer["answer"], rise, apart, answer["runs"])
+
+
+def forward_logprob(lm, prompt, tokens) -> float:
+    """log P of `tokens` after `prompt` at T = 1 from one plain forward pass (no chunks, no cache, no session)."""
+    import torch
+
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([list(prompt) + list(tokens)])).logits[0].float()
+    rows = torch.log_softmax(logits[len(prompt) - 1:-1], dim=-1)
+    return float(sum(rows[i, tok] for i, tok in enumerate(tokens)))
+
+
+def check_beam_vs_sample(lm, session, answer):
+    """Both texts' log P against a plain forward pass; beam search's against its own running total; the right
+    answer is the higher of the two; the repeats are model.decoding.branches' count over prompt and text."""
+    from model.decoding.branches import repeated_ngrams
+
+    prompt = session.ids[: session.prompt_len]
+    logp = {name: forward_logprob(lm, prompt, text["tokens"]) for name, text in answer["texts"].items()}
+    for name, text in answer["texts"].items():
+        assert text["logprob"] == pytest.approx(logp[name], abs=2e-3), (name, text["logprob"], logp[name])
+        assert text["text"] == lm.tokenizer.decode(text["tokens"])
+        stretches = repeated_ngrams(prompt + text["tokens"], len(prompt))
+        assert text["ngrams"] == len(stretches)
+        assert text["repeated"] == len({i for r in stretches for i in range(r.start, r.end)})
+        assert len(text["tokens"]) <= answer["new_tokens"]
+    assert answer["answer"] == ("same" if answer["texts"]["beam"]["tokens"] == answer["texts"]["sampled"]["tokens"]
+                                else max(logp, key=logp.get))
+
+
 @pytest.mark.model
-def test_the_forced_mistake_carries_on_in_both_languages(models, lessons):
+def test_the_forced_mistake_carries_on_in_both_languages(lesson_models, lessons):
     """Lesson 02's exposure-bias step: after the mistake the model continues from it (its top token follows the
     mistaken one), and the token the mistake skipped is far below, on each language's model."""
     step = lessons["training-vs-generation"]["steps"][1]
     for lang, (skipped, follows) in {"en": (" Wednesday", " Friday"), "zh": ("六", "八")}.items():
-        lm = models[lang]
+        lm = lesson_models[lang]
         session = started(lm, step, lang)
         dist = session.preview(SamplingConfig())
         top = min(dist.candidates, key=lambda c: c.rank)
@@ -183,19 +244,20 @@ def test_the_forced_mistake_carries_on_in_both_languages(models, lessons):
 
 
 @pytest.mark.model
-def test_the_subword_lesson_compares_the_two_tokenizers(models, lessons):
+def test_the_subword_lesson_compares_the_two_tokenizers(lesson_models, lessons):
     """Lesson 07 says how many tokens each model spends on the same Chinese text: counted by both tokenizers."""
     steps = lessons["subwords"]["steps"]
-    count = {lang: {text: len(models[lang].tokenizer.encode(text, add_special_tokens=False))
-                    for text in ("我喜欢猫", "从前有一座山，")} for lang in models}
+    count = {lang: {text: len(lesson_models[lang].tokenizer.encode(text, add_special_tokens=False))
+                    for text in ("我喜欢猫", "从前有一座山，")} for lang in lesson_models}
     assert count["en"]["我喜欢猫"] > 2 * count["zh"]["我喜欢猫"]  # about three byte tokens a character against one
-    for lang in ("en", "zh"):
-        cat, mountain = steps[1]["text"][lang], steps[2]["text"][lang]
-        for model_lang, text, said in (("en", "我喜欢猫", cat), ("zh", "我喜欢猫", cat), ("en", "从前有一座山，", mountain),
-                                       ("zh", "从前有一座山，", mountain)):
-            assert f" {count[model_lang][text]} " in said.replace("个", " ").replace("“", " "), (lang, model_lang, text)
+    for lang in ("en", "zh"):  # each language's text says the count of its own model, filled in by the app
+        lm = lesson_models[lang]
+        for step, text in ((steps[1], "我喜欢猫"), (steps[2], "从前有一座山，")):
+            said = fill(step["text"][lang], step_figures(step, lm.info, lm.name, started(lm, step, lang), lang))
+            assert f" {count[lang][text]} " in said, (lang, text, said)
     assert "E7 8C AB" in steps[1]["text"]["en"] and "猫".encode() == bytes([0xE7, 0x8C, 0xAB])
-    split = {lang: len(models[lang].tokenizer.encode(" unbelievable", add_special_tokens=False)) for lang in models}
+    split = {lang: len(lesson_models[lang].tokenizer.encode(" unbelievable", add_special_tokens=False))
+             for lang in lesson_models}
     assert split == {"en": 2, "zh": 1}  # what step 1 says of each tokenizer
 
 
@@ -209,6 +271,12 @@ def test_cache_questions_agree_with_facts(lessons):
     for step in predict_steps(lessons, "cache_size"):
         choices = size_choices(step["predict"], INFO)
         assert predict_cache_bytes(step["predict"], INFO) in choices and len(set(choices)) == 4
+        if "myth_factor" in step["predict"]:  # the wrong answer the lesson tests is offered beside the right one
+            assert int(predict_cache_bytes(step["predict"], INFO) * step["predict"]["myth_factor"]) in choices
+    myth = next(s["predict"] for s in predict_steps(lessons, "cache_size") if "myth_factor" in s["predict"])
+    assert (myth["model"], myth["tokens"], myth["dtype"]) == ("Llama-2-7B", 2048, "float16")
+    # 2 x 32 layers x 32 KV heads x 128 x 2,048 tokens x 2 bytes: exactly 1 GiB, and the myth's "about 2 GB" as 2 GiB
+    assert size_choices(myth, INFO) == [2**28, 2**30, 2**31, 2**32] and 2 * 32 * 32 * 128 * 2048 * 2 == 1_073_741_824
 
 
 @pytest.mark.model
@@ -250,6 +318,22 @@ BAD = [
                                   "predict": {"kind": "cache_size", "question": {"en": "?", "zh": "？"},
                                               "model": "GPT-9", "tokens": 10}}), "steps[1].predict.model", "Llama-2-7B"),
     (lambda d: d.update(id="Has Spaces"), "id", None),
+    (lambda d: d["steps"][0].update(predict={"kind": "step_time", "question": {"en": "?", "zh": "？"}, "tokens": 4096}),
+     "steps[0].predict.tokens", "512"),
+    (lambda d: d["steps"][0].update(predict={"kind": "step_time", "question": {"en": "?", "zh": "？"}, "token": " a"}),
+     "steps[0].predict.token", "tokens"),
+    (lambda d: d["steps"][0].update(predict={"kind": "kept_count", "question": {"en": "?", "zh": "？"}, "tokens": 5}),
+     "steps[0].predict.tokens", None),
+    (lambda d: d["steps"][0].update(predict={"kind": "beam_vs_sample", "question": {"en": "?", "zh": "？"}, "width": 1}),
+     "steps[0].predict.width", "8"),
+    (lambda d: d["steps"][0].update(predict={"kind": "beam_vs_sample", "question": {"en": "?", "zh": "？"},
+                                             "tokens": 33}), "steps[0].predict.tokens", "32"),
+    (lambda d: d["steps"][0].update(predict={"kind": "cache_size", "question": {"en": "?", "zh": "？"},
+                                             "model": "Llama-2-7B", "tokens": 2048, "myth_factor": 1}),
+     "steps[0].predict.myth_factor", None),
+    (lambda d: d["steps"][0].update(predict={"kind": "cache_size", "question": {"en": "?", "zh": "？"},
+                                             "model": "Llama-2-7B", "tokens": 2048, "myth_factor": "2"}),
+     "steps[0].predict.myth_factor", None),
 ]
 
 
@@ -277,27 +361,50 @@ def test_not_json_and_too_big_are_refused():
 # ---- through the API ---------------------------------------------------------------------------------------
 @pytest.mark.server
 @pytest.mark.parametrize("lang", ["en", "zh"])
-def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, lang):
+def test_every_step_of_every_lesson_plays_through_the_api(client, lessons, lesson_models, lang):
+    """Every step of every lesson through the API: its texts filled with the figures of the language's model (read
+    from its transformers config, not the app's), and each reveal checked against an independent computation (the
+    cache formula, a full forward pass's softmax, transformers' TopPLogitsWarper and its processors in both orders)."""
+    from lesson_truth import check_reveal, expected, independent_figures, raw_lessons
+
+    raw, lm = raw_lessons(), lesson_models[lang]
     for lesson_id, lesson in lessons.items():
         total = len(lesson["steps"])
         result = call(client, "/lesson_open", lesson_id, lang=lang)
+        results = {}
         for i, step in enumerate(lesson["steps"]):
             if i:
                 result = call(client, "/lesson_next", lang=lang)
-            assert result[PROGRESS] == {"id": lesson_id, "step": i, "file": None}
+            assert result[PROGRESS] == {"id": lesson_id, "step": i, "file": None, "results": results}
+            ids = started(lm, step, lang).ids
+            figures = independent_figures(lm, raw[lesson_id]["steps"][i], lang, ids)
             said = f"Step {i + 1} of {total}" if lang == "en" else f"第 {i + 1} 步，共 {total} 步"
-            assert said in result[STEP_TEXT] and step["text"][lang] in result[STEP_TEXT]
+            assert said in result[STEP_TEXT] and expected(step["text"][lang], figures) in result[STEP_TEXT]
             assert result[PROMPT] == step["prompt"][lang]
             assert result["tbt-model"] == MODELS[lang]  # the model this language's page uses
             cfg = SamplingConfig(**step["settings"])
             assert [result[knob] for knob in SETTINGS.values()] == [getattr(cfg, n) for n in SETTINGS]  # the sliders
             assert 'data-step="%d"' % step["generate"] in result[TEXT]  # the tokens written before it is shown
             if step["predict"]:
-                assert step["predict"]["question"][lang] in result[QUESTION] and result[PLOT]["visible"] is False
-                reveal = call(client, "/lesson_guess", first_guess(step["predict"], lang), lang=lang)
+                question = expected(step["predict"]["question"][lang], figures)
+                assert question in result[QUESTION] and result[PLOT]["visible"] is False
+                guess = first_guess(step["predict"], lang)
+                if step["predict"]["kind"] == "cache_size":  # the sizes offered, on the page's own model
+                    offered = [value for _, value in result["tbt-lesson-guess"]["choices"]]
+                    right = str(predict_cache_bytes(step["predict"], lm.info))
+                    assert right in offered and len(set(offered)) == 4, (lesson_id, i, offered)
+                    guess = offered[0]
+                reveal = call(client, "/lesson_guess", guess, lang=lang)
                 assert 'class="tbt-lesson-reveal"' in reveal[REVEAL]
-                assert ("猜" in reveal[REVEAL] or "KV" in reveal[REVEAL]) if lang == "zh" else \
-                    ("Right" in reveal[REVEAL] or "Not" in reveal[REVEAL])
+                check_reveal(lm, raw[lesson_id]["steps"][i], lang, ids, guess, reveal[REVEAL])
+                if 'data-right="none"' not in reveal[REVEAL]:  # (a step_time too noisy to say is not scored)
+                    results[str(i)] = 'data-right="true"' in reveal[REVEAL]
+                assert reveal[PROGRESS]["results"] == results
+                if 'data-answer="none"' in reveal[REVEAL]:  # a step_time measured too noisily to say: no verdict
+                    assert 'data-right="none"' in reveal[REVEAL] and ("太忙" if lang == "zh" else "noisy") in reveal[REVEAL]
+                else:
+                    assert ("猜" in reveal[REVEAL] or "KV" in reveal[REVEAL]) if lang == "zh" else \
+                        ("Right" in reveal[REVEAL] or "Not" in reveal[REVEAL])
                 result = reveal
             assert result[PLOT]["visible"] is (step["view"] not in ("session",)), (lesson_id, i)  # the step's chart
             if result[PLOT]["visible"]:
@@ -413,3 +520,119 @@ def test_the_teacher_reveals_without_a_guess(client, lm):
     call(client, "/lesson_next")
     with pytest.raises(AppError, match="asks for no guess"):
         call(client, "/lesson_reveal")
+
+
+# ---- the interview's wrong answers, tested live (assets/lessons/17-interview-myths.json) ----------------------
+@pytest.mark.unit
+def test_the_measured_questions_are_checked_with_their_defaults():
+    def asked(**predict):
+        lesson = broken(lambda d: d["steps"][0].update(predict={"question": {"en": "?", "zh": "？"}, **predict}))
+        return check_lesson(lesson, TABS)["steps"][0]["predict"]
+
+    assert asked(kind="step_time")["tokens"] == 512 and asked(kind="step_time", tokens=64)["tokens"] == 64
+    assert asked(kind="kept_count") == {"kind": "kept_count", "question": {"en": "?", "zh": "？"}}
+    assert (asked(kind="beam_vs_sample")["width"], asked(kind="beam_vs_sample")["tokens"]) == (4, 16)
+    assert asked(kind="cache_size", model="Llama-2-7B", tokens=2048, myth_factor=2)["myth_factor"] == 2
+    assert "myth_factor" not in asked(kind="cache_size", model="Llama-2-7B", tokens=2048)
+
+
+def timing_of(cached, runs=3, spread=0.01):
+    from model.decoding.records import CacheTiming
+
+    return lambda lm, ids, lengths, *a: CacheTiming(
+        list(lengths), list(cached), [10 * c for c in cached], [(c * (1 - spread), c * (1 + spread)) for c in cached],
+        [(10 * c, 10 * c) for c in cached], [runs] * len(cached))
+
+
+@pytest.mark.model
+@pytest.mark.parametrize("cached, runs, spread, verdict", [
+    ([10.0, 10.2, 11.0, 14.0], 3, 0.01, "grows"),  # fitted +40%, the ends' runs apart
+    ([10.0, 10.1, 10.0, 10.3], 3, 0.01, "same"),  # fitted +3%: flat within the rule's 10%
+    ([10.0, 10.2, 11.0, 14.0], 3, 0.5, None),  # +40% fitted, but the ends' runs overlap: too noisy
+    ([10.0, 10.1, 10.0, 10.3], 1, 0.01, None),  # one run each: too few to say
+])
+def test_the_step_time_verdict_follows_its_stated_rule(lm, monkeypatch, cached, runs, spread, verdict):
+    """The rule, on measurements made up to sit each side of it; the reveal grades a guess by it."""
+    import model.classroom.myths as myths
+    from model.classroom.quiz import graded
+
+    monkeypatch.setattr(myths, "measure_cache_timing", timing_of(cached, runs, spread))
+    session = DecodeSession(lm)
+    session.start("Once upon a time")
+    answer = myths.step_time_record(session, {"tokens": 512}, "grows")
+    assert answer["answer"] == verdict and answer["cached_ms"] == cached
+    check_step_time(answer, {"tokens": 512})
+    assert answer["right"] == (None if verdict is None else verdict == "grows")
+    assert graded(answer, "same")["right"] == (None if verdict is None else verdict == "same")
+
+
+@pytest.mark.model
+def test_the_step_time_reveal_shows_the_kv_views_own_measurement(lm, monkeypatch):
+    """The reveal's times are what model.decoding.timing.measure_cache_timing measured (the KV cache view's Measure),
+    on the step's text repeated to the question's length; its chart is that view's chart with the fitted line."""
+    import model.classroom.myths as myths
+    from model.decoding import timing
+    from viz.lesson import answer_figure
+
+    measured = []
+
+    def spy(lm_, ids, lengths, *args):
+        measured.append((list(ids), list(lengths), timing.measure_cache_timing(lm_, ids, lengths, *args)))
+        return measured[-1][2]
+
+    monkeypatch.setattr(myths, "measure_cache_timing", spy)
+    session = DecodeSession(lm)
+    session.start("The capital of France is")
+    answer = myths.step_time_record(session, {"tokens": 64}, None)
+    (ids, lengths, got), = measured
+    assert ids == (session.ids * 64)[:64] and lengths == answer["seq_len"] == myths.step_lengths(64)
+    assert answer["cached_ms"] == got.cached_ms and answer["full_ms"] == got.full_ms and answer["runs"] == got.runs
+    check_step_time(answer, {"tokens": 64})
+    for lang in ("en", "zh"):
+        figure = answer_figure(answer, lang)
+        fit = [trace for trace in figure.data if trace.meta and trace.meta.get("role") == "fit"]
+        assert len(fit) == 1 and list(fit[0].y) == pytest.approx(
+            [answer["intercept"] + answer["slope"] * n for n in (lengths[0], lengths[-1])])
+        assert [list(trace.y) for trace in figure.data[:2]] == [got.cached_ms, got.full_ms]
+
+
+@pytest.mark.unit
+def test_the_measured_reveals_are_said_in_both_languages():
+    step = {"kind": "step_time", "guess": "same", "right": False, "answer": "grows", "tokens": 512,
+            "seq_len": [2, 13, 81, 512], "cached_ms": [10.0, 10.5, 11.0, 14.0], "full_ms": [11, 20, 60, 300],
+            "cached_range": [[9.9, 10.1]] * 4, "full_range": [[1, 2]] * 4, "runs": [3, 3, 3, 3], "slope": 0.0078,
+            "intercept": 10.0, "fit_short": 10.02, "fit_long": 14.0, "separated": True, "growth": 0.1}
+    kept = {"kind": "kept_count", "guess": "44237", "right": False, "answer": "10", "kept": 10, "p": 0.9,
+            "vocab": 49152, "myth": 44237, "nucleus": [[" Paris", 0.77, 0.77], [" the", 0.06, 0.83]], "total": 0.903}
+    beams = {"kind": "beam_vs_sample", "guess": "beam", "right": True, "answer": "beam", "more_repeats": "beam",
+             "width": 4, "new_tokens": 16, "texts": {
+                 "beam": {"text": " a a a", "tokens": [1, 1, 1], "logprob": -1.5, "repeated": 3, "ngrams": 1},
+                 "sampled": {"text": " <b>", "tokens": [2], "logprob": -9.25, "repeated": 0, "ngrams": 0}}}
+    for lang in ("en", "zh"):
+        said = reveal_html(step, lang)
+        assert "14.0" in said and "7.80" in said and 'data-answer="grows"' in said  # ms at the longest; per 1,000
+        said = reveal_html(kept, lang)
+        assert "<b>10</b>" in said and "44,237" in said and "49,152" in said and "77.0%" in said
+        said = reveal_html(beams, lang)
+        assert "-1.50" in said and "-9.25" in said and "&lt;b&gt;" in said and "✔" in said
+        assert re.search(r"[\u4e00-\u9fff]", reveal_html(beams, lang)) if lang == "zh" else True
+
+
+@pytest.mark.unit
+def test_the_class_is_graded_on_the_one_measurement():
+    """A measured question runs once: each of the class's guesses is graded on that run (quiz.graded), and a
+    measurement too noisy to say grades no guess wrong."""
+    from model.classroom.quiz import graded
+    from model.classroom.rooms import Split
+    from ui.views.room import feedback_html
+
+    searched = {"kind": "beam_vs_sample", "guess": None, "right": None, "answer": "beam"}
+    assert [graded(searched, v)["right"] for v in ("beam", "sampled", "same")] == [True, False, False]
+    assert graded(searched, None)["right"] is None and graded(searched, "beam")["guess"] == "beam"
+    noisy = {"kind": "step_time", "guess": None, "right": None, "answer": None}
+    choices = [("the same", "same"), ("it grows", "grows")]
+    for lang in ("en", "zh"):
+        said = feedback_html(Split({"same": 0, "grows": 1}, "grows", {v: graded(noisy, v) for v in ("same", "grows")},
+                                   1), choices, lang)
+        assert t("room_feedback_no_verdict", lang, guess="it grows") in html.unescape(said)
+        assert "✓" not in said and t("room_feedback_wrong", lang, guess="it grows") not in html.unescape(said)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from browser import screenshot
+from browser import open_offline, screenshot
 from model.decoding.records import ModelInfo, SamplingConfig
 from viz.i18n import t
 from viz.attention import attention_chart
@@ -52,26 +52,6 @@ def test_the_page_holds_no_server_path_and_is_a_few_megabytes(exported):
         print(f"\n{lang}: {len(html.encode()):,} bytes for {len(session.steps)} steps")
     assert '<html lang="zh-Hans">' in pages["zh"] and t("offline_title", "zh") in pages["zh"]
     assert '<html lang="en">' in pages["en"] and t("offline_title", "zh") not in pages["en"]
-
-
-def open_offline(browser, html: str, path: Path, lang: str):
-    """The page opened from file:// with every request but the file itself aborted (and recorded)."""
-    path.write_text(html, encoding="utf-8")
-    tab = browser.new_page(viewport={"width": 1280, "height": 800})
-    tab.problems, tab.requests = [], []
-    tab.on("console", lambda m: m.type == "error" and tab.problems.append(m.text))
-    tab.on("pageerror", lambda e: tab.problems.append(str(e)))
-
-    def only_the_file(route):
-        if route.request.url == path.as_uri():
-            route.continue_()
-        else:
-            tab.requests.append(route.request.url)
-            route.abort()
-
-    tab.route("**/*", only_the_file)
-    tab.goto(path.as_uri())
-    return tab
 
 
 @pytest.mark.browser

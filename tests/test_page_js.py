@@ -3,13 +3,12 @@ through window, the page loads the entry after the protocol from its route, and 
 draws attention in the live view's colours. No model, no Gradio server, no browser."""
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from model.decoding.records import KVBytes, ModelInfo, PrefillRecord, Timings, TokenInfo
-from ui.protocol import ASSETS, JS_DIR, PAGE_JS, PLOTLY_JS, PROTOCOL, SCRIPT_ROUTE, page_assets
+from ui.protocol import JS_DIR, PAGE_JS, PLOTLY_JS, PROTOCOL, SCRIPT_ROUTE, page_assets
 from ui.server import add_script_route
 from viz.attention import attention_chart
 from viz.offline import REPLAY_JS, session_page, session_record

@@ -18,9 +18,6 @@ from served import DEFAULTS, served
 
 
 
-ORIGIN = "http://127.0.0.1:7830/"  # the page's address as its browser sees it (the page's script sends it)
-
-
 @pytest.fixture(scope="module")
 def server(lm):
     with served(lm, SessionStore(max_sessions=60)) as (app, url, demo):
@@ -54,7 +51,7 @@ def mirrored_tokens(text_html) -> list[str]:
 
 
 def opened(server, teacher) -> str:
-    info = teacher.predict(ORIGIN, **DEFAULTS, api_name="/open_room")[0]
+    info = teacher.predict(**DEFAULTS, api_name="/open_room")[0]
     return re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
 
 
@@ -261,8 +258,12 @@ def test_the_class_guesses_before_the_reveal_and_sees_the_chart_only_after(serve
     assert [v for _, v in choices] == [" Paris", " the", " London", " a"]
     assert "tbt-figdata" in tick[2] and t("guesses_wait_title", "en") in tick[2]  # the chart is withheld ...
     assert "%" not in tick[2] and "Paris" not in tick[2]  # ... with no candidate in it
-    for other in others:  # the teacher's question: the Chinese lesson asks about its own prompt (今天天气, on Gemma)
-        assert question_of(room_state(other, "zh"))[:2] == (words, choices)
+    # each student reads the question in their own language, about the teacher's prompt and with its choices (the
+    # Chinese lesson's own question names its own prompt, 今天天气 on Gemma, which is not the teacher's text)
+    asked_zh = f"**{t('room_q_next_token', 'zh', text='The capital of France is')}**"
+    assert asked_zh != words
+    for other in others:
+        assert question_of(room_state(other, "zh"))[:2] == (asked_zh, choices)
 
     follower.predict(" London", "en", api_name="/room_guess")
     for other, guess in zip(others, [" Paris", " Paris", " London"]):
@@ -321,20 +322,28 @@ def joined_on_wall(teacher) -> int:
 @pytest.mark.server
 def test_the_wall_shows_the_code_a_qr_code_of_the_link_and_the_count(server, room):
     import segno  # noqa: F401 (the wall's QR code is segno's: pinned in requirements.txt)
+    app, url, _ = server
     teacher, follower, code = room
-    info, joined, _ = teacher.predict(ORIGIN, **DEFAULTS, api_name="/open_room")  # the same room, shown again
-    assert f'data-code="{code}"' in info and f'href="{ORIGIN}?room={code}"' in info
+    # served on 127.0.0.1: only this machine can open the link, and the wall says so instead of a QR code
+    info, joined, _ = teacher.predict(**DEFAULTS, api_name="/open_room")  # the same room, shown again
+    assert f'data-code="{code}"' in info and f'href="{url}?room={code}"' in info
+    assert "tbt-room-qr" not in info and html.escape(t("room_local_only", "en")) in info
+    room_state(follower)
+    assert joined_on_wall(teacher) == 1
+    # the operator's public address (--public-url): the link and a QR code of it, whatever the page sends
+    app.reach.public = "https://tbt.school.example/class/"
+    try:
+        info = teacher.predict(**DEFAULTS, api_name="/open_room")[0]
+    finally:
+        app.reach.public = None
+    assert f'href="https://tbt.school.example/class/?room={code}"' in info
     qr = re.search(r'<img class="tbt-room-qr" src="(data:image/png;base64,[A-Za-z0-9+/=]+)"', info).group(1)
     import base64, io
     from PIL import Image
     image = Image.open(io.BytesIO(base64.b64decode(qr.split(",", 1)[1])))
     assert image.size[0] == image.size[1] >= 200  # a square code, large enough to scan across a room
-    room_state(follower)
-    assert joined_on_wall(teacher) == 1
-    for origin in ("javascript:alert(1)//", 'http://x"><script>alert(1)</script>', None):  # not a page's address
-        info = teacher.predict(origin, **DEFAULTS, api_name="/open_room")[0]
-        assert "<script" not in info and "javascript:" not in info and "tbt-room-qr" not in info
-        assert f'href="?room={code}"' in info
+    import zxingcpp
+    assert [found.text for found in zxingcpp.read_barcodes(image)] == [f"https://tbt.school.example/class/?room={code}"]
 
 
 @pytest.mark.server
@@ -342,7 +351,7 @@ def test_a_room_needs_a_started_session_and_is_bounded_per_address(server, monke
     app, url, rooms = server
     script = from_address(url, "10.20.0.1")
     with pytest.raises(AppError):  # no session, no page: no room (before, a room opened all the same)
-        script.predict(ORIGIN, **DEFAULTS, api_name="/open_room")
+        script.predict(**DEFAULTS, api_name="/open_room")
     assert len(rooms) == 0
     monkeypatch.setattr(rooms, "per_address", 2)
     teachers = []
@@ -426,9 +435,9 @@ def test_a_new_code_sends_everyone_out_and_the_old_code_refuses(server, room):
     _, url, rooms = server
     teacher, follower, code = room
     room_state(follower)
-    info = teacher.predict(ORIGIN, **DEFAULTS, api_name="/renew_room")[0]
+    info = teacher.predict(**DEFAULTS, api_name="/renew_room")[0]
     new = re.search(r'data-code="([A-Z0-9]+)"', info).group(1)
-    assert new != code and f"{ORIGIN}?room={new}" in info
+    assert new != code and f"{url}?room={new}" in info
     status, *_ = room_state(follower, "zh")
     assert t("room_renewed", "zh") in status  # told once, in the page's language
     with pytest.raises(AppError, match=re.escape(t("room_renewed", "en"))):

@@ -2,7 +2,8 @@
 model loaded here: the same top log-probabilities, the same greedy text, the page's API on it, and its faults.
 
 The first tests need no engine (how answers are read, which cuts are exact); the rest skip, saying why, when
-`make engine` could not install vLLM. The last test stops the engine.
+`make engine` could not install vLLM. The last test starts an engine of its own and stops it (the run's shared
+engine serves the engine test files after this one).
 """
 import math
 import os
@@ -90,12 +91,6 @@ def _closed_port() -> int:
 
 
 # ---- the real engine -------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def engine_lm(engine):
-    """The engine's model, asked with a test's patience (engine_server.REQUEST_S: it shares the cores of the run)."""
-    return load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)
-
-
 def local_logprobs(lm, ids: list[int]) -> torch.Tensor:
     with torch.no_grad():
         return torch.log_softmax(lm.model(input_ids=torch.tensor([ids])).logits[0, -1].double(), -1)
@@ -183,9 +178,18 @@ def test_the_candidate_record_shows_the_engines_numbers_and_says_when_it_is_appr
     local = local_logprobs(lm, session.ids).exp()
     for c in plain.candidates:
         assert abs(c.prob_t1 - float(local[c.token.id])) < TOLERANCE
-    assert plain.tail_mass_t1 == pytest.approx(session.backend.top.tail_mass, abs=1e-9) and plain.tail_mass_t1 > 0
+    # the record's tail is what its candidates leave out, as a local model's (the full forward says how much); what
+    # the engine did not send is 1 - known_mass (with the top 100 known, more than the record's 20 candidates)
+    shown = [c.token.id for c in plain.candidates]
+    assert plain.tail_mass_t1 == pytest.approx(1 - sum(c.prob_t1 for c in plain.candidates), abs=1e-9)
+    assert plain.tail_mass_t1 == pytest.approx(1 - float(local[shown].sum()), abs=TOLERANCE)
+    assert 1 - plain.known_mass == pytest.approx(session.backend.top.tail_mass, abs=1e-9)
+    assert 0 < session.backend.top.tail_mass <= plain.tail_mass_t1
     assert plain.approximate and not session.preview(SamplingConfig(top_k=5)).approximate
-    assert sum(c.final_prob for c in plain.candidates) == pytest.approx(1.0)  # the draw is over the N
+    # the draw is over the N the engine sent: at T = 1, no cut, each known token's share of their mass
+    for c in plain.candidates:
+        assert c.final_prob == pytest.approx(c.prob_t1 / plain.known_mass, rel=1e-4)
+    assert sum(c.final_prob for c in plain.candidates) + plain.tail_mass_final == pytest.approx(1.0)
 
 
 @pytest.mark.engine
@@ -271,8 +275,8 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         from gradio_client.exceptions import AppError
 
         before = list(session.ids)
-        for api, args, lang in [("/compare_stepwise", ("en",), "en"), ("/export_page", ("zh", 0), "zh"),
-                                ("/speculative", (4, 8), "en"), ("/beams_search", (4, 1.0, 8), "en")]:
+        for api, args, lang in [("/speculative", (4, 8), "en"),
+                                ("/beams_search", (4, 1.0, 8), "en")]:  # (the web page exports: test_vllm_offline.py)
             extra = settings if api in ("/speculative", "/beams_search") else {}
             with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
                 client.predict(*args, **extra, api_name=api)
@@ -283,7 +287,7 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
 @pytest.mark.browser
 def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
     """Headless Chromium: steps, a forced token, the candidate chart with its tail line, attention saying why not."""
-    from browser import plot_drawn, screenshot, wait_for_step
+    from browser import plot_drawn, screenshot, start_text, wait_for_step
 
     from model.serving.sessions import ModelRegistry, SessionStore
 
@@ -291,9 +295,7 @@ def test_the_page_on_the_engine_model(engine_lm, lm, new_tab):
     models.add_engine(engine_lm)
     with served(models, SessionStore(), engine_lm.name) as (page_state, url, demo):
         page = new_tab(demo.local_url)
-        page.locator("#tbt-prompt textarea").fill("The best way to learn is")
-        page.locator("#tbt-start").click()
-        wait_for_step(page, 0)
+        start_text(page, "The best way to learn is")  # after the load's own session: a Next never races it
         for n in (1, 2):
             page.locator("#tbt-next").click()
             wait_for_step(page, n)
@@ -435,7 +437,18 @@ def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine
 
 
 @pytest.mark.engine
-def test_the_engine_stopped_mid_session(engine_lm, engine):  # (last: it stops the engine)
+def test_the_engine_stopped_mid_session():
+    """On an engine of its own, which it stops: the run's shared engine serves the engine tests after this one."""
+    from engine_server import started_for_the_tests
+
+    own = started_for_the_tests()
+    try:
+        stopped_mid_session(load_engine_model(EngineClient(own.url, own.model, timeout=REQUEST_S), own.folder), own)
+    finally:
+        own.stop()
+
+
+def stopped_mid_session(engine_lm, engine):
     session = DecodeSession(engine_lm)
     session.start("Hello there")
     session.step(SamplingConfig(temperature=0))

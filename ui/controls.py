@@ -2,6 +2,7 @@
 the hidden carriers and triggers, and the handlers every view's step shares (start, next, back, force, ...)."""
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import gradio as gr
@@ -13,9 +14,9 @@ from model.decoding.records import SETTING_NAMES
 from ui.events import Event
 from ui.handlers import named_range, page_handler, whole
 from ui.labels import Labels, choices
-from ui.protocol import CARRIERS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
+from ui.protocol import CARRIERS, GRADIO_PLOTS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
 from ui.state import App
-from ui.strings import LANG_INPUT, Refusal, t
+from ui.strings import LANG_INPUT, LANGS, Refusal, t
 
 EXAMPLES = [
     "The capital of France is",
@@ -105,7 +106,7 @@ class Page:
         self.head = gr.Dropdown(head_choices(info, "en"), value="mean", label=t("head"), elem_id="tbt-head", scale=1,
                                 render=False)
         # which KV head each query head reads (Attention shows it): the session's model's, drawn by attention_controls
-        self.gqa = gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id="tbt-plot-gqa", show_label=False,
+        self.gqa = gr.Plot(viz.gqa_figure(info), label=t("tab_attention"), elem_id=GRADIO_PLOTS["gqa"], show_label=False,
                            render=False)
         self._shared_words = {self.gqa: dict(words=lambda lang: {"value": viz.gqa_figure(info, lang)}),
                        self.force: dict(key="force_label"), self.force_btn: dict(key="btn_force", attr="value"),
@@ -134,6 +135,9 @@ class Page:
             # presenter mode: the page's script alone reads it (assets/js/presenter.js) and this browser keeps it
             add(gr.Checkbox(False, label=L("presenter_mode"), elem_id=IDS["presenter"], scale=0, min_width=180,
                             container=False, interactive=True), "presenter_mode")
+            # predict first: the candidate chart without the token its draw picks until Next (read as presenter mode)
+            add(gr.Checkbox(False, label=L("predict_first"), elem_id=IDS["predict"], scale=0, min_width=160,
+                            container=False, interactive=True), "predict_first")
 
     def build_controls(self):
         L, add = (lambda key: t(key, "en")), self.labels.add
@@ -306,7 +310,7 @@ class Page:
         ]
 
     def on_load(self, demo: gr.Blocks, start_in_default: bool = True):
-        """On a page load: start a session on the prompt shown, in the browser's language."""
+        """On a page load: start a session on the prompt shown, in the address's (?lang=) or the browser's language."""
         start = self.handler(self.start_page, "prompt", "mode", "model")
         inputs = [self.prompt, self.mode, self.model, *self.page_in]
         # the first text is drawn in the browser's language too (the switch below may land before it exists)
@@ -317,7 +321,10 @@ class Page:
         demo.unload(self.unload)
 
 
-BROWSER_LANG = "((navigator.language || 'en').toLowerCase().startsWith('zh') ? 'zh' : 'en')"
+# The page's first language: ?lang=zh or ?lang=en in its address (a teacher hands out one link per language), else
+# the browser's own. Only the page's own languages are taken: any other value of ?lang= is the browser's choice.
+BROWSER_LANG = (f"(((l) => {json.dumps(list(LANGS))}.includes(l) ? l : ((navigator.language || 'en').toLowerCase()"
+                ".startsWith('zh') ? 'zh' : 'en'))(new URLSearchParams(window.location.search).get('lang')))")
 
 
 def advance(session, cfg):

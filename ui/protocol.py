@@ -34,6 +34,7 @@ PROTOCOL = {
         "next": "tbt-next", "back": "tbt-back", "reset": "tbt-reset", "start": "tbt-start", "play": "tbt-play",
         "force": "tbt-force-btn",
         "presenter": "tbt-presenter",  # the presenter-mode switch (assets/js/presenter.js)
+        "predict": "tbt-predict",  # the predict-first switch (assets/js/presenter.js, charts.js hideDraw)
         "keys": "tbt-keys",  # the keys' help, shown by ? (assets/js/presenter.js)
         "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
     },
@@ -50,10 +51,11 @@ PROTOCOL = {
         "bundle": "tbt-bundle-btn",  # the candidate chart at every temperature (temperature_charts)
         "ahead": "tbt-ahead-btn",  # the chart the next step will show (next_chart)
         "play_run": "tbt-play-run",  # start the streaming Play
+        "open_head": "tbt-open-head-btn",  # open the head in window[globals.open_head] in the Attention view
     },
     # names the page's script puts on window, for the listeners' js= snippets (the whole window surface:
     # assets/js/page.js)
-    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded"},
+    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded", "open_head": "tbtOpenHead"},
     # the hidden outputs the carriers arrive in, and the text panel with the status line: the only elements
     # the script observes
     "carriers": {"figure": "tbt-figdata", "ahead": "tbt-ahead", "bundle": "tbt-bundle", "play": "tbt-playbox",
@@ -69,10 +71,13 @@ PROTOCOL = {
     # laid out as its own charts are (assets/js/charts.js refit). ui/views still spell these ids in their gr.Plot
     # calls: tests/test_page.py holds the two together
     "gradio_plots": {
+        "lens_pins": "tbt-plot-lens-pins",  # (the Logit lens's pinned tokens, ui/views/lens.py)
         "branches": "tbt-plot-branch-logp", "beams": "tbt-plot-beams", "race": "tbt-plot-race",
         "consistency": "tbt-plot-sc", "constraints": "tbt-plot-constrain", "calculator": "tbt-plot-calc",
         "speculative": "tbt-plot-spec", "batching": "tbt-plot-batching", "throughput": "tbt-plot-throughput",
         "paged": "tbt-plot-paged", "lesson": "tbt-lesson-plot", "lesson_class": "tbt-lesson-class-plot",
+        "lens_commit": "tbt-plot-lens-commit",
+        "gqa": "tbt-plot-gqa",  # (the Attention tab's query heads to KV heads, ui/controls.py)
     },
     # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
     "parts": {
@@ -87,6 +92,9 @@ PROTOCOL = {
     # tabs whose chart carries a step number as each point's customdata: a click on a point goes back to that
     # step, as a click on its chip does (assets/js/clicks.js)
     "step_on_click": ["chain"],
+    # tabs whose chart carries [layer, head, ...] as each cell's customdata: a click on a cell opens that head in the
+    # Attention view (assets/js/clicks.js, ui/views/heads.py)
+    "head_on_click": ["heads"],
     "stepping_tab": "candidates",  # the tab whose chart is drawn ahead and has the temperature flipbook
     "shown_event": "tbt-shown",  # fired on a plot each time it shows a new chart (detail: key, t, how)
     "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart
@@ -94,9 +102,12 @@ PROTOCOL = {
     "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
     # presenter mode: the attribute on <html> that app.css styles, and how much larger a chart's text is drawn
     "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3},
+    # predict first: the attribute on <html> while a candidate chart is drawn without its draw (viz.candidates.hidden_draw)
+    "predict": {"attribute": "data-tbt-predict"},
     # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
-    # figure of plots side by side shows the first only
-    "fit": {"min_px": 330, "narrow_px": 700},
+    # figure of plots side by side shows the first only, as does a gr.Plot in a column narrower than beside_px
+    # (times the presenter scale in presenter mode: the Lesson's chart beside its text at 1280)
+    "fit": {"min_px": 330, "narrow_px": 700, "beside_px": 640},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
 GRADIO_PLOTS = PROTOCOL["gradio_plots"]  # the views' gr.Plot elem_ids, by name (the page's script reads the same)

@@ -51,6 +51,9 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
             raise
         _wait_for_page(demo)
         served = (demo.server_app, demo.local_url, None)
+    reach = getattr(demo, "tbt_reach", None)  # (app.build leaves it there): a room's link needs the port chosen
+    if reach is not None:
+        reach.listening(demo.server_name, demo.server_port)
     if store is not None:  # Gradio's state of sessions that are gone: forgotten (what it holds is not given back)
         keep_forgetting(demo, store.is_page, store.unconnected_seconds)
     if not prevent_thread_lock:

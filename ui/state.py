@@ -18,6 +18,7 @@ from model.serving.sessions import ModelRegistry, SessionStore
 from ui.guard import address
 from ui.handlers import USER, View
 from ui.protocol import figure_carrier, chart_id
+from ui.reach import Reach
 from ui.render import force_choices, status_html, text_panel
 from ui.stash import Stash
 
@@ -57,16 +58,17 @@ class App:
 
     The registries are made by the composition root (app.py) and handed in: `models` (loaded once), `store` (every
     user's session), `rooms` (model/classroom/rooms.py: the Room view opens and follows them; a lesson asks its
-    questions in them). `views` maps a tab id to its view (ui/views) for the views that draw every step: the one
+    questions in them), `reach` (the operator's public address, and where the server listens). `views` maps a tab id to its view (ui/views) for the views that draw every step: the one
     whose tab is open draws the step's chart. `all_views` maps every view of the page by its tab id (a lesson step
     asks the view it is about for its chart). `stash` holds what a view keeps for a user between events
     (ui/stash.py).
     """
 
-    def __init__(self, models: ModelRegistry, store: SessionStore, rooms: Rooms):
+    def __init__(self, models: ModelRegistry, store: SessionStore, rooms: Rooms, reach: Reach | None = None):
         self.models = models
         self.store = store
         self.rooms = rooms
+        self.reach = reach or Reach()  # where students reach the server: a room's join link (ui/reach.py)
         self.revision = 0  # bumps on every render, so the page can tell a new step from an old one
         self.views: dict = {}
         self.all_views: dict = {}
@@ -104,6 +106,14 @@ class App:
         engine's model): for a computation on a text the page sends, not the session's."""
         try:
             return self.local_session(request).lm
+        except SessionError:
+            return self.models.get()
+
+    def user_model(self, request: gr.Request):
+        """The user's model, local or an engine's, else the default local model (no session yet): for a text the
+        page sends to a computation that runs on either (Score any text)."""
+        try:
+            return self.session(request).lm
         except SessionError:
             return self.models.get()
 

@@ -203,6 +203,14 @@ PAGE: dict[str, tuple[str, str]] = {
         "Too noisy to conclude this time: not every run of the one pass beat the steps (the rule: 3 runs after a warm-up, the slowest below the steps' time). The steps were timed when they ran and this pass just now, on a shared machine; press again.",
         "这一次机器太忙，无法下结论：并行计算并非每次都比逐步更快（规则：预热一次后运行 3 次，最慢的一次也要低于逐步的时间）。各步是在生成时计时的，而这次计算是刚刚计时的，机器是共用的；请再按一次。",
     ),
+    "compare_result_engine": (
+        "One request to the engine scored all {tokens} tokens at once (vLLM's prompt_logprobs: the whole text in one parallel pass, no cached prefix reused) and agrees with the {steps} steps' own requests: the largest log-probability difference is {diff}, only float rounding, because under the causal mask appending a token changes no earlier row. Time: the one request took {parallel} ms; the {steps} steps, each its own request, took {serial} ms, {speedup}× as long (the prompt's request is left out: it is itself one parallel pass).",
+        "向推理引擎发出的一次请求就给全部 {tokens} 个词元打了分（vLLM 的 prompt_logprobs：整段文本一次并行计算，不复用缓存的前缀），结果与 {steps} 步各自的请求一致：对数概率的最大差值为 {diff}，只是浮点舍入误差，因为在因果掩码下，追加一个词元不会改变之前的任何一行。时间：这一次请求用了 {parallel} 毫秒；{steps} 步每步各发一次请求，共用了 {serial} 毫秒，是前者的 {speedup} 倍（提示词的那次请求本身就是一次并行计算，所以不计入）。",
+    ),
+    "compare_engine_slower": (
+        "Here the one request was not faster: it computed every token of the text, while each step's request computed only its new token and read the rest from the engine's cache. With a long prompt and few steps the one pass does more work; after more steps their total overtakes it (timings on a shared machine vary too).",
+        "这一次，单次请求并不更快：它要计算整段文本的每一个词元，而每一步的请求只计算新的那一个词元，其余的从引擎的缓存里读取。提示词长、步数少时，一次并行计算反而做的事更多；多生成一些步，逐步请求的总时间就会超过它（在共享的机器上，计时也会有波动）。",
+    ),
     "score_heading": ("Score any text", "给任意文本打分"),
     "explain_score": (
         "Paste any text: one pass gives each of its tokens' rank and probability under the model (no chat template). The colours are GLTR's buckets (Gehrmann et al. 2019): top 10, top 100, top 1,000, beyond. Text a model like this one wrote tends to stay pale, mostly its top-10 tokens; human writing has more dark, surprising tokens. A hint, not a proof.",
@@ -237,6 +245,17 @@ PAGE: dict[str, tuple[str, str]] = {
     "lesson_order_transformers": ("Temperature first (Hugging Face) keeps more", "先温度（Hugging Face）保留得更多"),
     "lesson_order_temperature_last": ("Temperature last (llama.cpp) keeps more", "温度最后（llama.cpp）保留得更多"),
     "lesson_order_same": ("Both keep the same number", "两种顺序保留的一样多"),
+    "lesson_score": ("**Your score: {right} of {total}** (a question counts when you commit a guess).",
+                     "**你的得分：{total} 题中答对 {right} 题**（提交了猜测的题目才计分）。"),
+    "lesson_score_step": ("Step {step}: {result}", "第 {step} 步：{result}"),
+    "lesson_score_right": ("✔ right", "✔ 答对"),
+    "lesson_score_wrong": ("✘ wrong", "✘ 答错"),
+    "lesson_score_none": ("not answered", "未作答"),
+    "lesson_class_results": ("**Your class**, question by question (counts, no names):",
+                             "**全班**逐题的结果（只计人数，不记名字）："),
+    "lesson_class_step": ("Step {step}: {right} right, {wrong} wrong, {none} no answer",
+                          "第 {step} 步：{right} 人答对，{wrong} 人答错，{none} 人未作答"),
+    "lesson_class_not_revealed": ("Step {step}: not revealed to the class yet", "第 {step} 步：还没有向全班揭晓"),
     "lesson_right": ("✔ Right.", "✔ 猜对了。"),
     "lesson_wrong": ("✘ Not this time.", "✘ 这次没猜中。"),
     "lesson_reveal_token": ("The model gave your guess {guess} a probability of **{prob}** (rank {rank} of {vocab:,}). Its most likely next token was {top} at {top_prob}; with this step's settings it wrote {chosen}.",
@@ -249,6 +268,72 @@ PAGE: dict[str, tuple[str, str]] = {
                             "2（K 和 V）× {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × {tokens:,} 个词元 × {bytes_per} 字节 = **{bytes:,} B = {size}**。"),
     "lesson_reveal_order": ("With these settings, temperature first keeps **{first}** token(s); temperature last keeps **{last}**.",
                             "在这些设置下，先做温度保留 **{first}** 个词元；温度放在最后保留 **{last}** 个。"),
+    "lesson_reveal_order_what": (
+        "The logits and the settings (T = {temperature}, {cuts}) are the same in both runs; only the order differs, "
+        "because the cuts read the probabilities after temperature in one order and before it in the other. What "
+        "changes: the two kept sets differ by **{diff}** token(s).",
+        "两次用的是同一组 logits、同一组设置（T = {temperature}，{cuts}），只有顺序不同：一种顺序里截断看到的是温度调整之后的概率，"
+        "另一种看到的是调整之前的。变化在于：两种顺序留下的词元数相差 **{diff}** 个。"),
+    "lesson_step_same": ("About the same time here: the step looks O(1)", "在这里用时差不多：看起来是 O(1)"),
+    "lesson_step_grows": ("Measurably slower on the long text: the step grows with t",
+                          "长文本上明显更慢：一步的用时随 t 增长"),
+    "lesson_beam_higher": ("Beam search's text has the higher log P", "束搜索的文本 log P 更高"),
+    "lesson_sampled_higher": ("The sampled text has the higher log P", "采样得到的文本 log P 更高"),
+    "lesson_beam_same": ("Both are the same text", "两段文本完全一样"),
+    "lesson_reveal_step_time": (
+        "Measured just now on this machine, on the step's text repeated to {tokens:,} tokens (a cached step's cost "
+        "depends on how many positions it reads, not on which tokens they are), at least {runs} run(s) per length: "
+        "a cached step took **{short_ms} ms** at {short} tokens and **{long_ms} ms** at {long:,}. The line fitted to "
+        "the medians rises by **{slope} ms per 1,000 tokens**: {fit_short} ms → {fit_long} ms. The rule: it grows if "
+        "the fitted time at the longest length is at least {growth} above the shortest and every run there was "
+        "slower than every run at the shortest; it is the same if the line rises by less than {growth}.",
+        "刚刚在这台机器上测的：把这一步的文本重复到 {tokens:,} 个词元（有缓存时一步的开销取决于要读多少个位置，而不是这些位置上是什么词元），"
+        "每个长度至少跑 {runs} 次。在 {short} 个词元时一步用了 **{short_ms} 毫秒**，在 {long:,} 个词元时用了 **{long_ms} 毫秒**。"
+        "对中位数拟合的直线**每千个词元上升 {slope} 毫秒**：{fit_short} 毫秒 → {fit_long} 毫秒。判定规则：如果最长长度处的拟合时间比最短处高出至少 "
+        "{growth}，并且最长处的每一次都比最短处的每一次慢，就算“变慢”；如果直线上升不到 {growth}，就算“一样”。"),
+    "lesson_reveal_step_grows": (
+        "**It grows.** The projections and the MLP cost the same at every step, but attention reads all t cached "
+        "keys and values: a step is O(t), and the whole text O(t²).",
+        "**它会变慢。** 投影和 MLP 每一步的开销确实不变，但注意力要读完全部 t 个缓存的键和值：一步是 O(t)，整段文本是 O(t²)。"),
+    "lesson_reveal_step_same": (
+        "**Flat within {growth} here**, so the claim looks true on this model at these lengths, but it is not: "
+        "the projections, the MLP and the output layer over the whole vocabulary cost the same at every step and "
+        "outweigh attention's reads of the t cached positions. Those reads still grow with t (O(t) a step), and on "
+        "a long text or a larger model they dominate.",
+        "**在这里，变化不到 {growth}**，所以在这个模型、这些长度上，这个说法看起来成立，其实不然：投影、MLP 和覆盖整个词表的"
+        "输出层每一步的开销都一样，盖过了注意力读取 t 个缓存位置的开销。这部分读取仍随 t 增长（每步 O(t)），"
+        "文本更长或模型更大时，它就会占主导。"),
+    "room_feedback_no_verdict": ("You guessed {guess}. The machine was too busy to measure a clear answer this time.",
+                                 "你的猜测是 {guess}。这台机器这次太忙，测不出明确的答案。"),
+    "lesson_reveal_step_noisy": (
+        "**Too noisy to conclude on this machine right now** (the runs overlap, or too few fit): open the KV cache "
+        "tab and measure again when it is quieter.",
+        "**这台机器此刻太忙，测不出结论**（几次测量互相重叠，或者跑的次数不够）：打开 KV 缓存标签页，等空闲些再测一次。"),
+    "lesson_reveal_kept_count": (
+        "Top-p = {p} kept **{kept:,}** of {vocab:,} tokens, not p × vocabulary = {myth:,}. It keeps the smallest "
+        "set of the most likely tokens whose probability adds up to p, however many that is: {tokens}.",
+        "top-p = {p} 保留了 {vocab:,} 个词元中的 **{kept:,}** 个，而不是 p × 词表大小 = {myth:,}。它保留的是概率加起来达到 p "
+        "的最小的一组最可能的词元，有几个算几个：{tokens}。"),
+    "lesson_reveal_more": (" and {n:,} more", "，另外还有 {n:,} 个"),
+    "lesson_reveal_beam_text": (
+        "Beam search (B = {width}) wrote {text}: log P = **{logp}**, {repeated} of its {n} tokens repeat an earlier "
+        "stretch ({ngrams} repeated stretch(es)).",
+        "束搜索（B = {width}）写出 {text}：log P = **{logp}**，{n} 个词元里有 {repeated} 个在重复前文（{ngrams} 段重复）。"),
+    "lesson_reveal_sampled_text": (
+        "Sampling with this step's settings wrote {text}: log P = **{logp}**, {repeated} of its {n} tokens repeat "
+        "({ngrams} repeated stretch(es)).",
+        "用这一步的设置采样写出 {text}：log P = **{logp}**，{n} 个词元里有 {repeated} 个在重复（{ngrams} 段重复）。"),
+    "lesson_reveal_beam_higher": (
+        "Beam search's text is the likelier one: that is what it searches for, not the best text.",
+        "束搜索的文本更可能：它找的正是这个，而不是最好的文本。"),
+    "lesson_reveal_sampled_higher": (
+        "Here the sampled text is the likelier one: beam search keeps only a few partial texts, so it is not an "
+        "exact search.",
+        "这一次采样的文本反而更可能：束搜索每步只保留几条候选，并不是精确搜索。"),
+    "lesson_reveal_texts_same": ("Both wrote the same text.", "两种方法写出了同一段文本。"),
+    "lesson_reveal_repeats_beam": ("Beam search's text repeats more.", "束搜索的文本重复得更多。"),
+    "lesson_reveal_repeats_sampled": ("The sampled text repeats more.", "采样的文本重复得更多。"),
+    "lesson_reveal_repeats_same": ("They repeat equally.", "两者重复得一样多。"),
     "lesson_no_file": ("Could not load that lesson: upload a lesson file (JSON) from your computer.",
                        "无法载入这节课：请从你的电脑上传一个课程文件（JSON）。"),
 
@@ -366,12 +451,89 @@ PAGE: dict[str, tuple[str, str]] = {
     "explain_lens_limits": (
         "What it does not show: the layers before the last were never trained to be read this way. A lens shows at which depth the final answer becomes readable through the last layer's unembedding, not what a layer 'thinks' or 'knows'; an early layer can hold the answer in a form this reading cannot see (a tuned lens, trained per layer, reads them better). The first row (emb) is the token embedding read back, which mostly predicts the input token itself.",
         "它没有显示什么：最后一层之前的各层从来没有被训练成可以这样读。透镜显示的是：最终答案在多深的层上能通过最后一层的反嵌入被读出来，而不是某一层“在想什么”或“知道什么”；前面的层可能以这种读法看不到的形式包含答案（为每一层单独训练的“调校透镜”能读得更好）。第一行（嵌入）是把词嵌入直接读回来，它大多预测的是输入词元本身。"),
+    "explain_lens_commit": (
+        "**Where each token was decided.** Under the heat map, on its columns: for each token that came next, the first layer from which it stays the lens's top token all the way up. For a generated token, green means the step's own random number u (its settings and seed) would have drawn it already from that layer's reading, orange that the same u would have drawn another token there. A × marks a token the last layer did not rank first: it was sampled, so it never becomes the top token.",
+        "**每个词元在哪里被决定。** 在热图下方、与它同列：对每个接下来的词元，从哪一层起它一直是透镜的首选词元，直到最后一层。对生成的词元，绿色表示该步自己的随机数 u（它的设置和种子）在那一层的读数上就已经会抽到它，橙色表示同一个 u 在那里会抽到别的词元。× 标出最后一层没有把它排在第一的词元：它是抽样得到的，所以从未成为首选。"),
+    "lens_commit_label": ("Where each token was decided", "每个词元在哪里被决定"),
+    "explain_lens_pins": (
+        "**Pin tokens.** Type one or more tokens, separated by commas, and pick a position the lens read: the chart shows each layer's probability of each of them there, with the token that came next (dashed) for comparison. Each must be exactly one token of the vocabulary, as typed: a leading space counts (' Paris' is one token, 'Paris' may be another).",
+        "**固定词元。** 输入一个或多个词元，用逗号分隔，再选一个透镜读取过的位置：图中画出每一层在该位置给每个词元的概率，并画出实际出现的下一个词元（虚线）作比较。每一个都必须恰好是词表中的一个词元，按输入的样子算：开头的空格也算（' Paris' 是一个词元，'Paris' 可能是另一个）。",
+    ),
+    "lens_pins": ("Tokens to pin (comma-separated, a leading space counts)", "要固定的词元（用逗号分隔，开头的空格也算）"),
+    "lens_position": ("Position", "位置"),
+    "btn_lens_pin": ("Chart the pinned tokens", "画出固定的词元"),
+    "lens_pin_label": ("Pinned tokens through the layers", "固定词元在各层的概率"),
     "lens_window": ("Positions to read (the last ones)", "要读取的位置数（最后几个）"),
     "btn_lens": ("Read every layer", "读取每一层"),
     "lens_result": ("{layers} layers × {n} positions ({ms} ms). The top row against the model's own logits: largest difference {diff}, float error: it is the model's output.",
                     "得到 {layers} 层 × {n} 个位置（{ms} 毫秒）。最上一行与模型自己的 logits 相比：最大差 {diff}，只是浮点误差：它就是模型的输出。"),
     "lens_bounded": ("It reads the last {n} positions, not {asked}: each cell is a softmax over all {vocab} tokens of the vocabulary, and the server bounds that work so the class's steps keep their share.",
                      "只读取最后 {n} 个位置，而不是 {asked} 个：每个格子都要对词表中全部 {vocab} 个词元做 softmax，服务器限制了这部分计算量，好让全班的步骤照常进行。"),
+    # ---- two models on one text (ui/views/two_models.py) ----
+    "tab_two_models": ("Two models", "两个模型"),
+    "explain_two_models": (
+        "The same text read by SmolLM2 and Gemma 3 270M. Their tokenizers cut it differently, so their tokens do not line up; characters do. Each token's surprisal (−log₂ of the probability the model gave it) is spread evenly over the bytes it covers, and each character gets the shares of its bytes: the characters add up to the text's log P in each model. Each model reads the text exactly as a raw prompt.",
+        "同一段文本分别由 SmolLM2 和 Gemma 3 270M 来读。它们的分词器切法不同，词元对不齐；字符却能对齐。每个词元的意外度（模型给它的概率取 −log₂）平摊到它覆盖的字节上，每个字符得到它那些字节的份额：在每个模型里，所有字符加起来正好是整段文本的 log P。每个模型都把文本当作直接续写的提示词来读。"),
+    "two_text": ("Text (scored by both, and the prompt both continue)", "文本（两个模型都给它打分，也是两者续写的提示词）"),
+    "btn_two_score": ("Score with both models", "用两个模型打分"),
+    "two_steps": ("Tokens each model writes", "每个模型续写的词元数"),
+    "btn_two_continue": ("Continue with both", "两个模型都续写"),
+    "explain_two_models_limits": (
+        "What it does not show: which model is better in general. One short text says little, and a character's bits depend on how its token was cut (a token's cost is shared out evenly, which is a convention, not something the model computes). Only the sums over a stretch both tokenizers cut at the same places are each model's own numbers.",
+        "它没有显示什么：哪个模型总体上更好。一小段文本说明不了多少；一个字符的比特数取决于它所在的词元怎么切（把一个词元的代价平均分摊是一种约定，不是模型算出来的）。只有在两个分词器切在同样位置的片段上求和，才是每个模型自己的数字。"),
+    # ---- switching a part off (ui/views/ablation.py) ----
+    "tab_ablation": ("Switch off", "关闭部件"),
+    "explain_ablation": (
+        "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's door, and the class's steps never see it.",
+        "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型门口单独运行，全班的步骤不会受影响。"),
+    "explain_ablation_limits": (
+        "What it does not show: one part switched off at a time says what the model loses without it *here*, not what the part \"does\" in general; another part can take over its work (the later layers often compensate), and two parts that each matter little can matter together. The continuation runs your whole text again with the part off, since every cached key and value after that part depends on it.",
+        "它不能说明的：一次只关闭一个部分，只能说明模型在*这里*没有它会失去什么，而不是这个部分一般“做什么”；别的部分可能接替它的工作（后面的层常常会补偿），两个各自影响不大的部分合在一起也可能很重要。续写时会在关闭该部分的情况下重新运行整段文本，因为该部分之后缓存的每个键和值都依赖于它。"),
+    "abl_kind": ("Part to switch off", "要关闭的部分"),
+    "abl_kind_head": ("one head", "一个注意力头"),
+    "abl_kind_attention": ("a layer's attention", "一层的注意力"),
+    "abl_kind_mlp": ("a layer's MLP", "一层的 MLP"),
+    "abl_layer": ("Layer (from 0)", "层（从 0 开始）"),
+    "abl_head": ("Head (for one head)", "注意力头（仅用于单个头）"),
+    "abl_method": ("Replace its output by", "将它的输出替换为"),
+    "abl_by_mean": ("its mean over the text (default)", "它在文本上的均值（默认）"),
+    "abl_by_zero": ("zero", "零"),
+    "abl_steps": ("Tokens to continue", "续写的词元数"),
+    "btn_ablation": ("Switch off and compare", "关闭并比较"),
+    "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's door, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
+                   "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
+    # ---- activation patching view (ui/views/patching.py) ----
+    "tab_patching": ("Patching", "激活修补"),
+    "explain_patching": (
+        "Activation patching asks where in the model an answer is carried. Two prompts differ in one word: after prompt 1 the model says ' Paris', after prompt 2 ' Rome'. Run prompt 2 again, but replace ONE vector with prompt 1's: the residual stream entering one layer at one position. If the answer moves back to ' Paris', that vector carried it. Each cell of the grid is one such run: its colour is how much of the answer's probability came back, (P<sub>patched</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>): 1 all of it, 0 none. The two prompts must have the same number of tokens, so that every position has its partner. The answer is prompt 1's most likely next token unless you type one (one token; a leading space counts).",
+        "激活修补要回答：答案是在模型的哪里被携带的。两个提示词只差一个词：提示词 1 之后模型说“ Paris”，提示词 2 之后说“ Rome”。把提示词 2 再运行一遍，但把其中一个向量换成提示词 1 的：进入某一层、某一位置的残差流。如果答案回到了“ Paris”，就说明这个向量携带了它。网格的每一格就是这样一次运行：颜色表示答案的概率恢复了多少，(P<sub>修补</sub> − P<sub>2</sub>) / (P<sub>1</sub> − P<sub>2</sub>)：1 表示全部恢复，0 表示没有。两个提示词的词元数必须相同，这样每个位置都有对应的位置。答案默认是提示词 1 最可能的下一个词元，也可以自己输入（一个词元；开头的空格也算）。"),
+    "explain_patching_limits": (
+        "What it does not show: a cell says that copying that one vector is enough to move the answer, not that the model 'stores the fact' there, nor that nothing else could carry it (other positions, or many small pieces together). The picture depends on the pair of prompts and the answer you pick. Each layer's row is one batched pass of the model (one copy of prompt 2 per position), so the grid is layers × positions runs.",
+        "它没有显示什么：一个格子说明，只复制那一个向量就足以让答案改变，并不说明模型把“事实存放”在那里，也不说明别处不能携带它（其他位置，或许多小的部分合起来）。结果取决于你选的两个提示词和答案。每一层的一行是模型的一次批量前向（每个位置一份提示词 2 的副本），所以整个网格是“层数 × 位置数”次运行。"),
+    "patch_clean": ("Prompt 1 (the source: its vectors are copied)", "提示词 1（来源：复制它的向量）"),
+    "patch_corrupted": ("Prompt 2 (one word changed: the run that is patched)", "提示词 2（换了一个词：被修补的运行）"),
+    "patch_answer": ("Answer token (empty: prompt 1's most likely next token)", "答案词元（留空：提示词 1 最可能的下一个词元）"),
+    "btn_patch": ("Patch every layer and position", "修补每一层、每个位置"),
+    "patch_result": ("After prompt 1 the model gives {answer} {clean}; after prompt 2, {corrupted} (its top token there: {top}, {top_p}). The strongest single vector: the input of layer {layer} at position {pos} ({tok}) restores {effect} of the difference. {passes} passes, {ms} ms.",
+                     "提示词 1 之后，模型给 {answer} 的概率是 {clean}；提示词 2 之后是 {corrupted}（那里的最高词元：{top}，{top_p}）。作用最强的单个向量：第 {layer} 层在位置 {pos}（{tok}）的输入，恢复了差距的 {effect}。共 {passes} 次前向，{ms} 毫秒。"),
+    # ---- heads view (ui/views/heads.py) ----
+    "tab_heads": ("Heads", "注意力头"),
+    "explain_heads": (
+        "Each attention head learns its own habit. To find them, the page makes a text for the purpose: a random sequence of tokens from the model's vocabulary, said twice. It runs it once and scores every head by where its attention goes. **Previous-token heads** look at the token just before: they let the next layers know which token came before each one, the first half of copying. **Induction heads** look, from a token in the second copy, at the token that came right after its earlier copy: they find where the current token was seen before and copy what followed it, which is how a model continues a pattern it has seen in its context (in-context repetition). **Sink heads** park their attention on the first token: when a head has nothing useful to read, its weights must still sum to 1, and the first token serves as a no-op. Click a head to open it in the Attention view (on your own text).",
+        "每个注意力头都学到了自己的习惯。为了找到它们，页面专门生成一段文本：从模型词表中随机抽取的一串词元，重复说两遍。运行一次，按每个头的注意力落在哪里给它打分。**前一个词元头**看紧挨着的前一个词元：让后面的层知道每个词元前面是什么，这是复制的前一半。**归纳头**从第二遍中的某个词元出发，去看它在第一遍出现时紧跟其后的那个词元：它找到当前词元以前在哪里出现过，并复制后面跟着的内容，模型就是这样延续上下文里见过的模式（上下文中的重复）。**汇点头**把注意力停放在第一个词元上：当一个头没有有用的东西可读时，它的权重之和仍必须是 1，第一个词元就充当一个“什么都不做”的位置。点击一个头，可以在“注意力”视图中打开它（看你自己的文本）。"),
+    "explain_heads_limits": (
+        "What it does not show: a score is a mean attention weight on one made-up text, not what the head writes into the residual stream; attention weights are not explanations. A head can do more than one thing, and a head that is a clear induction head here may behave differently on ordinary prose. The control text (the same length, no repetition) shows the induction score is about the repetition: there it stays near 0.",
+        "它没有显示什么：得分是一段人造文本上的平均注意力权重，不是这个头写进残差流的内容；注意力权重并不是解释。一个头可以做不止一件事，在这里表现为明显归纳头的头，在普通文章上可能表现不同。对照文本（同样长度，没有重复）说明归纳得分来自重复：在对照文本上它接近 0。"),
+    "btn_heads": ("Score every head", "给每个头打分"),
+    "heads_result": ("Scored on a random sequence of {n} tokens said twice ({ms} ms). The heads with the highest scores:",
+                     "在说了两遍的 {n} 个随机词元上打分（{ms} 毫秒）。得分最高的头："),
+    "heads_named": ("L{layer} H{head} ({score})", "L{layer} H{head}（{score}）"),
+    "heads_named_induction": ("L{layer} H{head} ({score}; {control} on the control text)",
+                              "L{layer} H{head}（{score}；对照文本上 {control}）"),
+    "heads_pick_bad": ("A head is named as 'layer,head' (two whole numbers), got {value}.",
+                       "一个头要写成“层,头”（两个整数），收到的是 {value}。"),
+    "heads_pick_range": ("This model has {layers} layers of {heads} heads: there is no layer {layer}, head {head}. Score the heads again for this model.",
+                         "这个模型有 {layers} 层、每层 {heads} 个头：没有第 {layer} 层的第 {head} 个头。请为这个模型重新给头打分。"),
     # ---- sampler race view (ui/views/race.py) ----
     "tab_race": ("Sampler race", "采样器比赛"),
     "explain_race": (
@@ -445,6 +607,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "constrain_ended_eos": ("the constraint was satisfied and the text ended", "约束已满足，文本结束"),
     "constrain_ended_length": ("the token budget ran out before the text ended", "文本结束前用完了词元数"),
     "constrain_no_run": ("Write under the constraint first.", "请先在约束下续写。"),
+    "lens_no_run": ("Read every layer first: the pinned tokens are read from the lens.", "请先读取每一层：固定的词元是从逻辑透镜的读数中读出的。"),
     # ---- consistency view ---- (ui/views/consistency.py)
     "tab_consistency": ("Self-consistency", "自洽投票"),
     "explain_consistency": (
@@ -474,6 +637,19 @@ PAGE: dict[str, tuple[str, str]] = {
     # ---- rooms: the wall, seats kept by a heartbeat, one text per student, feedback after the reveal ----
     "btn_room_renew": ("New code (everyone out)", "换新课堂码（所有人退出）"),
     "room_qr_alt": ("QR code of the room's join link", "加入课堂链接的二维码"),
+    # a lesson's question asked in a room, for a student whose language's lesson has another text or model
+    "room_q_next_token": ("After “{text}”, which token do you think the model finds most likely?",
+                          "在“{text}”之后，你认为模型觉得哪个词元最可能？"),
+    "room_q_kept_by_top_p": ("With top-p = {top_p}, will “{token}” be kept?", "在 top-p = {top_p} 时，“{token}”会被保留吗？"),
+    "room_q_cache_size": (
+        "This model ({model}: {layers} layers, {kv_heads} KV heads of {head_dim}, {dtype}) holds {tokens} tokens. "
+        "How big is its cache?",
+        "这个模型（{model}：{layers} 层、{kv_heads} 个 {head_dim} 维的 KV 头、{dtype}）保存了 {tokens} 个词元。它的缓存有多大？"),
+    "room_local_only": (
+        "Only this machine can open this link: the server listens on a loopback address, so no phone can join. "
+        "Restart it with --host 0.0.0.0 (or --public-url) to serve the class's network.",
+        "只有这台电脑能打开这个链接：服务器只在本机回环地址上监听，学生的手机无法加入。"
+        "请用 --host 0.0.0.0（或 --public-url）重新启动，让全班所在的网络都能访问。"),
     "room_joined": ("{n} students joined", "已加入 {n} 名学生"),
     "room_explore_after_reveal": ("The teacher is asking a question: explore on your own after the answer is revealed.",
                                   "老师正在提问：揭晓答案之后再自己探索。"),
@@ -584,14 +760,34 @@ PAGE: dict[str, tuple[str, str]] = {
                          "服务器正忙：现在只接受生成步骤；请稍后再试。"),
     # ---- projector: presenter mode, the engines' words (issue 22) ----
     "presenter_mode": ("Presenter mode", "演示模式"),
+    "predict_first": ("Predict first", "先猜后看"),
     "paged_summary_one": (
         "1 live session in {blocks}: **{paged}** paged (of which {waste} empty slots in its last block, and {shared} saved by shared prefixes), against **{reserved}** if it reserved {max} tokens.",
         "1 个活跃会话，共 {blocks}：分页占用 **{paged}**（其中最后一块的空位 {waste}，共享前缀省下 {shared}），而如果它预留 {max} 个词元，需要 **{reserved}**。",
     ),
     "paged_one_block": ("1 block", "1 个块"),
+    "paged_engine_summary": (
+        "**The engine's own blocks**, from its KV cache events: {stored} stores and {removed} removals so far, {live} different blocks in its cache now (a block computed again, as a request that skips the prefix cache does, is stored again under the same hash). Below, each session's full blocks at the engine's {block} tokens per block, named by the engine's hash: the same hash in two rows is one block held once.",
+        "**引擎自己的块**，来自它的 KV 缓存事件：到目前为止共有 {stored} 次存储、{removed} 次移除，现在缓存里有 {live} 个不同的块（同一个块被重新计算时，比如一个不读前缀缓存的请求，会以相同的哈希再存储一次）。下图按引擎的块大小（每块 {block} 个词元）列出每个会话的满块，用引擎的哈希命名：两行里相同的哈希就是同一个块，只存一份。",
+    ),
+    "paged_engine_silent": (
+        "The engine has sent no KV cache events: it publishes them only when started with prefix caching and --kv-events-config pointing at this server's --engine-kv-events address.",
+        "引擎没有发来任何 KV 缓存事件：只有在启动时开启前缀缓存，并用 --kv-events-config 指向本服务器的 --engine-kv-events 地址，它才会发布这些事件。",
+    ),
     "paged_blocks": ("{n} blocks", "{n} 个块"),
     "btn_spec_example": ("Try it on a text that repeats itself (code), where the draft pays",
                          "换一段会重复自身的文本（代码）试试，草稿在这里划算"),
+    "batch_engine_caption": (
+        "This model runs on an engine, which batches its requests itself: the chart shows **the engine's own numbers**, "
+        "read from its /metrics every {poll} s while this tab is open, not the app's passes. KV cache in use is the "
+        "share of the engine's cache blocks holding someone's tokens; the hit rate is the share of prompt tokens the "
+        "engine found already computed in its prefix cache.",
+        "这个模型运行在推理引擎上，引擎自己给请求组批：图中是**引擎自己的运行数据**，打开本标签页时每 {poll} 秒从它的 "
+        "/metrics 读一次，而不是本应用的计算记录。KV 缓存占用是引擎缓存块中正存着词元的比例；命中率是提示词元中"
+        "引擎在前缀缓存里找到、无需重新计算的比例。"),
+    "batch_engine_paused": (
+        "The engine's numbers stopped updating after {minutes} minutes; press the button above to follow them again.",
+        "引擎的数据在 {minutes} 分钟后停止更新；点上方的按钮即可继续跟踪。"),
     "names_batching": (
         "In an interview's words: this is **continuous batching** (vLLM, TGI, SGLang): sequences join and leave the "
         "running batch at every step, not once per batch, so a new user never waits for the others to finish. A decode "
@@ -615,6 +811,172 @@ PAGE: dict[str, tuple[str, str]] = {
         "用面试里的说法：**预填充**（prefill）是对整个提示词的第一次并行计算（受算力限制）；**解码**（decode）是之后的每一步，"
         "借助缓存一次写一个词元（受内存带宽限制）。这里缓存的前几行就是预填充写下的提示词的键和值，每个解码步再加一行。",
     ),
+    # --- Interview questions (ui/views/interview.py): no figure typed in an answer, each is a {placeholder} ---
+    "tab_interview": ("Interview questions", "面试问题"),
+    "interview_intro": (
+        "The questions ML interviews ask about decoding. For each one, say your own answer out loud first, then press "
+        "**Show the answer** and compare: a 30-second answer you could give. The button beside it opens the lesson "
+        "or tab where the app shows it happening. This browser remembers which questions you have revealed or opened (✔).",
+        "机器学习面试里常问的解码问题。每道题先大声说出你自己的答案，再点**显示答案**对照：一个 30 秒就能说完的回答。"
+        "旁边的按钮会打开讲解它的课程或标签页，让你在应用里亲眼看到。这个浏览器会记住你看过答案或打开过的题目（✔）。"),
+    "interview_summary": ("{done} of {total} questions revealed or opened in this browser.",
+                          "在这个浏览器中，{total} 道题里已看过或打开过 {done} 道。"),
+    "interview_myth": ("Common wrong answer: {myth}", "常见的错误回答：{myth}"),
+    "interview_where": ("Answered in: {places}", "讲解位置：{places}"),
+    "interview_lesson_place": ("lesson “{title}”", "课程《{title}》"),
+    "interview_tab_place": ("tab “{tab}”", "标签页“{tab}”"),
+    "interview_marks_revealed": ("answer seen", "已看答案"),
+    "interview_marks_opened": ("opened", "已打开"),
+    "btn_interview_reveal": ("Show the answer", "显示答案"),
+    "interview_answer_lead": ("A 30-second answer:", "30 秒回答："),
+    "btn_interview_lesson": ("Open the lesson “{title}” ▶", "打开课程《{title}》▶"),
+    "btn_interview_tab": ("Open the tab “{tab}” ▶", "打开“{tab}”标签页 ▶"),  # ("the The class, batched")
+    "interview_no_question": ("There is no interview question {question}: pick one of the cards on the Interview "
+                              "questions tab.", "没有编号为 {question} 的面试问题：请在“面试问题”标签页上选一张卡片。"),
+    "iq_token_by_token": ("Why does an LLM generate text token by token?", "为什么大语言模型要一个词元一个词元地生成文本？"),
+    "ia_token_by_token": (
+        "Because of what the model computes. It factors the probability of a text with the chain rule: P(text) is the "
+        "product, over each position, of P(that token | every token before it). One forward pass gives one "
+        "distribution over the whole vocabulary, for the next position only. We pick a token from it, append it, and "
+        "it becomes part of the condition of the next pass. So the text is written one choice at a time, each token "
+        "depending on the ones already chosen.",
+        "因为模型本身就是这样计算的。它用链式法则分解一段文本的概率：P(文本) 等于每个位置上 P(该词元 | 它之前的所有词元) "
+        "的乘积。一次前向计算只给出下一个位置上、覆盖整个词表的一个分布。我们从中选出一个词元，接到文本后面，"
+        "它又成为下一次计算的条件。所以文本只能一次一个选择地写出来，每个词元都取决于已经选好的词元。"),
+    "iq_autoregressive": ("What is the autoregressive property, and why is it the latency bottleneck?",
+                          "什么是自回归性质？为什么它是延迟的瓶颈？"),
+    "im_autoregressive": ("“With a KV cache each step is O(1).”", "“有了 KV 缓存，每一步都是 O(1)。”"),
+    "ia_autoregressive": (
+        "Autoregressive means each output is fed back as the next input: a step needs the token the step before it "
+        "chose, so N tokens take N forward passes one after another, and no amount of hardware runs them at once. Each "
+        "pass reads every weight of the model, so a step at small batch is bound by memory bandwidth, not arithmetic. "
+        "The KV cache saves recomputing the prefix, but a step is not constant time: the new token's attention still "
+        "reads all t cached keys and values, so each step grows with the text.",
+        "自回归是指每个输出都会作为下一步的输入送回去：每一步都需要上一步选出的词元，所以写 N 个词元要一个接一个地做 N 次"
+        "前向计算，再多的硬件也不能让它们同时进行。每次计算都要把模型的每个权重读一遍，所以小批量时一步受内存带宽限制，"
+        "而不是算力。KV 缓存省去了重算前缀，但一步并不是常数时间：新词元的注意力仍要读取缓存里全部 t 个键和值，"
+        "所以每一步都随文本变长而变慢。"),
+    "iq_kv_cache_size": ("How big is a 7B model's KV cache, and how do you compute it?",
+                         "一个 7B 模型的 KV 缓存有多大？怎么算？"),
+    "im_kv_cache_size": ("“A 7B model's KV cache for {tokens} tokens is about 2 GB.”",
+                         "“7B 模型在 {tokens} 个词元时的 KV 缓存大约是 2 GB。”"),
+    "ia_kv_cache_size": (
+        "Every layer keeps a key and a value vector per KV head for every token, so the bytes are K and V (two) × "
+        "layers × KV heads × head dim × tokens × bytes per value. {model} has {layers} layers and {kv_heads} KV heads "
+        "of {head_dim}; at {tokens} tokens in {dtype} ({value_bytes} bytes a value) that is {bytes} B, exactly "
+        "{size}, for one sequence. It grows linearly with the length and with the batch. {gqa_model} uses "
+        "grouped-query attention with {gqa_kv_heads} KV heads, so {gqa_tokens} tokens cost the same {gqa_size}.",
+        "每一层都要为每个词元、每个 KV 头存一个键向量和一个值向量，所以字节数是 K 和 V（两份）× 层数 × KV 头数 × 头维度 × "
+        "词元数 × 每个值的字节数。{model} 有 {layers} 层、{kv_heads} 个 KV 头，头维度 {head_dim}；{tokens} 个词元、"
+        "{dtype}（每个值 {value_bytes} 字节）时是 {bytes} B，正好 {size}，这是一条序列的。它随长度和批大小线性增长。"
+        "{gqa_model} 用分组查询注意力，只有 {gqa_kv_heads} 个 KV 头，所以 {gqa_tokens} 个词元也只要同样的 {gqa_size}。"),
+    "iq_parallel_training": ("Why is training parallel but generation serial?", "为什么训练可以并行，而生成只能串行？"),
+    "ia_parallel_training": (
+        "In training the whole text is already known. With teacher forcing each position's input is the true previous "
+        "token, and the causal mask lets every position see only what came before it, so one forward pass scores "
+        "every position at once and the loss is the mean cross-entropy over them. In generation the next input does "
+        "not exist until the model has chosen it, so the steps must run one after another. Same model, same mask: the "
+        "logits of the one parallel pass equal those of stepwise cached decoding.",
+        "训练时整段文本是已知的。在教师强制下，每个位置的输入都是真实的前一个词元，而因果掩码让每个位置只能看到它之前的内容，"
+        "所以一次前向计算就能同时给所有位置打分，损失是这些位置交叉熵的平均值。生成时，下一个输入要等模型选出来才存在，"
+        "所以各步只能一个接一个地进行。同一个模型、同一个掩码：那一次并行计算的 logits 与逐步带缓存解码的 logits 相同。"),
+    "iq_non_autoregressive": ("Why not generate every token at once (non-autoregressive)?",
+                              "为什么不一次生成所有词元（非自回归）？"),
+    "ia_non_autoregressive": (
+        "A non-autoregressive model such as Mask-Predict fills every position in one parallel pass, then re-masks "
+        "and re-predicts the least sure ones for a few rounds. It is fast, but each position is predicted without "
+        "knowing what the others chose. When the text has several good forms (the multimodality problem), positions "
+        "can mix them, and words get repeated or lost. Left to right, each token is conditioned on the ones already "
+        "chosen, so the text stays one consistent choice; that is why the strong models are autoregressive and make "
+        "it fast with caching, batching and speculative decoding instead.",
+        "非自回归模型（比如 Mask-Predict）用一次并行计算填满所有位置，再把最没把握的几个位置重新遮住、重新预测，迭代几轮。"
+        "它快，但每个位置预测时并不知道其他位置选了什么。当一句话有好几种合理说法时（多峰问题），不同位置可能各取一种，"
+        "结果出现重复或漏词。从左到右生成时，每个词元都以已经选定的词元为条件，整段文本始终是同一种说法；"
+        "所以强的模型仍是自回归的，再靠缓存、批处理和推测解码来提速。"),
+    "iq_exposure_bias": ("What is exposure bias, and how is it mitigated?", "什么是暴露偏差？怎么缓解？"),
+    "ia_exposure_bias": (
+        "In training every input the model sees is a true token; in generation it reads its own choices. So an early "
+        "unlikely or wrong token becomes the condition of every later step, and the model may be in text unlike "
+        "anything it was trained on: errors can compound. Mitigations: scheduled sampling (feed the model its own "
+        "predictions part of the time in training), sequence-level training such as reinforcement learning from "
+        "feedback, and at inference more careful decoding (a lower temperature, top-p) or reranking several samples.",
+        "训练时模型看到的每个输入都是真实词元；生成时它读的是自己的选择。所以一个早期的低概率或错误的词元会成为之后每一步的条件，"
+        "模型可能身处一段和训练时完全不同的文本里：错误会累积。缓解办法：计划采样（训练时有时把模型自己的预测喂回去）、"
+        "序列级训练（例如基于反馈的强化学习），以及推理时更谨慎的解码（更低的温度、top-p）或对多个样本重新排序。"),
+    "iq_sampling": ("What do temperature, top-k, top-p and min-p do, and in which order?",
+                    "温度、top-k、top-p 和 min-p 各做什么？按什么顺序？"),
+    "im_sampling": ("“Top-p keeps the top p percent of tokens.”", "“top-p 保留概率最高的前 p% 的词元。”"),
+    "ia_sampling": (
+        "All four reshape the next-token distribution before the draw. Temperature divides the logits: below one it "
+        "sharpens, above one it flattens, and zero means greedy. Top-k keeps the k most likely tokens. Top-p keeps "
+        "the smallest set of most likely tokens whose probabilities add up to at least p, so how many it keeps depends "
+        "on how sure the model is. Min-p keeps tokens with at least min-p times the top probability. Hugging Face "
+        "applies repetition penalty, temperature, top-k, top-p, then min-p, renormalising after each cut; llama.cpp "
+        "applies temperature last, and the order can change which tokens survive.",
+        "这四个设置都在抽样前改变下一个词元的分布。温度去除 logits：小于一时分布变尖，大于一时变平，为零就是贪心。"
+        "top-k 保留最可能的 k 个词元。top-p 保留累积概率至少达到 p 的最小的一组最可能词元，所以保留多少取决于模型有多确定。"
+        "min-p 保留概率至少是最高概率 min-p 倍的词元。Hugging Face 的顺序是重复惩罚、温度、top-k、top-p、min-p，"
+        "每次截断后重新归一化；llama.cpp 把温度放在最后，顺序不同，留下的词元可能不同。"),
+    "iq_speculative": ("How does speculative decoding speed generation up without changing it?",
+                       "推测解码怎样在不改变结果的前提下加快生成？"),
+    "ia_speculative": (
+        "A cheap draft, a small model or a lookup in the prompt, proposes several tokens. The big model checks them "
+        "all in one forward pass, which costs about as much as one step, because a step is bound by reading the "
+        "weights. It keeps the longest prefix it agrees with, plus one token of its own. Each draft token is accepted "
+        "with probability p over q, capped at one, and a rejection is resampled from what is left, so the output has "
+        "exactly the big model's distribution; under greedy decoding it is the identical text, in fewer passes.",
+        "一个便宜的草稿（小模型，或在提示词里查找）先提出几个词元。大模型用一次前向计算把它们全部检查一遍，"
+        "代价和一步差不多，因为一步的瓶颈是读取权重。它保留与自己一致的最长前缀，再加上一个自己的词元。"
+        "每个草稿词元以 p 除以 q（最多为一）的概率被接受，被拒绝时从剩下的部分重新抽样，所以输出的分布与大模型完全相同；"
+        "在贪心解码下文本一模一样，只是计算次数更少。"),
+    "iq_mqa_gqa": ("What are MQA and GQA for?", "MQA 和 GQA 是做什么用的？"),
+    "ia_mqa_gqa": (
+        "They shrink the KV cache, which at long context limits memory, batch size and decode speed. Multi-head "
+        "attention keeps a key and value head for every query head; multi-query attention keeps one shared by all; "
+        "grouped-query attention shares each KV head among a group of query heads. {model} has {heads} query heads "
+        "and {kv_heads} KV heads: at {tokens} tokens in {dtype} its cache is {gqa_size}, against {mha_size} with a KV "
+        "head per query head and {mqa_size} with a single one. Quality stays close to full multi-head attention, and "
+        "each decode step reads fewer bytes.",
+        "它们用来缩小 KV 缓存：上下文很长时，KV 缓存限制了显存、批大小和解码速度。多头注意力为每个查询头配一个键头和值头；"
+        "多查询注意力让所有查询头共用一个；分组查询注意力让一组查询头共用一个 KV 头。{model} 有 {heads} 个查询头、"
+        "{kv_heads} 个 KV 头：{tokens} 个词元、{dtype} 时它的缓存是 {gqa_size}，而每个查询头配一个 KV 头时是 {mha_size}，"
+        "只有一个 KV 头时是 {mqa_size}。质量与完整的多头注意力接近，每个解码步要读的字节也更少。"),
+    "iq_serving": ("How do continuous batching, PagedAttention and PD disaggregation make serving fast?",
+                   "连续批处理、PagedAttention 和 PD 分离怎样让推理服务变快？"),
+    "ia_serving": (
+        "A decode step at small batch is bound by memory bandwidth: every weight is read once per pass, for one "
+        "sequence or many, so a bigger batch is almost free. Continuous batching lets sequences join and leave the "
+        "running batch at every step, so it stays full. PagedAttention stores each sequence's KV cache in blocks of "
+        "{block} tokens through a block table, like pages of virtual memory: little waste, and sequences with a "
+        "common prefix share its blocks (prompt caching). Prefill, one compute-bound pass over the prompt, and "
+        "decode, many bandwidth-bound steps, want different machines: PD disaggregation runs them apart and sends "
+        "the KV cache across.",
+        "小批量时，解码一步受内存带宽限制：每次计算都把每个权重读一遍，无论是一条序列还是很多条，所以批大一点几乎不花额外代价。"
+        "连续批处理让序列在每一步都可以加入或离开正在运行的批，批总是满的。PagedAttention 通过块表，把每条序列的 KV 缓存"
+        "存放在每块 {block} 个词元的块里，就像虚拟内存的页：浪费很少，有相同前缀的序列共用这些块（提示缓存）。"
+        "预填充是对提示做一次受算力限制的计算，解码是许多步受带宽限制的计算，两者适合不同的机器："
+        "PD 分离把它们放在不同机器上运行，再把 KV 缓存传过去。"),
+    "iq_beam_search": ("Does beam search find the best text?", "束搜索能找到最好的文本吗？"),
+    "im_beam_search": ("“Beam search finds the best text.”", "“束搜索能找到最好的文本。”"),
+    "ia_beam_search": (
+        "It keeps the k most probable partial texts at each step, so it finds text of higher model probability than "
+        "greedy, within its width; it is not an exact search. And the most probable text is often not the best: it "
+        "tends to be bland and repetitive (Holtzman and colleagues, “The Curious Case of Neural Text Degeneration”). "
+        "Beams suit tasks with one right answer, such as translation; for open-ended writing people sample, with "
+        "temperature and top-p.",
+        "它在每一步保留概率最高的 k 个部分文本，所以在它的宽度之内，能找到比贪心解码概率更高的文本；但它不是精确搜索。"
+        "而且概率最高的文本往往不是最好的：它常常平淡、重复（Holtzman 等，《The Curious Case of Neural Text Degeneration》）。"
+        "束搜索适合只有一个正确答案的任务，比如翻译；开放式写作通常用抽样，配合温度和 top-p。"),
+    "iq_subwords": ("Why do models use subword tokens?", "为什么模型用子词作为词元？"),
+    "ia_subwords": (
+        "A vocabulary of whole words cannot cover names, typos, code or new words, and one of single characters makes "
+        "texts long, which costs steps and attention. Subword tokenizers such as byte-level BPE learn frequent pieces: "
+        "common words are one token, rare ones split into a few pieces, and any byte string can still be written, so "
+        "nothing is out of vocabulary. The price: one Chinese character or emoji can span several byte tokens, and the "
+        "model counts and spells in tokens, not letters.",
+        "整词词表覆盖不了人名、错别字、代码和新词；只用单个字符又会让文本变得很长，多花步数和注意力。"
+        "字节级 BPE 这样的子词分词器学习常见的片段：常用词是一个词元，罕见词拆成几个片段，任何字节串都仍然写得出来，"
+        "所以不会有词表外的词。代价是：一个汉字或表情符号可能跨好几个字节词元，而且模型按词元而不是按字母来数数和拼写。"),
 }
 
 

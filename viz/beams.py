@@ -8,15 +8,22 @@ from __future__ import annotations
 import html
 
 from viz.i18n import t
-from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, token_label
+from viz.style import (FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout, text_px,
+                        token_label)
 
 BEAM_COLORS = {"kept": FATE_COLORS["kept"], "finished": FATE_COLORS["chosen"], "pruned": "#BBBBBB"}
 BEAM_SYMBOLS = {"kept": "circle", "finished": "square", "pruned": "x-thin-open"}
 FATE_WORDS = {"kept": "beams_fate_kept", "finished": "beams_fate_finished", "pruned": "beams_fate_pruned"}
 ROW_WORDS = {"greedy": "beams_row_greedy", "sampled": "beams_row_sampled"}
 BEST_COLOR = "#009E73"  # bluish green: the path of the best finished beam
-STEPS_IN_VIEW = 8  # steps the tree shows at once (drag to see earlier ones): room for each token's label
+STEPS_IN_VIEW = 8  # steps the tree shows at once at most (drag to see earlier ones)
 LABEL_CHARS = 10  # a token's label on the tree, cut to this many characters
+# The plot's width in px (between the axes) that the steps in view share: a 1280 px window's (a 1920 px one has
+# more), and a 390 px phone's; each step's column is as wide as its widest label and a gap, so no two touch.
+PLOT_PX, PHONE_PLOT_PX, PHONE_LABEL_SIZE, LABEL_GAP_PX = 740, 290, 12, 14
+# A white edge around each label: the lines drawn to a token cross its label, which stays readable over them.
+HALO = "1px 1px 1px #fff, -1px -1px 1px #fff, 1px -1px 1px #fff, -1px 1px 1px #fff, 0 0 3px #fff"
+PHONE_LEGEND_PX = 100  # a phone's legend under the plot: up to four rows, one per fate and the best path
 
 
 def _short(display: str) -> str:
@@ -27,6 +34,17 @@ def _short(display: str) -> str:
 def _rank_of_slot(step) -> dict[int, int]:
     """Where each live beam of the next step sits on this step's column: slot -> rank."""
     return {c.slot: c.rank for c in step.candidates if c.fate == "kept"}
+
+
+def steps_in_view(labels: list[str], plot_px: float, size: float) -> int:
+    """How many steps a plot `plot_px` wide shows at once so that no two labels of a row touch: 2..STEPS_IN_VIEW."""
+    widest = max([text_px(s, size) for s in labels] + [0.0])
+    return max(2, min(STEPS_IN_VIEW, int(plot_px // (widest + LABEL_GAP_PX))))
+
+
+def _x_range(last: int, steps: int) -> list[float]:
+    """The x axis's range: the last `steps` steps, the newest at the right (the prompt's dot when it fits)."""
+    return [max(-0.9, last - steps + 0.4), last + 0.6]
 
 
 def path_of(steps, step: int, rank: int) -> list[tuple[int, int]]:
@@ -74,7 +92,7 @@ def beam_tree_chart(steps, shown: int, width: int, length_penalty: float, lang: 
         data.append({"type": "scatter", "mode": "markers+text", "x": x, "y": y, "text": text,
                      "textposition": "top center", "name": t(FATE_WORDS[fate], lang),
                      "cliponaxis": False,  # (the top row's tokens stand just above the plot area's edge)
-                     "textfont": {"size": SMALL_SIZE, "color": MUTED if fate == "pruned" else INK},
+                     "textfont": {"size": SMALL_SIZE, "color": MUTED if fate == "pruned" else INK, "shadow": HALO},
                      "marker": {"symbol": BEAM_SYMBOLS[fate], "size": 9 if fate == "pruned" else 11, "color": color,
                                 "line": {"color": color, "width": 2}},
                      "hovertext": hover, "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"fate": fate}})
@@ -87,18 +105,25 @@ def beam_tree_chart(steps, shown: int, width: int, length_penalty: float, lang: 
                  "textposition": "middle left", "showlegend": False, "hoverinfo": "skip",
                  "marker": {"size": 13, "color": INK}, "textfont": {"size": SMALL_SIZE}})
     last = len(steps)
-    first = max(-0.9, last - STEPS_IN_VIEW + 0.4)
+    labels = [text for trace in data if trace.get("meta", {}).get("fate") for text in trace["text"]]
+    height = max(400, 200 + 34 * rows)
     layout = base_layout(
         t("beams_tree_title", lang, step=last, width=width), lang,
         subtitle=t("beams_tree_subtitle", lang, k=len(steps[0].candidates) if steps else 0, width=width,
                    penalty=f"{length_penalty:g}"),
-        height=max(400, 200 + 34 * rows), dragmode="pan", margin={"t": 135},
-        xaxis={"title": {"text": t("beams_axis_step", lang)}, "range": [first, last + 0.6], "dtick": 1,
+        height=height, dragmode="pan", margin={"t": 135},
+        xaxis={"title": {"text": t("beams_axis_step", lang)}, "range": _x_range(last, steps_in_view(labels, PLOT_PX,
+                                                                                                      SMALL_SIZE)),
+               "dtick": 1,
                "zeroline": False},
         yaxis={"title": {"text": t("beams_axis_rank", lang)}, "range": [rows - 0.4, -0.8], "dtick": 1,
                "zeroline": False, "tickvals": list(range(rows)), "ticktext": [str(r + 1) for r in range(rows)]},
         legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0.0},
     )
+    # On a phone fewer steps in view, and the legend (a row per entry there) under the plot, clear of the subtitle
+    narrow_layout(layout, xaxis={"range": _x_range(last, steps_in_view(labels, PHONE_PLOT_PX, PHONE_LABEL_SIZE))},
+                  legend={"yref": "container", "y": 0.0, "yanchor": "bottom"}, height=height + PHONE_LEGEND_PX,
+                  margin={"t": 110, "b": layout["margin"]["b"] + PHONE_LEGEND_PX})
     return chart(data, layout)
 
 

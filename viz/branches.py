@@ -8,8 +8,7 @@ import html
 
 from viz.i18n import counted, t
 from viz.labels import names
-from viz.style import (FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout,
-                        token_label)
+from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout
 
 CURRENT_COLOR = FATE_COLORS["chosen"]
 OTHER_COLOR = "#56B4E9"  # sky blue (Okabe-Ito), the kept branches

@@ -2,17 +2,16 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import accumulate
 from typing import NamedTuple
-
-import plotly.graph_objects as go
 
 from model.decoding.records import FATES, Candidate, Distribution, TokenInfo
 from viz.chips import chosen_how
 from viz.i18n import t
 from viz.labels import candidate_name
-from viz.style import (as_figure, chart, figure, FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, base_layout, domains, fate_label,
-                       format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
+from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains,
+                       fate_label, format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
@@ -52,18 +51,20 @@ def draw_order(dist: Distribution) -> list[Candidate]:
     return sorted((c for c in dist.candidates if c.final_prob > 0), key=lambda c: (-c.final_prob, c.token.id))
 
 
-def draw_segments(dist: Distribution, top_n: int = 12, lang: str = "en", named=None) -> list[DrawSegment]:
+def draw_segments(dist: Distribution, top_n: int = 12, lang: str = "en", named=None,
+                  chosen_row: bool = True) -> list[DrawSegment]:
     """The running total of the final probabilities in draw order, cut to about `top_n` stretches.
 
-    The chosen token always keeps its own stretch; candidates between the first rows and it fold into
-    one '... n more' stretch, and everything after the last row (other tokens) into 'all other tokens'.
+    The chosen token keeps its own stretch (unless not `chosen_row`: the draw hidden); candidates between the
+    first rows and it fold into one '... n more' stretch, and everything after the last row (other tokens) into
+    'all other tokens'.
     """
     order = draw_order(dist)
     starts, total = [], 0.0
     for c in order:
         starts.append(total)
         total += c.final_prob
-    where = next((i for i, c in enumerate(order) if c.token.id == dist.chosen.id), -1)
+    where = next((i for i, c in enumerate(order) if c.token.id == dist.chosen.id), -1) if chosen_row else -1
     if len(order) <= top_n or where < top_n:
         rows = list(range(min(len(order), top_n)))
     else:  # the chosen token sits deep in the draw order: fold the middle
@@ -129,6 +130,11 @@ def _hover(c: Candidate, dist: Distribution, lang: str, named=None) -> str:
     return "<br>".join(lines)
 
 
+def _bar_label(c: Candidate) -> str:
+    """The text beside a candidate's bars: its probability at T = 1, after the settings, and its fate's mark."""
+    return f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}"
+
+
 def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str, named=None) -> tuple[list[dict], dict, dict]:
     """Left panel: a hatched/outlined bar at T = 1 and a solid bar for the final probability, per fate.
 
@@ -162,11 +168,12 @@ def _bar_panel(dist: Distribution, shown: list[Candidate], lang: str, named=None
                    "name": t("cand_legend_t1", lang), "marker": {"color": "white", "line": {"color": MUTED, "width": 2}},
                    "hoverinfo": "skip"})
     longest = max(max(c.prob_t1, c.final_prob) for c in shown)
-    labels = [f"{format_prob(c.prob_t1)} → {format_prob(c.final_prob)} {FATE_MARKS[c.fate]}" for c in shown]
+    labels = [_bar_label(c) for c in shown]
     traces.append({
         "type": "scatter", "x": [max(c.prob_t1, c.final_prob) + 0.01 * longest for c in shown],
         "y": list(range(len(shown))), "xaxis": "x", "yaxis": "y", "mode": "text", "textposition": "middle right",
         "showlegend": False, "hoverinfo": "skip", "textfont": {"size": SMALL_SIZE}, "text": labels,
+        "meta": {"role": "labels"},
     })
     # The axis reaches past the longest bar far enough for its label: a panel is at least about 370 px wide on a
     # projector (a phone's is fitted again in the browser: assets/js/charts.js), a label's character at most 9 px.
@@ -186,31 +193,18 @@ def _draw_panel(dist: Distribution, top_n: int, lang: str, named=None) -> tuple[
     """
     segments = draw_segments(dist, top_n, lang, named)
     ys = list(range(len(segments)))
-    colors = [FATE_COLORS[s.candidate.fate] if s.candidate else OTHER_COLOR for s in segments]
-    hovers = [
-        (f"<b>{s.label}</b><br>" if s.candidate else "")
-        + t("hover_segment", lang, start=f"{s.start:.3f}", end=f"{s.end:.3f}")
-        + f"<br>{t('hover_final', lang)}: {format_prob(s.end - s.start)}"
-        for s in segments
-    ]
     traces = [{
-        "type": "bar", "base": [s.start for s in segments], "x": [s.end - s.start for s in segments], "y": ys,
-        "xaxis": "x2", "yaxis": "y2", "orientation": "h", "width": 0.7,
-        "marker": {"color": colors, "line": {"color": MUTED, "width": 1}}, "showlegend": False,
-        "hovertext": hovers, "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "draw"},
+        "type": "bar", "xaxis": "x2", "yaxis": "y2", "orientation": "h", "width": 0.7, "showlegend": False,
+        "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "draw"}, **_stretches(segments, lang),
     }]
     lines = []
     if dist.config.top_p < 1:
-        # The nucleus is cut on the running total of the probabilities *entering* top-p, so draw that one.
-        order = draw_order(dist)
-        entering = accumulate(_prob_before(c, "top_p", dist.config.stages) for c in order)
-        ends = dict(zip((c.token.id for c in order), entering))
-        rows = [(y, ends[s.candidate.token.id]) for y, s in zip(ys, segments) if s.candidate]
         traces.append({
-            "type": "scatter", "x": [x for _, x in rows], "y": [y for y, _ in rows], "xaxis": "x2", "yaxis": "y2",
+            "type": "scatter", "xaxis": "x2", "yaxis": "y2",
             "mode": "lines+markers", "name": t("cand_legend_after_top_p", lang),
             "line": {"color": FATE_COLORS["top_p"], "width": 2, "dash": "dot"},
             "marker": {"size": 8, "symbol": "diamond"}, "hovertemplate": "%{x:.3f}<extra></extra>",
+            "meta": {"role": "before_top_p"}, **_before_top_p(dist, segments),
         })
         lines.append(_line(dist.config.top_p, "top_p", t("cand_top_p_line", lang, p=f"{dist.config.top_p:g}"),
                            FATE_COLORS["top_p"], "dot", label_y=-0.75))
@@ -222,6 +216,73 @@ def _draw_panel(dist: Distribution, top_n: int, lang: str, named=None) -> tuple[
     return traces, [shape for shape, _ in lines], [label for _, label in lines], xaxis, yaxis
 
 
+def _stretches(segments: list[DrawSegment], lang: str, hidden: bool = False) -> dict:
+    """The draw panel's bars' keys: each stretch of the running total, coloured by its token's fate (the chosen
+    one as kept when the draw is `hidden`)."""
+    fate = lambda c: "kept" if hidden and c.fate == "chosen" else c.fate  # noqa: E731
+    return {
+        "base": [s.start for s in segments], "x": [s.end - s.start for s in segments], "y": list(range(len(segments))),
+        "marker": {"color": [FATE_COLORS[fate(s.candidate)] if s.candidate else OTHER_COLOR for s in segments],
+                   "line": {"color": MUTED, "width": 1}},
+        "hovertext": [(f"<b>{s.label}</b><br>" if s.candidate else "")
+                      + t("hover_segment", lang, start=f"{s.start:.3f}", end=f"{s.end:.3f}")
+                      + f"<br>{t('hover_final', lang)}: {format_prob(s.end - s.start)}" for s in segments],
+    }
+
+
+def _before_top_p(dist: Distribution, segments: list[DrawSegment]) -> dict:
+    """The running total of the probabilities *entering* top-p (the nucleus is cut on it) at each row: x and y."""
+    order = draw_order(dist)
+    entering = accumulate(_prob_before(c, "top_p", dist.config.stages) for c in order)
+    ends = dict(zip((c.token.id for c in order), entering))
+    rows = [(y, ends[s.candidate.token.id]) for y, s in enumerate(segments) if s.candidate]
+    return {"x": [x for _, x in rows], "y": [y for y, _ in rows]}
+
+
+def hidden_draw(dist: Distribution, data: list[dict], layout: dict, shown: list[Candidate], top_n: int,
+                lang: str, named, title: str, subtitle: str) -> dict:
+    """What 'predict first' changes on a candidate chart, for the page to apply while that switch is on
+    (assets/js/charts.js hideDraw): the candidates and their fates, but not which one the draw picks.
+
+    {"traces": {index: keys replaced}, "layout": {key: value replacing (a dict: merged into) the chart's}}: the
+    chosen token's bars, labels, hover and stretch drawn as any kept token's, its row (when it is outside the top
+    `top_n`) and its bold tick gone, the draw u's line and label gone, the title and subtitle without it (`title`,
+    `subtitle`). The numbers are the chart's own: only what says which token is drawn changes.
+    """
+    segments = draw_segments(dist, top_n, lang, named, chosen_row=False)
+    rows = min(len(shown), top_n)  # (a row past the top `top_n` is the chosen token's: shown_candidates)
+    kept = FATE_COLORS["kept"]
+    as_kept = lambda c: replace(c, fate="kept") if c.fate == "chosen" else c  # noqa: E731
+    traces = {}
+    for i, trace in enumerate(data):
+        meta = trace.get("meta") or {}
+        if meta.get("fate") == "chosen":
+            chosen = [c for c in shown if c.fate == "chosen"]
+            marker = {"color": kept} if meta.get("role") == "final" else {"color": "rgba(255,255,255,0)",
+                                                                          "line": {"color": kept, "width": 2}}
+            traces[i] = {"marker": marker, "name": fate_label("kept", lang), "legendgroup": "kept", "showlegend": False,
+                         "hovertext": [_hover(as_kept(c), dist, lang, named) for c in chosen]}
+        elif meta.get("role") == "labels":
+            traces[i] = {"text": [_bar_label(as_kept(c)) for c in shown]}
+        elif meta.get("role") == "draw":
+            traces[i] = _stretches(segments, lang, hidden=True)
+        elif meta.get("role") == "before_top_p":
+            traces[i] = _before_top_p(dist, segments)
+    u_label = t("cand_u_line", lang, u=f"{dist.u:.3f}")
+    draw_title = t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
+    annotations = [({**a, "text": t("cand_panel_draw_predict", lang)} if a["text"] == draw_title else a)
+                   for a in layout["annotations"] if a["text"] != u_label]
+    return {"traces": traces, "layout": {
+        "title": {**layout["title"], "text": title, "subtitle": {**layout["title"]["subtitle"], "text": subtitle}},
+        "yaxis": {"ticktext": [(named or _plain)(c.token) for c in shown], "autorange": False,
+                  "range": [rows - 0.5, -0.5]},
+        "yaxis2": {"tickvals": list(range(len(segments))), "ticktext": [s.label for s in segments],
+                   "range": [len(segments) - 0.5, -1.7]},
+        "shapes": [shape for shape in layout["shapes"] if shape.get("name") != "u"],
+        "annotations": annotations,
+    }}
+
+
 def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float) -> tuple[dict, dict]:
     """A vertical line across the draw panel and its label beside it, on the side with room: (shape, annotation)."""
     line = vertical_line(x, name, {"color": color, "width": 3 if name == "u" else 2, "dash": dash}, ("x2", "y2"))
@@ -230,6 +291,17 @@ def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float
              "xanchor": "right" if right else "left", "xshift": -5 if right else 5,
              "font": {"size": SMALL_SIZE + 1, "color": color}}
     return line, label
+
+
+def engine_note(dist: Distribution, lang: str = "en") -> str:
+    """The line a distribution from an engine (model/decoding/engine_session.py) carries: how much its top N hold at
+    T = 1, that the rest is unknown, and "approximate" when the settings' result depends on that rest; "" for a
+    local model's (every probability known). The live chart's subtitle and the exported page both show it."""
+    if not getattr(dist, "top_n", 0):
+        return ""
+    note = t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
+             tail=format_prob(1 - dist.known_mass))
+    return note + (" · " + t("cand_engine_approximate", lang) if dist.approximate else "")
 
 
 def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, grammar_mass: float | None = None,
@@ -244,7 +316,13 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     context: the last tokens of the text so far (TokenDisplay.tail), so a byte token is named by the character it
     finishes or starts (viz.labels.candidate_name).
     """
-    named = lambda token, lang=None: candidate_name(context, token, lang)  # noqa: E731
+    names = {}  # (a token is named several times: its bar, its stretch, its hover, and again for the hidden draw)
+
+    def named(token, lang=None):
+        if (token.id, lang) not in names:
+            names[token.id, lang] = candidate_name(context, token, lang)
+        return names[token.id, lang]
+
     greedy = dist.config.temperature == 0
     spec = getattr(dist, "speculative", None)
     draw_title = t("cand_panel_greedy", lang) if greedy else t("cand_panel_draw", lang, u=f"{dist.u:.3f}")
@@ -263,19 +341,18 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     subtitle = t("cand_subtitle", lang, tail_t1=format_prob(tail_t1),
                  tail_final=format_prob(tail_final), h_t1=format_bits(dist.entropy_t1_bits),
                  h_final=format_bits(dist.entropy_final_bits), kept=kept)
-    subtitle += "<br>" + t("cand_chosen_note", lang, token=candidate_name(context, dist.chosen, lang),
-                           prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}",
-                           rank=dist.chosen_rank)
+    drawn = [t("cand_chosen_note", lang, token=candidate_name(context, dist.chosen, lang),
+               prob=format_prob(chosen.prob_t1), logprob=f"{dist.chosen_logprob_t1:.2f}", rank=dist.chosen_rank)]
     if spec is not None:
-        subtitle += "<br>" + chosen_how(dist, lang)
+        drawn.append(chosen_how(dist, lang))
+    notes = []  # (the lines that do not say which token is drawn)
     if grammar_mass is not None:
         removed = next((s.removed for s in dist.stages if s.name == "grammar"), 0)
-        subtitle += "<br>" + t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}")
-    if getattr(dist, "top_n", 0):  # from an engine (model/decoding/engine_session.py): only its top N are known
-        subtitle += "<br>" + t("cand_engine_note", lang, n=dist.top_n, known=format_prob(dist.known_mass),
-                               tail=format_prob(1 - dist.known_mass))
-        if dist.approximate:
-            subtitle += " · " + t("cand_engine_approximate", lang)
+        notes.append(t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}"))
+    if note := engine_note(dist, lang):
+        notes.append(note)
+    hidden_subtitle = "<br>".join([subtitle, *notes])
+    subtitle = "<br>".join([subtitle, *drawn, *notes])
     height, top, bottom = max(560, 280 + 30 * len(shown)), 150 + 24 * subtitle.count("<br>") - 24, 130
     layout = base_layout(
         title, lang, subtitle=subtitle, height=height,
@@ -286,6 +363,8 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
         # The legend sits a fixed 84 px below the plot, clear of the axis titles whatever the height.
         legend={"orientation": "h", "y": -84 / (height - top - bottom), "x": 0, "yanchor": "top"},
     )
+    layout["meta"]["predict"] = hidden_draw(dist, bars + draw, layout, shown, top_n, lang, named,
+                                            t("cand_title_predict", lang, position=dist.position), hidden_subtitle)
     return chart(bars + draw, layout)
 
 

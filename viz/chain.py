@@ -136,7 +136,8 @@ def teacher_chart(tf: TeacherForcing, lang: str = "en", comparison: StepwiseComp
     the model's top-1 was another token, a vermillion diamond at that token's probability, labelled in the hover.
     Bottom: the cross-entropy -ln P of each position (nats) and the mean line: the training loss on this text.
     With `comparison` (the session's stepwise decoding of the same tokens) the subtitle sets the one pass's time
-    against the serial steps' and gives the largest logit difference, with why it is only float error.
+    against the serial steps' and gives the largest logit difference, with why it is only float error. A record
+    from an engine (tf.on_engine) says its pass was one request, and its differences are of log-probabilities.
     """
     pos = tf.positions
     xs = [p.position for p in pos]
@@ -177,14 +178,16 @@ def teacher_chart(tf: TeacherForcing, lang: str = "en", comparison: StepwiseComp
         for axes in (("x", "y"), ("x2", "y2")):
             shapes.append(vertical_line(edge, "prompt_end", {"color": MUTED, "width": 2, "dash": "dot"}, axes))
         annotations.append(line_label(edge, t("tf_generated", lang), {"size": SMALL_SIZE, "color": MUTED}, "right"))
-    subtitle = t("tf_subtitle", lang, n=len(pos), ms=f"{tf.forward_ms:.0f}", threads=tf.threads,
-                 loss=f"{tf.mean_loss_nats:.2f}", bits=f"{tf.mean_loss_bits:.2f}", ppl=f"{tf.perplexity:.2f}")
+    subtitle = t("tf_subtitle_engine" if tf.on_engine else "tf_subtitle", lang, n=len(pos), ms=f"{tf.forward_ms:.0f}",
+                 threads=tf.threads, loss=f"{tf.mean_loss_nats:.2f}", bits=f"{tf.mean_loss_bits:.2f}",
+                 ppl=f"{tf.perplexity:.2f}")
     if comparison is not None:
         subtitle += "<br>" + t("tf_vs_steps", lang, parallel=f"{comparison.parallel_ms:.0f}",
                                serial=f"{comparison.serial_ms:.0f}", steps=len(comparison.steps_ms),
                                speedup=f"{comparison.speedup:.1f}")
         largest = max(comparison.max_abs_diff, comparison.next_max_abs_diff)
-        subtitle += "<br>" + t("tf_same_logits", lang, diff=f"{largest:.1e}")
+        subtitle += "<br>" + t("tf_same_logprobs" if comparison.on_engine else "tf_same_logits", lang,
+                               diff=f"{largest:.1e}")
     top, bottom = (0.46, 1.0), (0.0, 0.36)
     layout = base_layout(
         t("tf_title", lang), lang, subtitle=subtitle, height=640 + 22 * subtitle.count("<br>"),

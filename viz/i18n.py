@@ -24,6 +24,9 @@ WORDS: dict[str, tuple[str, str]] = {
 
     "cand_title": ("Next token (position {position}): the draw picks {token}", "下一个词元（位置 {position}）：抽取结果是 {token}"),
     "cand_title_forced": ("Next token (position {position}): you forced {token}", "位置 {position} 的下一个词元：你强制选了 {token}"),
+    "cand_title_predict": ("Next token (position {position}): which will the draw pick?",
+                           "下一个词元（位置 {position}）：抽取会选中哪一个？"),
+    "cand_panel_draw_predict": ("The draw: where will u land?", "抽取：u 会落在哪里？"),
     "cand_panel_bars": ("Probability of each candidate", "每个候选词元的概率"),
     "cand_panel_draw": ("The draw: u = {u} lands on one token", "抽取：u = {u} 落在某一个词元上"),
     "cand_panel_greedy": ("T = 0: no draw, the most probable token is taken", "T = 0：不抽取，直接取概率最高的词元"),
@@ -127,6 +130,15 @@ WORDS: dict[str, tuple[str, str]] = {
     "timing_cached": ("with KV cache", "使用 KV 缓存"),
     "timing_full": ("without cache (recompute prefix)", "不用缓存（重算前缀）"),
     "timing_hover": ("{n} tokens: {ms} ms", "{n} 个词元：{ms} 毫秒"),
+    "timing_fit": ("fitted line, with KV cache: +{slope} ms per 1,000 tokens", "拟合直线（使用 KV 缓存）：每千个词元 +{slope} 毫秒"),
+    "myth_logp_title": ("Beam search against sampling: log P and repeats", "束搜索与采样：log P 与重复"),
+    "myth_logp_subtitle": ("log P: the sum of each token's log-probability, from one forward pass over the text",
+                           "log P：对整段文本做一次前向计算，把每个词元的对数概率加起来"),
+    "myth_logp_axis": ("log P (natural log; higher is likelier)", "log P（自然对数；越高越可能）"),
+    "myth_beam": ("beam search (B = {width})", "束搜索（B = {width}）"),
+    "myth_sampled": ("sampled", "采样"),
+    "myth_bar_hover": ("{name}<br>log P = {logp}<br>{repeated} repeated token(s) of {n}",
+                       "{name}<br>log P = {logp}<br>{n} 个词元中有 {repeated} 个重复"),
 
     "calc_title": ("KV cache size for different models and settings", "不同模型和设置下的 KV 缓存大小"),
     "calc_subtitle": (
@@ -178,6 +190,14 @@ WORDS: dict[str, tuple[str, str]] = {
     "tf_subtitle": (
         "{n} positions in one pass: {ms} ms on {threads} threads · training loss = mean −ln P = {loss} nats ({bits} bits) · perplexity = exp(loss) = {ppl}",
         "一次计算 {n} 个位置：{ms} 毫秒（{threads} 个线程）· 训练损失 = 平均 −ln P = {loss} 奈特（{bits} 比特）· 困惑度 = exp(损失) = {ppl}",
+    ),
+    "tf_subtitle_engine": (
+        "{n} positions in one request to the engine (prompt_logprobs): {ms} ms · training loss = mean −ln P = {loss} nats ({bits} bits) · perplexity = exp(loss) = {ppl}",
+        "向推理引擎发一次请求就算出 {n} 个位置（prompt_logprobs）：{ms} 毫秒 · 训练损失 = 平均 −ln P = {loss} 奈特（{bits} 比特）· 困惑度 = exp(损失) = {ppl}",
+    ),
+    "tf_same_logprobs": (
+        "Largest log-probability difference from the steps' own requests: {diff}, float error only: under the causal mask, appending a token changes no earlier row.",
+        "与各步自己的请求相比，对数概率的最大差：{diff}，只是浮点误差：在因果掩码下，追加一个词元不会改变之前的任何一行。",
     ),
     "tf_vs_steps": (
         "Generated one token at a time, its generated tokens took {serial} ms ({steps} steps; the prefill, itself one parallel pass, left out): {speedup}× this one pass",
@@ -309,6 +329,26 @@ WORDS: dict[str, tuple[str, str]] = {
         "{label}: {tokens} tokens in {blocks} blocks<br>used {used} · allocated {allocated} · empty {waste}<br>contiguous reservation {reserved}",
         "{label}：{tokens} 个词元，{blocks} 个块<br>已用 {used} · 已分配 {allocated} · 空位 {waste}<br>连续分配预留 {reserved}",
     ),
+    # the engine's own blocks, from its KV cache events (viz/paged_engine.py)
+    "paged_engine_title": (
+        "The engine's own blocks (from its KV cache events): {live} live, {block} tokens each",
+        "引擎自己的块（来自它的 KV 缓存事件）：{live}仍在缓存中，每块 {block} 个词元",
+    ),
+    "paged_engine_agree": (
+        "Shared full blocks: the engine {engine}, this app's block model {model} at {block} tokens per block: they agree. Removals in the record: {removed}.",
+        "共享的满块：引擎 {engine} 个，本应用的块模型（每块 {block} 个词元）{model} 个：两者一致。记录中的移除：{removed} 次。",
+    ),
+    "paged_engine_differ": (
+        "Shared full blocks: the engine {engine}, this app's block model {model} at {block} tokens per block: they differ (a block not yet stored, or removed and not stored again). Removals in the record: {removed}.",
+        "共享的满块：引擎 {engine} 个，本应用的块模型（每块 {block} 个词元）{model} 个：两者不同（有的块引擎还没存，或已移除、未再存）。记录中的移除：{removed} 次。",
+    ),
+    "paged_engine_own": ("the engine's block, this session's alone", "引擎的块，只属于这个会话"),
+    "paged_engine_shared": ("the engine's block, shared with another session ⇄", "引擎的块，与其他会话共享 ⇄"),
+    "paged_engine_removed": ("removed by the engine ×", "已被引擎移除 ×"),
+    "paged_engine_missing": ("a full block the engine holds no block for", "引擎没有对应块的满块"),
+    "paged_engine_axis": ("full block of {block} tokens", "满块（{block} 个词元）"),
+    "paged_engine_hover": ("{label}, block {i}: hash {hash}…<br>{state}", "{label}，第 {i} 块：哈希 {hash}…<br>{state}"),
+    "paged_engine_hover_missing": ("{label}, block {i}: the engine stored no block for it", "{label}，第 {i} 块：引擎没有存储对应的块"),
     # the session as one HTML page (viz/offline.py)
     "offline_title": ("Token by Token: a saved session", "Token by Token：保存的会话"),
     "offline_intro": (
@@ -355,6 +395,24 @@ WORDS: dict[str, tuple[str, str]] = {
         "One forward pass runs every step that arrived together; its height is how many sessions it carried.",
         "一次前向计算运行所有同时到达的步骤；柱子的高度就是它带了几个会话。",
     ),
+    # the engine's own numbers (viz/batching_engine.py)
+    "engine_metrics_title": ("The engine now: {running} requests running, {waiting} waiting · KV cache {kv}% in use",
+                             "引擎此刻：{running} 个请求在运行，{waiting} 个在等待 · KV 缓存已用 {kv}%"),
+    "engine_metrics_none": ("The engine's own numbers", "引擎自己的运行数据"),
+    "engine_metrics_subtitle": (
+        "The engine's own /metrics (vLLM's counters), read every {poll} s while this tab is open: not the app's "
+        "estimate.<br>Hit rate: of the prompt tokens looked up in the prefix cache in each interval, the share found.",
+        "来自引擎自己的 /metrics（vLLM 的计数器），打开本标签页时每 {poll} 秒读一次：不是本应用的估算。"
+        "<br>命中率：每个时间段里在前缀缓存中查找的提示词元中，找到的比例。"),
+    "engine_metrics_first": ("First reading taken: the next one in {poll} s draws the lines",
+                             "已读到第一次数据：{poll} 秒后的下一次读数会画出曲线"),
+    "engine_panel_requests": ("Requests in the engine", "引擎里的请求"),
+    "engine_panel_cache": ("KV cache in use, prefix cache hit rate", "KV 缓存占用与前缀缓存命中率"),
+    "engine_axis_requests": ("requests", "请求数"),
+    "engine_running": ("running", "运行中"),
+    "engine_waiting": ("waiting", "等待中"),
+    "engine_kv_usage": ("KV cache in use", "KV 缓存占用"),
+    "engine_hit_rate": ("prefix cache hit rate", "前缀缓存命中率"),
     "batch_panel_timeline": ("The server's passes", "服务器的每次计算"),
     "batch_panel_cost": ("Time of a pass by sessions carried", "按所带会话数看每次计算的时间"),
     "batch_no_passes": ("No steps yet: press Next token", "还没有步骤：请点“下一个词元”"),
@@ -458,6 +516,83 @@ WORDS: dict[str, tuple[str, str]] = {
     "lens_axis_input": ("token at the position", "该位置的词元"),
     "lens_axis_target": ("next token (compared)", "下一个词元（比较对象）"),
     "lens_axis_layer": ("layer (emb = embeddings)", "层（嵌入 = 词嵌入）"),
+    "lens_commit_title": ("Where each token was decided, {model}", "每个词元在哪里被决定（{model}）"),
+    "lens_commit_subtitle": ("The first layer from which each token stays the lens's top token · under the heat map, the same columns · green: the step's own u (its settings and seed) draws it "
+                             "from that layer's reading too · orange: that u would draw another token there · grey: a prompt token",
+                             "从哪一层起它一直是透镜的首选词元 · 与上方热图同列 · 绿色：该步自己的 u（它的设置和种子）从这一层的读数也会抽到它 · 橙色：同一个 u 在这一层会抽到别的词元 · 灰色：提示词中的词元"),
+    "lens_commit_drawn": ("generated: its u draws it there", "生成的：它的 u 在此会抽到它"),
+    "lens_commit_not_drawn": ("generated: its u would draw another", "生成的：它的 u 会抽到别的"),
+    "lens_commit_prompt": ("prompt token", "提示词中的词元"),
+    "lens_commit_never": ("never top: the model ranked another token first", "从未居首：模型把别的词元排在第一"),
+    "lens_commit_hover": ("{tok} (position {pos}): the top token from layer {layer} on",
+                          "{tok}（位置 {pos}）：从第 {layer} 层起一直是首选词元"),
+    "lens_commit_never_hover": ("{tok} (position {pos}): the last layer's top token is another one; it was sampled",
+                                "{tok}（位置 {pos}）：最后一层的首选是另一个词元；它是抽样得到的"),
+    "lens_commit_axis": ("first layer (emb = 0)", "起始层（嵌入 = 0）"),
+    "lens_pin_title": ("Pinned tokens through the layers, {model}: position {pos} ({tok})",
+                       "固定词元在各层的概率，{model}：位置 {pos}（{tok}）"),
+    "lens_pin_subtitle": ("Each layer's lens probability of each pinned token at this position · dashed: the token "
+                          "compared there, as in the heat map's column (* at the last position: the model's own top token)",
+                          "每一层的透镜读数给每个固定词元的概率（在这个位置）· 虚线：该位置的比较对象，与热图中这一列相同"
+                          "（最后一个位置标 *：模型自己的首选词元）"),
+    "lens_pin_axis": ("probability (the lens)", "概率（透镜读数）"),
+    "lens_pin_compared": ("{tok} (compared)", "{tok}（比较对象）"),
+    "lens_pin_hover": ("{tok} · layer {layer}: {p}", "{tok} · 层 {layer}：{p}"),
+    # ---- a part switched off (viz/ablation.py) ----
+    "abl_part_head": ("head {head} of layer {layer}", "第 {layer} 层的第 {head} 个注意力头"),
+    "abl_part_attention": ("the attention of layer {layer}", "第 {layer} 层的注意力"),
+    "abl_part_mlp": ("the MLP of layer {layer}", "第 {layer} 层的 MLP"),
+    "abl_method_mean": ("replaced by its mean over the text", "替换为它在整段文本上的均值"),
+    "abl_method_zero": ("set to zero", "置零"),
+    "abl_title": ("{model} with {part} switched off ({how})", "{model}：关闭{part}（{how}）"),
+    "abl_subtitle": ("The next token at T = 1, over the whole vocabulary · KL(before ‖ after) = {kl} nats · "
+                     "mean over the text's {n} tokens",
+                     "下一个词元在 T = 1 下的概率，覆盖整个词表 · KL(之前 ‖ 之后) = {kl} 奈特 · 均值取自文本的 {n} 个词元"),
+    "abl_before": ("part on (before)", "开启（之前）"),
+    "abl_after": ("part off (after)", "关闭（之后）"),
+    "abl_moved": ("change", "变化"),
+    "abl_axis_prob": ("probability", "概率"),
+    "abl_axis_change": ("change (percentage points)", "变化（百分点）"),
+    "abl_panel_candidates": ("Candidates before and after", "之前与之后的候选词元"),
+    "abl_panel_moved": ("Rose most and fell most", "上升最多与下降最多"),
+    "abl_split": ("The two texts split at step {step}: until then the part made no difference to the token drawn.",
+                  "两段文本在第 {step} 步分叉：在此之前，关闭这一部分没有改变抽到的词元。"),
+    "abl_same": ("The two texts agree for all {n} steps: switching the part off changed no token drawn.",
+                 "两段文本在全部 {n} 步中一致：关闭这一部分没有改变任何抽到的词元。"),
+    "abl_legend": ("Both use the page's settings and seed, so the same u at every step. Banded: written with the part "
+                   "off; coloured from the split on, the first token that differs framed; ■ the text ended.",
+                   "两边都用页面的设置和种子，所以每一步的 u 相同。带条纹底色：关闭该部分后写出的文本；从分叉处起着色，"
+                   "第一个不同的词元加框；■ 表示文本结束。"),
+    "abl_on_label": ("The model as it is:", "原模型："),
+    "abl_off_label": ("With {part} switched off:", "关闭{part}后："),
+    # ---- activation patching view (viz/patching.py) ----
+    "patch_hover": ("input of layer {layer} · position {pos} ({tok}) patched<br>P({answer}) = {p} · effect {effect}",
+                    "第 {layer} 层的输入 · 位置 {pos}（{tok}）被修补<br>P({answer}) = {p} · 效果 {effect}"),
+    "patch_colour": ("restored", "恢复比例"),
+    "patch_title": ("Activation patching, {model}: where does {answer} come from? · {layers} layers × {n} positions",
+                    "激活修补，{model}：{answer} 从哪里来？· {layers} 层 × {n} 个位置"),
+    "patch_subtitle": ("One vector of prompt 2's run replaced by prompt 1's (the residual stream entering that layer at "
+                       "that position)<br>Colour: (P(patched) − P₂) / (P₁ − P₂)"
+                       " of {answer}: 1 = prompt 1's {clean} restored, 0 = prompt 2's {corrupted} unchanged",
+                       "把提示词 2 运行中的一个向量换成提示词 1 的（进入该层、该位置的残差流）<br>颜色：{answer} 的 "
+                       "(P(修补) − P₂) / (P₁ − P₂)：1 = 恢复到提示词 1 的 {clean}，"
+                       "0 = 仍是提示词 2 的 {corrupted}"),
+    "patch_axis_position": ("position (prompt 1 → prompt 2 where they differ)", "位置（两者不同处：提示词 1 → 提示词 2）"),
+    "patch_axis_layer": ("layer whose input is patched (0 = embeddings)", "被修补输入的层（0 = 词嵌入）"),
+    # ---- heads view (viz/heads.py) ----
+    "heads_previous": ("previous token", "前一个词元"),
+    "heads_induction": ("induction", "归纳"),
+    "heads_sink": ("sink (first token)", "汇点（第一个词元）"),
+    "heads_hover": ("layer {layer} · head {head}<br>{kind}: {score}<br>click: open in the Attention view",
+                    "第 {layer} 层 · 第 {head} 个头<br>{kind}：{score}<br>点击：在“注意力”视图中打开"),
+    "heads_colour": ("score", "得分"),
+    "heads_title": ("Heads by what they do, {model}: {layers} layers × {heads} heads",
+                    "按作用看注意力头，{model}：{layers} 层 × {heads} 个头"),
+    "heads_subtitle": ("Mean attention weight on a random sequence of {n} tokens said twice · outlined: the heads "
+                       "named below · click a head to open it in the Attention view",
+                       "在一段说了两遍的 {n} 个随机词元上的平均注意力权重 · 加框：下面点名的头 · 点击一个头可在“注意力”视图中打开"),
+    "heads_axis_head": ("head", "头"),
+    "heads_axis_layer": ("layer", "层"),
     # ---- sampler race view (viz/race.py) ----
     "race_penalty": ("penalty {value}", "惩罚 {value}"),
     "race_order_hf": ("Hugging Face order", "Hugging Face 顺序"),
@@ -483,6 +618,41 @@ WORDS: dict[str, tuple[str, str]] = {
     "race_axis_logp": ("log P so far", "累计 log P"),
     "race_axis_step": ("step", "步"),
     "race_axis_entropy": ("entropy (bits)", "熵（比特）"),
+    # ---- two models on one text (viz/two_models.py) ----
+    "two_chart_title": ("Surprisal per character: each token's bits spread over the bytes it covers",
+                        "每个字符的意外度：每个词元的比特数平摊到它覆盖的字节上"),
+    "two_bpc": ("{model} {bpc} bits per character", "{model} 每字符 {bpc} 比特"),
+    "two_axis_char": ("character of the text", "文本中的字符"),
+    "two_axis_bits": ("surprisal (bits)", "意外度（比特）"),
+    "two_hover": ("{char} (character {i}) · {model}: {bits} bits", "{char}（第 {i} 个字符）· {model}：{bits} 比特"),
+    "two_not_scored": ("partly or wholly in the first token, which nothing predicts", "部分或全部落在第一个词元里，没有任何东西预测它"),
+    "two_col_model": ("model", "模型"),
+    "two_col_tokens": ("tokens scored", "计分的词元"),
+    "two_col_logp": ("log P (nats)", "log P（奈特）"),
+    "two_col_ppl": ("perplexity per token", "每词元困惑度"),
+    "two_col_bpc": ("bits per character", "每字符比特数"),
+    "two_scored_all": ("{model} reads its start token {start} first, so every token of the text is predicted and scored.",
+                       "{model} 先读入它的起始词元 {start}，所以文本的每个词元都被预测、都计分。"),
+    "two_scored_first": ("{model} adds no start token: its first token {first} (of “{chars}”) has nothing before it "
+                         "to be predicted from, so it is not scored (its characters are drawn faint).",
+                         "{model} 不加起始词元：它的第一个词元 {first}（属于“{chars}”）前面什么都没有，无从预测，所以不计分"
+                         "（它的字符画得较淡）。"),
+    "two_comparable": ("Perplexity is per token, and the two tokenizers cut the text into different tokens, so it does "
+                       "not compare the models; bits per character does, since both read the same characters.",
+                       "困惑度是按词元算的，而两个分词器把文本切成不同的词元，所以它不能用来比较两个模型；"
+                       "每字符比特数可以，因为两者读的是同样的字符。"),
+    "two_missing": ("{model} is not installed here, so only {other} is shown.", "这里没有安装 {model}，所以只显示 {other}。"),
+    "two_gaps": ("Where they disagree most (stretches that both tokenizers cut at the same places, so each number is "
+                 "the exact sum of that model's own tokens):",
+                 "两者分歧最大的地方（两个分词器在同样位置切开的片段，所以每个数字都是该模型自己词元的精确总和）："),
+    "two_gap_item": ("{a} {bits_a} bits, {b} {bits_b} bits", "{a} {bits_a} 比特，{b} {bits_b} 比特"),
+    "two_cont_summary": ("{n} tokens after a {prompt}-token prompt · log P {logp} at T = 1",
+                         "在 {prompt} 个词元的提示词之后写了 {n} 个词元 · T = 1 时 log P {logp}"),
+    "two_cont_settings": ("Both with the page's settings: {settings}.", "两者都用页面上的设置：{settings}。"),
+    "two_seed_note": ("The same seed is not the same draws: each draw u is mapped onto a different vocabulary, so even "
+                      "a model that agreed on what is likely could pick another token.",
+                      "同一个种子并不意味着同样的抽样：每次抽样的 u 落在不同的词表上，所以即使两个模型对可能性的看法一致，"
+                      "也可能选出不同的词元。"),
     # ---- beams view (viz/beams.py) ----
     "beams_tree_title": ("Beam search, step {step} (B = {width})", "束搜索，第 {step} 步（B = {width}）"),
     "beams_tree_subtitle": ("Each step: the {k} extensions with the highest cumulative log P; the {width} best that did "

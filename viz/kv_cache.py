@@ -64,8 +64,10 @@ def _noise_note(t: CacheTiming, lang: str) -> str:
     return "<br>" + note
 
 
-def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:
-    """Measured milliseconds per decode step against sequence length, with the KV cache and without it."""
+def cache_timing_figure(t: CacheTiming, lang: str = "en", fit: tuple[float, float] | None = None) -> go.Figure:
+    """Measured milliseconds per decode step against sequence length, with the KV cache and without it; `fit`:
+    (slope ms per token, intercept ms) of a line fitted to the cached step's times, drawn over them (a lesson's
+    step_time question, model.classroom.myths)."""
     traces = []
     for key, ms, ranges, color, symbol, dash in (
             ("timing_cached", t.cached_ms, t.cached_range, KEY_COLOR, "circle", "solid"),
@@ -81,6 +83,13 @@ def cache_timing_figure(t: CacheTiming, lang: str = "en") -> go.Figure:
             "hovertext": [f"{name}<br>" + i18n.t("timing_hover", lang, n=n, ms=f"{m:.1f}") for n, m in zip(t.seq_len, ms)],
             "hovertemplate": "%{hovertext}<extra></extra>",
         })
+    if fit is not None and t.seq_len:
+        slope, intercept = fit
+        ends = [min(t.seq_len), max(t.seq_len)]
+        traces.append({"type": "scatter", "x": ends, "y": [intercept + slope * n for n in ends], "mode": "lines",
+                       "name": i18n.t("timing_fit", lang, slope=f"{slope * 1000:.2f}"),
+                       "line": {"color": KEY_COLOR, "width": 2, "dash": "dot"}, "hoverinfo": "skip",
+                       "meta": {"role": "fit", "slope": slope, "intercept": intercept}})
     layout = base_layout(
         i18n.t("timing_title", lang), lang, subtitle=i18n.t("timing_subtitle", lang) + _noise_note(t, lang),
         xaxis={"title": {"text": i18n.t("timing_axis_len", lang)}},

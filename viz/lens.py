@@ -10,12 +10,13 @@ import numpy as np
 
 from viz.style import ATTENTION_SCALE
 from viz.i18n import t
-from viz.style import (FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout,
+from viz.style import (FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout, wrap_text,
                         token_label)
 
 TEXT_COLUMNS = 16  # up to this many positions, each cell names its top token; beyond, only the hover does
 CELL_CHARS = 5  # a cell's token text, cut to this many characters (14 px in a cell about 50 px wide)
 MAX_TICKS = 28  # as the attention heatmap: beyond this, every other token label
+TITLE_COLUMNS, SUBTITLE_COLUMNS = 72, 110  # the strip's and the pins' long titles, in lines that fit at 1280 (878 px)
 
 
 def _short(label: str) -> str:
@@ -75,3 +76,92 @@ def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
 
 
 lens_figure = as_figure(lens_chart)
+
+
+COMMIT_COLORS = {"drawn": "#009E73", "not_drawn": "#E69F00", "prompt": "#BBBBBB"}  # Okabe-Ito green, orange; grey
+COMMIT_NAMES = {"drawn": "lens_commit_drawn", "not_drawn": "lens_commit_not_drawn", "prompt": "lens_commit_prompt"}
+NEVER_COLOR = "#D55E00"
+
+
+def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
+    """The commitment strip, under the heat map and on its columns: for each position, the first layer from which the
+    token that came next stays every layer's top token (bar height; 0 = the embeddings). Green: a generated token that
+    its step's own u (settings and seed) also draws from that layer's reading; orange: one it would not; grey: a
+    prompt token (no step drew it); a vermilion × at the top: the last layer's top is another token, so it never
+    commits (a sampled token the model did not rank first)."""
+    rows = np.asarray(lens.top_prob).shape[0]  # layers + 1
+    committed = np.asarray(lens.committed).tolist()
+    drawn = list(lens.drawn_at_commit)
+    n = len(committed)
+    targets = [token_label(tok.display) + ("" if nxt else "*") for tok, nxt in zip(lens.targets, lens.target_is_next)]
+    kind = ["prompt" if d is None else ("drawn" if d else "not_drawn") for d in drawn]
+    data = []
+    for name in ("drawn", "not_drawn", "prompt"):
+        cols = [c for c in range(n) if kind[c] == name and committed[c] >= 0 and lens.target_is_next[c]]
+        data.append({"type": "bar", "x": cols, "y": [committed[c] for c in cols], "name": t(COMMIT_NAMES[name], lang),
+                     "marker": {"color": COMMIT_COLORS[name]}, "text": [str(committed[c]) for c in cols],
+                     "textposition": "outside", "cliponaxis": False, "textfont": {"size": SMALL_SIZE},
+                     "customdata": [t("lens_commit_hover", lang, tok=targets[c], pos=lens.start + c + 1,
+                                      layer=committed[c]) for c in cols],
+                     "hovertemplate": "%{customdata}<extra></extra>"})
+    never = [c for c in range(n) if committed[c] < 0 and lens.target_is_next[c]]
+    data.append({"type": "scatter", "mode": "markers", "x": never, "y": [rows] * len(never),
+                 "name": t("lens_commit_never", lang),
+                 "marker": {"symbol": "x", "size": 14, "color": NEVER_COLOR, "line": {"width": 2}},
+                 "customdata": [t("lens_commit_never_hover", lang, tok=targets[c], pos=lens.start + c + 1)
+                                for c in never], "hovertemplate": "%{customdata}<extra></extra>"})
+    step = math.ceil(n / MAX_TICKS)
+    layout = base_layout(
+        t("lens_commit_title", lang, model=model_name), lang,
+        subtitle=wrap_text(t("lens_commit_subtitle", lang), SUBTITLE_COLUMNS), height=470,
+        xaxis={"title": {"text": t("lens_axis_target", lang)}, "tickvals": list(range(0, n, step)),
+               "ticktext": targets[::step], "tickangle": -60, "range": [-0.5, n - 0.5],
+               "tickfont": {"size": SMALL_SIZE}},
+        yaxis={"title": {"text": t("lens_commit_axis", lang)}, "range": [0, rows + 3.5]},  # the bars' numbers under the legend
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"}, bargap=0.15,
+        margin={"t": 190, "b": 110}, plot_bgcolor="white",
+    )
+    narrow_layout(layout, xaxis={"tickangle": 0})
+    return chart(data, layout)
+
+
+commitment_figure = as_figure(commitment_chart)
+
+
+PIN_COLORS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999"]  # Okabe-Ito
+COMPARED_COLOR = "#222222"
+
+
+def pinned_chart(lens, column: int, pins, probs, model_name: str = "", lang: str = "en") -> dict:
+    """The pinned tokens through the layers at one column of the lens: x = layer (emb, 1 .. layers, the heat map's
+    rows), y = each layer's lens probability of each pinned token (`pins`: TokenInfo, `probs`: (layers + 1, K)), a
+    line each; and, dashed, the token compared there (the token that came next; at the last position, marked *, the
+    model's own top token), from the heat map's own column (lens.target_prob)."""
+    probs = np.asarray(probs, dtype=float)
+    rows = np.asarray(lens.target_prob).shape[0]
+    layer_names = [t("lens_embeddings", lang)] + [str(i) for i in range(1, rows)]
+    target, is_next = lens.targets[column], lens.target_is_next[column]
+    compared = token_label(target.display) + ("" if is_next else "*")
+    lines = [(token_label(tok.display), probs[:, k], PIN_COLORS[k % len(PIN_COLORS)], "solid")
+             for k, tok in enumerate(pins)]
+    lines.append((t("lens_pin_compared", lang, tok=compared), np.asarray(lens.target_prob, dtype=float)[:, column],
+                  COMPARED_COLOR, "dash"))
+    data = [{"type": "scatter", "mode": "lines+markers", "x": list(range(rows)), "y": ys.tolist(), "name": name,
+             "line": {"color": color, "width": 3, "dash": dash}, "marker": {"size": 6, "color": color},
+             "customdata": [t("lens_pin_hover", lang, tok=name, layer=layer_names[r], p=format_prob(ys[r]))
+                            for r in range(rows)], "hovertemplate": "%{customdata}<extra></extra>"}
+            for name, ys, color, dash in lines]
+    where = token_label(lens.tokens[column].display)
+    layout = base_layout(
+        wrap_text(t("lens_pin_title", lang, model=model_name, pos=lens.start + column, tok=where), TITLE_COLUMNS), lang,
+        subtitle=wrap_text(t("lens_pin_subtitle", lang), SUBTITLE_COLUMNS), height=490,
+        xaxis={"title": {"text": t("lens_axis_layer", lang)}, "tickvals": list(range(rows)), "ticktext": layer_names,
+               "range": [-1.3, rows - 0.7], "tickfont": {"size": SMALL_SIZE}},  # "emb" clear of the "0%" tick
+        yaxis={"title": {"text": t("lens_pin_axis", lang)}, "range": [0, 1.02], "tickformat": ".0%"},
+        legend={"orientation": "h", "x": 0, "y": 1.0, "yanchor": "bottom"},
+        margin={"t": 190}, plot_bgcolor="white",
+    )
+    return chart(data, layout)
+
+
+pinned_figure = as_figure(pinned_chart)

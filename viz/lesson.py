@@ -4,7 +4,12 @@ from __future__ import annotations
 import html
 from typing import Callable
 
-from viz.style import format_bytes
+import plotly.graph_objects as go
+
+from model.decoding.records import CacheTiming
+from viz import i18n
+from viz.kv_cache import cache_timing_figure
+from viz.style import INK, KEY_COLOR, base_layout, figure, format_bytes
 
 Say = Callable[..., str]  # say(key, **fmt): one of the page's texts in its language (ui/strings.py)
 
@@ -49,10 +54,81 @@ def reveal_html(answer: dict, say: Say) -> str:
                    before=pct(answer["before"]), p=answer["p"], fate=say("lesson_yes" if answer["kept"] else "lesson_no"))
     elif kind == "order":
         body = say("lesson_reveal_order", first=answer["first"], last=answer["last"])
+        if "temperature" in answer:  # what changes: the same logits and settings, the stages in the other order
+            cuts = [f"{name} {value:g}" for name, value, off in (("top-k", answer["top_k"], 0),
+                                                               ("top-p", answer["top_p"], 1.0),
+                                                               ("min-p", answer["min_p"], 0.0)) if value != off]
+            body += " " + say("lesson_reveal_order_what", temperature=f"{answer['temperature']:g}",
+                              cuts=", ".join(cuts), diff=abs(answer["first"] - answer["last"]))
+    elif kind == "step_time":
+        body = _step_time(answer, say)
+    elif kind == "kept_count":
+        shown = ", ".join(f"{code(tok)} {pct(prob)} (Σ {pct(total)})" for tok, prob, total in answer["nucleus"])
+        more = answer["kept"] - len(answer["nucleus"])
+        body = say("lesson_reveal_kept_count", p=f"{answer['p']:g}", kept=answer["kept"], vocab=answer["vocab"],
+                   myth=answer["myth"], tokens=shown + (say("lesson_reveal_more", n=more) if more > 0 else ""))
+        data += f' data-kept="{answer["kept"]}"'
+    elif kind == "beam_vs_sample":
+        texts = answer["texts"]
+        lines = [say(key, width=answer["width"], text=code(texts[name]["text"]),
+                     logp=f"{texts[name]['logprob']:.2f}", repeated=texts[name]["repeated"],
+                     n=len(texts[name]["tokens"]), ngrams=texts[name]["ngrams"])
+                 for name, key in (("beam", "lesson_reveal_beam_text"), ("sampled", "lesson_reveal_sampled_text"))]
+        higher = {"beam": "lesson_reveal_beam_higher", "sampled": "lesson_reveal_sampled_higher",
+                  "same": "lesson_reveal_texts_same"}[answer["answer"]]
+        repeats = {"beam": "lesson_reveal_repeats_beam", "sampled": "lesson_reveal_repeats_sampled",
+                   "same": "lesson_reveal_repeats_same"}[answer["more_repeats"]]
+        body = " ".join(lines) + " " + say(higher) + " " + say(repeats)
+        data += "".join(f' data-{name}-logp="{texts[name]["logprob"]!r}"' for name in ("beam", "sampled"))
     else:
         body = say("lesson_reveal_cache", layers=answer["layers"], kv_heads=answer["kv_heads"],
                    head_dim=answer["head_dim"], tokens=answer["tokens"], bytes_per=answer["bytes_per"],
                    bytes=answer["bytes"], size=format_bytes(answer["bytes"]))
         data += f' data-bytes="{answer["bytes"]}"'
+    if kind == "step_time":
+        data += f' data-answer="{answer["answer"] or "none"}" data-slope="{answer["slope"]!r}"'
     verdict = f"<b>{verdict}</b> " if verdict else ""
     return f'<div class="tbt-lesson-reveal" {data}><p>{verdict}{bold_marked(body)}</p></div>'
+
+
+def _step_time(answer: dict, say: Say) -> str:
+    """A step_time reveal: the measured times at the ends, the fitted line, the rule and what it concluded."""
+    ms = lambda x: f"{x:.1f}"  # noqa: E731
+    body = say("lesson_reveal_step_time", tokens=answer["tokens"], short=answer["seq_len"][0],
+               long=answer["seq_len"][-1], short_ms=ms(answer["cached_ms"][0]), long_ms=ms(answer["cached_ms"][-1]),
+               runs=min(answer["runs"]), slope=f"{answer['slope'] * 1000:.2f}", fit_short=ms(answer["fit_short"]),
+               fit_long=ms(answer["fit_long"]), growth=f"{answer['growth']:.0%}")
+    return body + " " + say({"grows": "lesson_reveal_step_grows", "same": "lesson_reveal_step_same",
+                             None: "lesson_reveal_step_noisy"}[answer["answer"]], growth=f"{answer['growth']:.0%}")
+
+
+def answer_figure(answer: dict, lang: str) -> go.Figure | None:
+    """The chart a measured reveal draws from its record: a step_time question's is the KV cache view's measurement
+    chart with the fitted line, a beam_vs_sample question's the two texts' log P; None for any other question
+    (the step's view draws its own)."""
+    if answer["kind"] == "step_time":
+        timing = CacheTiming(answer["seq_len"], answer["cached_ms"], answer["full_ms"],
+                             [tuple(r) for r in answer["cached_range"]], [tuple(r) for r in answer["full_range"]],
+                             answer["runs"])
+        return cache_timing_figure(timing, lang, fit=(answer["slope"], answer["intercept"]))
+    if answer["kind"] == "beam_vs_sample":
+        return logprob_figure(answer, lang)
+    return None
+
+
+def logprob_figure(answer: dict, lang: str) -> go.Figure:
+    """Beam search's text against sampling's: a bar of log P each (one forward pass), its repeats in the label."""
+    texts = answer["texts"]
+    names = [i18n.t("myth_beam", lang, width=answer["width"]), i18n.t("myth_sampled", lang)]
+    rows = [texts["beam"], texts["sampled"]]
+    bar = {"type": "bar", "x": names, "y": [r["logprob"] for r in rows], "marker": {"color": [KEY_COLOR, INK]},
+           "text": [f"{r['logprob']:.2f}" for r in rows], "textposition": "outside", "cliponaxis": False,
+           "hovertext": [i18n.t("myth_bar_hover", lang, name=name, logp=f"{r['logprob']:.2f}", repeated=r["repeated"],
+                                n=len(r["tokens"])) for name, r in zip(names, rows)],
+           "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "logp"}}
+    layout = base_layout(i18n.t("myth_logp_title", lang), lang, subtitle=i18n.t("myth_logp_subtitle", lang),
+                         yaxis={"title": {"text": i18n.t("myth_logp_axis", lang)},
+                                # room under the lower bar for its value, above the category names
+                                "range": [1.2 * min(0.0, *(r["logprob"] for r in rows)) - 1, 0]},
+                         margin={"t": 120})
+    return figure([bar], layout)

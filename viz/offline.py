@@ -3,6 +3,10 @@
 The page needs no server and no network: every step's token, candidates, attention rows (of a few layers, mean
 over heads) and cache size travel as numbers, and the script draws the charts in the browser. So 100 steps cost
 a few hundred KB of records beside plotly.js (4.8 MB), instead of a figure per step.
+
+A session on an engine's model (model/decoding/engine_session.py) has no attention weights: its page has no
+attention panel and says why in its place, every step's candidates carry the engine's note (its top N's mass, and
+"approximate" where the result depends on the unknown rest, as the live chart says), and the cache is the formula's.
 """
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from model.decoding.records import FATES, KVBytes, ModelInfo, PrefillRecord, StepRecord
+from viz.candidates import engine_note
 from viz.chips import LIGHT_INK, chip_color, chosen_how
 from viz.i18n import t
 from model.decoding.tokens import token_labels
@@ -48,9 +53,13 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
                    lang: str = "en") -> dict:
     """What the page replays, as plain JSON: the prompt, every step, the words of its language.
 
+    layers: the attention layers to keep; [] for a session without attention weights (an engine's model), whose
+    page says why instead of drawing the panel.
     Keys: prompt_tokens [display], prompt_attention {layer: P rows}, prefill_kv [tokens, measured, formula]
     (bytes), steps [{token, id, rank, p (T = 1), final (after the settings), forced, shade [background, light],
-    settings, candidates [[display, p, final, fate]], attention {layer: row}, kv}], kv_unit [name, bytes per unit],
+    settings, note (the engine's line about its top N, "" for a local model), candidates [[display, p, final,
+    fate]], attention {layer: row}, kv}], kv_unit [name, bytes per unit], kv_measured (False: every measured size
+    is 0, the engine's cache is not here), no_attention (why the page has no attention panel, or None),
     attention_colors {scale: the live attention view's colorscale, future: its mask colour} (viz.style).
     """
     out_steps, shown = [], [label.short for label in token_labels([*prefill.tokens, *(s.token for s in steps)])]
@@ -65,6 +74,7 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
             "settings": t("offline_settings", lang, temperature=f"{cfg.temperature:g}", top_k=cfg.top_k,
                           top_p=f"{cfg.top_p:g}", min_p=f"{cfg.min_p:g}")
                         + ("" if not chosen_how(dist, lang) else " · " + chosen_how(dist, lang)),
+            "note": engine_note(dist, lang),
             "candidates": [[c.token.display, _p(c.prob_t1), _p(c.final_prob), c.fate]
                            for c in sorted(dist.candidates, key=lambda c: c.rank)],
             "attention": {str(layer): _rows(s.attention[layer]) for layer in layers},
@@ -77,6 +87,9 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
         "prompt_tokens": shown[: len(prefill.tokens)],
         "prompt_attention": {str(layer): _rows(prefill.attention[layer]) for layer in layers},
         "prefill_kv": _kv(prefill.kv), "steps": out_steps, "kv_unit": [unit, scale],
+        "kv_measured": any(kv.measured for kv in [prefill.kv, *(s.kv for s in steps)]),
+        # the live Attention tab's own sentence (viz/unavailable.py) where the panel would be
+        "no_attention": None if layers else t("engine_attention_reason", lang, model=info.name),
         "window": ATTENTION_WINDOW,
         "fates": {fate: [fate_label(fate, lang), FATE_COLORS[fate]] for fate in FATES},
         "words": {key.removeprefix("offline_"): t(key, lang) for key in WORD_KEYS},
@@ -102,6 +115,11 @@ def session_page(record: dict, plotly_js: str) -> str:
     replay = replay_script()
     title = html.escape(t("offline_title", lang))
     intro = html.escape(t("offline_intro", lang, model=record["model"], steps=len(record["steps"])))
+    if record["no_attention"] is None:
+        attention = '<section><h2 id="att-title"></h2><div id="att-controls"></div><div id="att-plot" class="plot"></div></section>'
+    else:  # no weights to draw: the panel's place says why, in the page's language
+        attention = (f'<section id="att-none"><h2>{html.escape(t("engine_attention_title", lang))}</h2>'
+                     f'<p class="why">{html.escape(record["no_attention"])}</p></section>')
     return f"""<!DOCTYPE html>
 <html lang="{"zh-Hans" if lang == "zh" else "en"}"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -115,8 +133,8 @@ def session_page(record: dict, plotly_js: str) -> str:
 <div id="status" data-step="0"></div>
 <div id="chips"></div>
 <div id="panels">
- <section><h2 id="cand-title"></h2><div id="cand-plot" class="plot"></div><table id="cands"></table></section>
- <section><h2 id="att-title"></h2><div id="att-controls"></div><div id="att-plot" class="plot"></div></section>
+ <section><h2 id="cand-title"></h2><p id="cand-note"></p><div id="cand-plot" class="plot"></div><table id="cands"></table></section>
+ {attention}
  <section><h2 id="kv-title"></h2><div id="kv-plot" class="plot"></div></section>
 </div>
 <script type="application/json" id="session">{data}</script>
@@ -143,6 +161,8 @@ h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 8px 0; }
 .plot { height: 420px; }
 #cands { border-collapse: collapse; font-size: 15px; } #cands td, #cands th { padding: 2px 8px; text-align: left; }
 #cands tr.chosen { font-weight: bold; }
+#cand-note { color: #555; margin: 0 0 6px; } #cand-note:empty { display: none; }
+.why { font-size: 18px; color: #555; }
 """
 
 

@@ -9,7 +9,7 @@ import html
 from viz.branches import SIDE_COLORS
 from viz.i18n import t
 from viz.labels import names
-from viz.style import INK, SMALL_SIZE, as_figure, base_layout, chart, format_temperature, token_label
+from viz.style import INK, SMALL_SIZE, as_figure, base_layout, chart, format_temperature
 
 SIDES = ("A", "B")
 

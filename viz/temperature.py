@@ -3,14 +3,12 @@ from __future__ import annotations
 
 import math
 
-import plotly.graph_objects as go
-
 from model.decoding.records import FATES, Candidate, Distribution, TemperatureSweep
 from viz.i18n import t
 from viz.labels import candidate_name
-from viz.style import (CHOSEN_INK, as_figure, chart, figure, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, axis_ids, axis_key, base_layout, domains, fate_label,
-                       fate_legend, format_prob, format_temperature, line_label, narrow_layout, panel_title, prob_ticks,
-                       stacked, token_label, vertical_line)
+from viz.style import (CHOSEN_INK, FATE_COLORS, FATE_MARKS, INK, SMALL_SIZE, as_figure, axis_ids, axis_key, base_layout,
+                       chart, domains, fate_label, fate_legend, format_prob, format_temperature, line_label,
+                       narrow_layout, panel_title, prob_ticks, stacked, vertical_line)
 
 CURRENT_TINT = "#FBE7D9"  # a light vermillion behind the current temperature's panel
 

@@ -35,8 +35,10 @@ export const plotConfig = () => (narrowScreen() ? {...PAGE_CONFIG, displayModeBa
 // The title goes into the HTML caption above the plot, and the room it took off the top margin:
 // plotly.js measures every text it draws (the title and subtitle were 10 of a candidate chart's 57 ms).
 const captionOf = (target) => el(target.id.replace(T.chart.plot, T.chart.caption));
-export const prepare = (fig, captioned, width) => {  // -> {data, layout, html}: html is the caption's, null to leave it
+// `narrowed`: laid out as on a phone (a gr.Plot in a narrow column is too: refit)
+export const prepare = (fig, captioned, width, narrowed = narrowScreen()) => {  // -> {data, layout, html}: html is the caption's, null to leave it
   const layout = fig.layout;
+  if (predicting()) hideDraw(fig.data, layout);
   let html = null;
   if (captioned && layout.title) {
     const {text, subtitle} = layout.title;  // plotly's text markup (<b>, <br>, <span>) is HTML; tokens are escaped
@@ -49,9 +51,22 @@ export const prepare = (fig, captioned, width) => {  // -> {data, layout, html}:
   layout.autosize = true;
   if (presenting()) projectorSized(fig.data, layout);
   fitScreen(layout);  // (the stepping tab's chart only: see fitScreen)
-  if (narrowScreen()) narrow(fig.data, layout, width || innerWidth - 40);
+  if (narrowed) narrow(fig.data, layout, width || innerWidth - 40);
+  else if (width) axisTitlesInside(layout, width);
   return {data: fig.data, layout, html};
 };
+// "Predict first" (the header's switch, presenter.js): a chart that says how it looks with its draw hidden
+// (layout.meta.predict, viz/candidates.py hidden_draw: trace keys by index, layout keys) is drawn so while it is on.
+export const predicting = () => document.documentElement.hasAttribute(T.predict.attribute);
+function hideDraw(data, layout) {
+  const hidden = layout.meta && layout.meta.predict;
+  if (!hidden) return;
+  for (const [i, keys] of Object.entries(hidden.traces)) if (data[i]) Object.assign(data[i], keys);
+  for (const [key, value] of Object.entries(hidden.layout)) {
+    layout[key] = value && typeof value === "object" && !Array.isArray(value) && layout[key] && typeof layout[key] === "object"
+      ? {...layout[key], ...value} : value;
+  }
+}
 // What app.css pins to the top of the window (sticky) while the chart scrolls up under it: the text panel, and on
 // a phone the step buttons above it. (Their heights, in px.)
 export const pinnedHeight = () => {
@@ -68,15 +83,63 @@ function fitScreen(layout) {
   if (!stack || stack.offsetParent === null || typeof layout.height !== "number") return;
   // on a wide screen the text panel stays at the top (app.css, sticky) and the page scrolls the chart up under
   // it (presenter.js keepInView); on a phone the chart fits under the text, the page unscrolled
-  const caption = stack.previousElementSibling;
-  const room = Math.floor(innerHeight - pinnedHeight() - (caption ? caption.getBoundingClientRect().height : 0) - 24);
-  const height = Math.max(T.fit.min_px, Math.min(layout.height, room));
+  const caption = stack.previousElementSibling, below = innerHeight - pinnedHeight() - 24;
+  const room = Math.floor(below - (caption ? caption.getBoundingClientRect().height : 0));
+  // never so short that its rows' names touch (13 rows in 180-230 px at 1280, issue 33). Where they do not fit the
+  // room, the plot takes the room its caption had (presenter.js lets the caption go up under the panel), and its
+  // names a smaller type, down to ROW_MIN_PX (a laptop's 1280 x 800: 14 rows under three lines of chips); past
+  // that, it is taller than the room and the page scrolls it up under the text panel. (A phone: narrow() gives
+  // each name its row.)
+  let rows = narrowScreen() ? 0 : rowsHeight(layout);
+  if (rows > room && !presenting()) {
+    const alone = Math.floor(below), size = namesFitting(layout, alone);
+    if (size) {
+      for (const ax of categoryAxes(layout)) ax.tickfont = {...(ax.tickfont || {}), size};
+      rows = alone;
+    }
+  }
+  const height = Math.max(T.fit.min_px, Math.min(layout.height, Math.max(room, rows)));
   if (height >= layout.height) return;
   const m = layout.margin || {}, inner = (h) => h - (m.t || 0) - (m.b || 0);
   const keepPx = (y) => (y < 0 ? y * inner(layout.height) / inner(height) : y > 1 ? 1 + (y - 1) * inner(layout.height) / inner(height) : y);
   if (layout.legend && typeof layout.legend.y === "number") layout.legend = {...layout.legend, y: keepPx(layout.legend.y)};
   for (const a of layout.annotations || []) if (a.yref === "paper" && typeof a.y === "number") a.y = keepPx(a.y);
   layout.height = height;
+}
+// A row of a chart's category axis is at least LINE times its label's type tall: a glyph from a fallback font such as
+// ␣ makes a line ~1.7 em
+const LINE = 1.75, ROW_MIN_PX = 12;
+// The layout's category axes (tick names, a row each: the y axes with tickvals)
+const categoryAxes = (layout) => Object.entries(layout)
+  .filter(([k, ax]) => /^yaxis\d*$/.test(k) && ax && ax.visible !== false && Array.isArray(ax.tickvals)).map(([, ax]) => ax);
+// The height at which every category axis of the layout has LINE rows, in px (its names in type `size`, else their own)
+function rowsHeight(layout, size = 0) {
+  const m = layout.margin || {}, base = (layout.font && layout.font.size) || 16;
+  let inner = 0;
+  for (const ax of categoryAxes(layout)) {
+    const rows = Array.isArray(ax.range) ? Math.abs(ax.range[1] - ax.range[0]) : ax.tickvals.length;
+    inner = Math.max(inner, rows * (size || (ax.tickfont && ax.tickfont.size) || base) * LINE / span(ax));
+  }
+  return Math.ceil(inner + (m.t || 0) + (m.b || 0));
+}
+// The largest type (whole px, at least ROW_MIN_PX) in which the names keep LINE rows in `height` px; 0 if none
+function namesFitting(layout, height) {
+  const base = (layout.font && layout.font.size) || 16;
+  for (let size = base - 1; size >= ROW_MIN_PX; size--) if (rowsHeight(layout, size) <= height) return size;
+  return 0;
+}
+// An x axis title, centred under its axis, ends inside the chart `width` px wide: the right margin grows by as much
+// as it would run past (at 1280 the candidate chart's "cumulative probability (draw order)" was cut at its right edge)
+function axisTitlesInside(layout, width) {
+  const m = layout.margin || {}, size = (layout.font && layout.font.size) || 16, plotW = width - (m.l || 0) - (m.r || 0);
+  let grow = 0;
+  for (const [k, ax] of Object.entries(layout)) {
+    if (!/^xaxis\d*$/.test(k) || !ax || ax.visible === false || !ax.title || !ax.title.text) continue;
+    const d = ax.domain || [0, 1], centre = (d[0] + d[1]) / 2;
+    const end = (m.l || 0) + plotW * centre + textPx(ax.title.text, (ax.title.font && ax.title.font.size) || size) / 2;
+    if (end > width - 4) grow = Math.max(grow, (end - width + 4) / centre);  // (the centre moves left by grow * centre)
+  }
+  if (grow > 0) layout.margin = {...m, r: Math.ceil((m.r || 0) + grow)};
 }
 // A narrow screen (a phone) shows one plot at a time: the first of plots laid side by side takes the width, the
 // others are put away (their traces hidden, their axes and notes too).
@@ -151,9 +214,9 @@ function narrow(data, layout, width) {
   } else {
     onePlot(data, layout);
   }
-  const base = (layout.font && layout.font.size) || 16;
-  scaleFonts(data, layout, NARROW_FONT, 11);
-  layout.font = {...(layout.font || {}), size: Math.max(11, Math.round(base * NARROW_FONT))};
+  const base = (layout.font && layout.font.size) || 16, k = narrowScreen() ? NARROW_FONT : 1;  // (a column on a wide screen: its type)
+  scaleFonts(data, layout, k, 11);
+  layout.font = {...(layout.font || {}), size: Math.max(11, Math.round(base * k))};
   const size = layout.font.size, m = layout.margin || {};
   // (a colour bar takes its room from the plot's)
   const scaleBar = data.some((d) => d.type === "heatmap" && d.showscale !== false && d.visible !== false) ? 70 : 0;
@@ -174,7 +237,7 @@ function narrow(data, layout, width) {
     if (Array.isArray(ax.tickvals) && Array.isArray(ax.ticktext) && ax.tickvals.length > 1 && ax.showticklabels !== false) {
       // token labels: upright on a narrow x axis (turned, their boxes cross), a line apart (a glyph from a fallback
       // font such as ␣ makes the line ~1.7 em): smaller type down to 10 px, then every other one, the newest kept
-      const n = ax.tickvals.length, room = px / n, LINE = 1.75;
+      const n = ax.tickvals.length, room = px / n;
       let widest = Math.max(...ax.ticktext.map((s) => textPx(s, fs)));
       if (horizontal && (ax.tickangle || widest > room - 6)) ax.tickangle = -90;
       const upright = !horizontal || ax.tickangle === -90;
@@ -297,8 +360,16 @@ function cellTexts(trace, layout, plotW) {
 // Presenter mode (presenter.js; the attribute on <html>): every font size of a chart this page draws, times the
 // protocol's scale, and its ink black, so a projector's last row reads it.
 export const presenting = () => document.documentElement.hasAttribute(T.presenter.attribute);
+// Its margins and height grow with its type: the tick labels and titles they hold are that much larger (at 1280 the
+// candidate chart's token names ran off its left edge), and what is placed in fractions of the plot area keeps its
+// distance in px times the scale.
 function projectorSized(data, layout) {
-  scaleFonts(data, layout, T.presenter.chart_scale);
+  const k = T.presenter.chart_scale, m = layout.margin || {};
+  scaleFonts(data, layout, k);
+  if (!narrowScreen()) {  // (a phone's type is made smaller again, and its chart fitted to its width: narrow)
+    layout.margin = Object.fromEntries(Object.entries(m).map(([side, px]) => [side, typeof px === "number" && side !== "pad" ? Math.round(px * k) : px]));
+    if (typeof layout.height === "number") layout.height = Math.round(layout.height * k);
+  }
   if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale);  // (not merged yet)
   if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
   layout.font = {...layout.font, color: "#000000"};
@@ -317,11 +388,13 @@ export const draw = (target, fig) => {
   drawnFor(target);
   return window.Plotly.react(target, data, layout, plotConfig());
 };
-// The shape a plot's chart was laid out for (a phone's or a wide window's): page.js draws again a chart shown in
-// another shape (a tab opened after the window turned). A page's plot drawn is fitted to its box from then on.
-const SHAPE = "_tbtNarrow";
-export const drawnFor = (plot) => { plot[SHAPE] = narrowScreen(); fitToBox(plot, fitWidth); };
-export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== narrowScreen();
+// The shape a plot's chart was laid out for (a phone's or a wide window's, in presenter mode or not): page.js draws
+// again a chart shown in another shape (a tab opened after the window turned, or after presenter mode was switched).
+// A page's plot drawn is fitted to its box from then on.
+const SHAPE = "_tbtShape";
+const shape = (narrowed = narrowScreen(), presenter = presenting()) => (narrowed ? "narrow" : "wide") + (presenter ? " presenter" : "");
+export const drawnFor = (plot) => { plot[SHAPE] = shape(); fitToBox(plot, fitWidth); };
+export const otherShape = (plot) => plot[SHAPE] !== undefined && plot[SHAPE] !== shape();
 // Each time a plot shows a new chart, it says so: the benchmarks and tests wait for this event (T.shown_event;
 // detail: the plot's key and temperature, and how: "drawn" now, or "ready", drawn ahead).
 export const announce = (target, how, drawn) => Promise.resolve(drawn).then(() => target.dispatchEvent(new CustomEvent(
@@ -383,22 +456,35 @@ export function watchCarriers(onChange) {
 
 /* ---- The charts Gradio draws itself (gr.Plot: the ids in T.gradio_plots) get the page's own layout for a phone:
    each figure Gradio draws there is drawn again through prepare (above), as the page's charts are. ---- */
+// A gr.Plot is laid out as on a phone on a phone, and in a column narrower than T.fit.beside_px (times the presenter
+// scale) on a wide screen: the Lesson's chart beside its text at 1280, whose two plots side by side ran into each other
+const narrowColumn = (gd) => narrowScreen() || gd.clientWidth < T.fit.beside_px * (presenting() ? T.presenter.chart_scale : 1);
 function refit(gd) {
   if (gd.layout !== gd._tbtLayout) {  // Gradio drew a new figure (its layout is a new object each time): kept as drawn
     // (plotly's responsive resize deletes a layout's height to fit the chart to its box: the height drawn is kept)
     const layout = {...gd.layout, height: gd.layout.height || (gd._fullLayout && gd._fullLayout.height)};
     gd._tbtFigure = JSON.stringify({data: gd.data, layout});
     gd._tbtLayout = gd.layout;
-    gd[SHAPE] = false;  // (Gradio lays it out for a wide window)
+    gd[SHAPE] = shape(false, false);  // (Gradio lays it out for a wide window, its type as the figure says)
+    gd._tbtOwn = false;
   }
-  if (!otherShape(gd) || !window.Plotly) return;
-  const fig = JSON.parse(gd._tbtFigure), phone = narrowScreen();
-  // (prepare lays it out for a phone: narrow, with the keys the chart says it has there, meta.narrow)
-  const {data, layout} = phone ? prepare(fig, false, gd.clientWidth) : fig;
-  if (phone) wrapTitle(layout, gd.clientWidth);
+  const phone = narrowColumn(gd), want = shape(phone);
+  if (!window.Plotly) return;
+  if (gd[SHAPE] === want) {  // a plot this page drew again follows its box's width itself (not plotly's responsive)
+    if (gd._tbtOwn) fitWidth(gd);
+    return;
+  }
+  const fig = JSON.parse(gd._tbtFigure), laidOut = phone || presenting();
+  // (prepare lays it out for a phone: narrow, with the keys the chart says it has there, meta.narrow; and in
+  // presenter mode, its type projector-sized)
+  const {data, layout} = laidOut ? prepare(fig, false, gd.clientWidth, phone) : fig;
+  if (laidOut) wrapTitle(layout, gd.clientWidth);
   gd._tbtLayout = layout;
-  gd[SHAPE] = phone;
-  window.Plotly.react(gd, data, layout, {...CONFIG, displayModeBar: !phone});
+  gd[SHAPE] = want;
+  gd._tbtOwn = true;
+  // not plotly's responsive plot (PAGE_CONFIG): on the next window resize its handler took the height this sets away,
+  // and the plot fell to 0 px (presenter mode at 1280, then 1920: Beams, Race, ... blank)
+  window.Plotly.react(gd, data, layout, {...PAGE_CONFIG, displayModeBar: !phone});
 }
 // The title and subtitle broken into lines that fit `width` (plotly does not wrap them; viz.style.wrap_text broke
 // them for a projector's width), the chart taller by the lines added, so what sits under them moves down with them.
@@ -408,13 +494,14 @@ function wrapTitle(layout, width) {
   const count = (text) => (text ? text.split("<br>").length : 0);
   const px = width - 16, size = (title.font && title.font.size) || 20;
   const sub = title.subtitle, subSize = (sub && sub.font && sub.font.size) || 14;
-  const before = count(title.text) * 26 + count(sub && sub.text) * 20;
+  const lines = () => count(title.text) * 1.3 * size + count(sub && sub.text) * 1.43 * subSize;  // (26 and 20 px at 20 and 14)
+  const before = lines();
   title.text = wrapPx(title.text, size, px, true);
   if (sub && typeof sub.text === "string") sub.text = wrapPx(sub.text, subSize, px, true);
-  // plotly draws a title of several lines anchored at its top about 14 px higher than one of one line: cut off
-  const lift = count(title.text) > 1 ? 14 : 0;
+  // plotly draws a title of several lines anchored at its top about 0.7 em higher than one of one line: cut off
+  const lift = count(title.text) > 1 ? Math.round(0.7 * size) : 0;
   if (lift) title.pad = {...(title.pad || {}), t: ((title.pad && title.pad.t) || 0) + lift};
-  const extra = count(title.text) * 26 + count(sub && sub.text) * 20 + lift - before;
+  const extra = Math.round(lines() + lift - before);
   if (extra <= 0 || typeof layout.height !== "number") return;
   const old = layout.height;
   layout.height = old + extra;
@@ -459,6 +546,12 @@ function fitResized() {
   }
   if (reshape) redrawOtherShape();
 }
+// Presenter mode switched (presenter.js): every plot on screen fitted again now (a gr.Plot drawn again in its new type
+// size: refit); one in a closed tab when its tab opens (its box changes then).
+export const refitAll = () => {
+  for (const gd of document.getElementsByClassName("js-plotly-plot")) if (fits.has(gd)) resized.add(gd);
+  if (!fitting) fitting = requestAnimationFrame(fitResized);
+};
 function fitWidth(gd) {  // a page plot: its box's width, at the height it was drawn
   const full = gd._fullLayout;
   if (full && Math.abs(full.width - gd.clientWidth) > 1) window.Plotly.relayout(gd, {width: gd.clientWidth});
@@ -469,14 +562,21 @@ function fitWidth(gd) {  // a page plot: its box's width, at the height it was d
 let looking = 0;
 new MutationObserver(() => { if (!looking) looking = requestAnimationFrame(hookGradioPlots); })
   .observe(document.documentElement, {childList: true, subtree: true});
+// A plot plotly has not finished with (no .on yet) is looked for again a frame later, up to 10 s: the Attention tab's
+// GQA diagram, drawn as its tab opens, changed the page no more once it had its .on, and was never hooked.
+let unfinished = 0;
 function hookGradioPlots() {
   looking = 0;
+  let waiting = false;
   for (const id of Object.values(T.gradio_plots)) {
     const box = el(id);
     for (const gd of box ? box.getElementsByClassName("js-plotly-plot") : []) {
-      if (fits.has(gd) || !gd.on) continue;
+      if (fits.has(gd)) continue;
+      if (!gd.on) { waiting = true; continue; }
       gd.on("plotly_afterplot", () => onScreen(gd) && refit(gd));
       fitToBox(gd, refit);
     }
   }
+  unfinished = waiting ? unfinished + 1 : 0;
+  if (waiting && unfinished < 600 && !looking) looking = requestAnimationFrame(hookGradioPlots);
 }

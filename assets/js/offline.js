@@ -3,6 +3,8 @@
 // candidates it was chosen from, the attention of the shown layer over the last `window` tokens, and the cache
 // size up to it. Everything it shows comes from the record (#session): words, fonts and colours, the attention's
 // the same as the live page's (viz.style). A module of its own: it imports nothing and the live page never loads it.
+// A session on an engine's model has no attention (S.no_attention says why, and the page has no panel for it), a
+// note under each step's candidates (the engine's top N, "approximate" where the rest matters) and no measured cache.
 const S = JSON.parse(document.getElementById('session').textContent);
 const W = S.words, N = S.steps.length, el = (id) => document.getElementById(id);
 const fmt = (s, o) => s.replace(/\{(\w+)\}/g, (m, k) => (k in o ? o[k] : m));
@@ -11,6 +13,7 @@ const pct = (p) => { const x = 100 * p; return x >= 10 ? x.toFixed(1) + '%' : x 
 const font = {family: S.font, size: 15, color: '#222'};
 const cfg = {displayModeBar: false, responsive: true, staticPlot: false};
 let step = 0, layer = String(S.layers[S.layers.length > 2 ? 1 : 0]), timer = null;
+const withAttention = S.no_attention === null;
 
 const controls = el('controls');
 const button = (key, fn) => { const b = document.createElement('button'); b.id = 'btn-' + key;
@@ -26,11 +29,13 @@ slider.oninput = () => show(+slider.value); controls.appendChild(slider);
 document.addEventListener('keydown', (e) => { if (e.key === 'ArrowRight') show(step + 1);
   if (e.key === 'ArrowLeft') show(step - 1); });
 
-const layerPick = document.createElement('select'); layerPick.id = 'layer';
-for (const l of S.layers) { const o = document.createElement('option'); o.value = String(l);
-  o.textContent = W.layer + ' ' + l; layerPick.appendChild(o); }
-layerPick.value = layer; layerPick.onchange = () => { layer = layerPick.value; drawAttention(); };
-el('att-controls').appendChild(layerPick);
+if (withAttention) {
+  const layerPick = document.createElement('select'); layerPick.id = 'layer';
+  for (const l of S.layers) { const o = document.createElement('option'); o.value = String(l);
+    o.textContent = W.layer + ' ' + l; layerPick.appendChild(o); }
+  layerPick.value = layer; layerPick.onchange = () => { layer = layerPick.value; drawAttention(); };
+  el('att-controls').appendChild(layerPick);
+}
 
 // the chips: the prompt, then every generated token (hidden until its step)
 const chips = el('chips');
@@ -46,9 +51,11 @@ const layout = (extra) => Object.assign({font, margin: {l: 60, r: 20, t: 10, b: 
 
 function drawCandidates() {
   const table = el('cands'); table.innerHTML = '';
-  if (step === 0) { el('cand-title').textContent = ''; Plotly.purge('cand-plot'); return; }
+  if (step === 0) { el('cand-title').textContent = el('cand-note').textContent = ''; Plotly.purge('cand-plot');
+    return; }
   const s = S.steps[step - 1];
   el('cand-title').textContent = fmt(W.candidates_title, {step});
+  el('cand-note').textContent = s.note;
   const rows = s.candidates.slice().reverse();
   Plotly.react('cand-plot', [{type: 'bar', orientation: 'h', x: rows.map((c) => c[1]),
     y: rows.map((c, i) => i), text: rows.map((c) => pct(c[1])), textposition: 'outside', cliponaxis: false,
@@ -94,9 +101,9 @@ function drawKV() {
   const points = [S.prefill_kv].concat(S.steps.slice(0, step).map((s) => s.kv));
   const [unit, scale] = S.kv_unit;
   el('kv-title').textContent = W.kv_title;
-  Plotly.react('kv-plot', [
-    {type: 'bar', name: W.kv_measured, x: points.map((p) => p[0]), y: points.map((p) => p[1] / scale),
-     marker: {color: '#009E73'}},
+  const measured = {type: 'bar', name: W.kv_measured, x: points.map((p) => p[0]), y: points.map((p) => p[1] / scale),
+    marker: {color: '#009E73'}};
+  Plotly.react('kv-plot', [...(S.kv_measured ? [measured] : []),
     {type: 'scatter', mode: 'lines', name: W.kv_formula, x: [0].concat(points.map((p) => p[0])),
      y: [0].concat(points.map((p) => p[2] / scale)), line: {color: '#222', dash: 'dash'}}],
     layout({showlegend: true, legend: {orientation: 'h', y: 1.08}, xaxis: {title: {text: W.axis_tokens},
@@ -116,7 +123,7 @@ function show(n) {
     status.append(fmt(before, {step}), tok, ...fmt(after, {rank: s.rank, forced: s.forced ? W.forced : '', step})
       .split('{prob}').flatMap((part, i) => (i ? [p, part] : [part])), ' · ' + s.settings); }
   genChips.forEach((c, i) => { c.classList.toggle('later', i >= step); c.classList.toggle('now', i === step - 1); });
-  drawCandidates(); drawAttention(); drawKV();
+  drawCandidates(); if (withAttention) drawAttention(); drawKV();
   document.body.dataset.shown = step;
 }
 show(0);

@@ -6,13 +6,14 @@
 // shown), the flipbook and the chart ahead told. The page's window surface, all of it:
 //   read:    window.TBT (the protocol, ui/protocol.py), window.Plotly (plotly.js), window.gradio_config (Gradio);
 //   written: window[T.globals.play] and window[T.globals.play_ended] (below), which the Play button's listeners
-//            call from their js= snippets (ui/play.py), and window[T.globals.goto_step] (charts.gotoStep), which
-//            the goto listener's js= snippet reads (ui/controls.py). No module reaches another through window.
-import {T, announce, carried, el, onOtherShape, otherShape, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
+//            call from their js= snippets (ui/play.py), window[T.globals.goto_step] (charts.gotoStep), which
+//            the goto listener's js= snippet reads (ui/controls.py), and window[T.globals.open_head] (clicks.js),
+//            which the open_head listener's reads (ui/views/heads.py). No module reaches another through window.
+import {T, announce, carried, el, onOtherShape, otherShape, refitAll, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, dropAhead, promote, takeAhead} from "./ahead.js";
 import {drawPlot, flipClose, openBundle, sliderT} from "./flipbook.js";
-import {followChips} from "./presenter.js";
+import {followChips, onPredict, whenSwitched} from "./presenter.js";
 import "./clicks.js";
 
 const env = T.envelope, parts = T.parts;
@@ -88,4 +89,8 @@ matchMedia(`(max-width: ${T.fit.narrow_px - 0.02}px)`).addEventListener("change"
   requestAnimationFrame(() => requestAnimationFrame(() => drawForShape(true)));
 });
 onOtherShape(() => drawForShape(false));
+onPredict(() => drawForShape(true));  // predict first switched: the open tab's charts with their draw hidden or shown
+// Presenter mode switched: the open tab's charts drawn again at once in their new type size, the flipbook's pages and
+// the chart ahead too, Gradio's plots re-fitted (charts.js refitAll); another tab's when it is opened (its shape)
+whenSwitched(() => { drawForShape(true); refitAll(); });
 setTimeout(() => watchCarriers(react));  // once the page's other scripts have run: what arrives is theirs too

@@ -1,12 +1,12 @@
 // Token by Token, the presenter's page: the keys a clicker or a keyboard sends, the chart area blanked, the keys
-// shown, the chips box following the newest token, and presenter mode (remembered in this browser). Imports
-// charts.js only; page.js calls followChips each time the text changes.
+// shown, the chips box following the newest token, presenter mode and predict first (remembered in this browser).
+// Imports charts.js only; page.js calls followChips each time the text changes, and onPredict once.
 //
 // Keys (none fires while typing in a field, nor with Ctrl, Alt or Meta):
 //   PageDown, →, N   next token          PageUp, ←   back one token
 //   P                play / pause        . or B      blank the chart area (again: show it)
 //   ?                show the keys (again, or Esc: hide them)
-import {T, click, el, presenting} from "./charts.js";
+import {T, click, el} from "./charts.js";
 
 const root = document.documentElement;
 const flag = (name, on) => { if (on) root.setAttribute(name, ""); else root.removeAttribute(name); };
@@ -43,9 +43,12 @@ document.addEventListener(T.shown_event, (e) => {
   const top = caption ? caption.getBoundingClientRect().top : box.top;
   const panel = text.getBoundingClientRect().bottom;
   if (top >= innerHeight || box.bottom <= panel) return;
-  const fits = box.bottom - top <= innerHeight - panel - 8;  // (a taller chart: its reader scrolls it, and keeps it)
-  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, top - panel - 8))
-    : fits ? Math.min(0, top - panel - 8) : 0;  // how far it can go up and stay clear of the panel; or back down
+  // (a taller chart: its reader scrolls it, and keeps it). What must stay clear of the panel: the caption and the
+  // plot where both fit under it, else the plot alone (charts.js fitScreen gave it the caption's room)
+  const room = innerHeight - panel - 8, fits = box.bottom - top <= room, plotFits = box.bottom - box.top <= room;
+  const clear = fits || !plotFits ? top : box.top;
+  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, clear - panel - 8))
+    : fits || plotFits ? Math.min(0, clear - panel - 8) : 0;  // how far it can go up and stay clear; or back down
   if (by) scrollBy({top: by, behavior: "instant"});
 });
 
@@ -69,31 +72,59 @@ document.addEventListener("keydown", (e) => {
   e.preventDefault();
 });
 
-// ---- presenter mode --------------------------------------------------------------------------------------------
-// A switch in the header (ui/controls.py, T.ids.presenter): larger type for text, captions and charts, a high
-// contrast look, the settings folded away (app.css, [data-tbt-presenter]). Remembered in localStorage.
-const STORE = "tbt-presenter";
-const remembered = () => { try { return localStorage.getItem(STORE) === "1"; } catch (_) { return false; } };
-function setPresenter(on) {
-  if (on === presenting()) return;
-  flag(PRESENTER, on);
-  try { localStorage.setItem(STORE, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
-  dispatchEvent(new Event("resize"));  // each chart re-laid out for its new box (Gradio's by plotly, the page's by charts.js)
+// ---- presenter mode, and predict first ------------------------------------------------------------------------
+// Two switches in the header (ui/controls.py), read by this page's script alone and remembered in this browser
+// (localStorage), each an attribute on <html> while it is on:
+//   presenter mode (T.ids.presenter): larger type for text, captions and charts, a high contrast look, the settings
+//     folded away (app.css, [data-tbt-presenter]); a projector's mode: on a narrow screen (a phone, below
+//     T.fit.narrow_px) the page keeps its phone layout while the switch stays on, and takes it up when the window
+//     is wide again (a phone's 390 px cannot hold the projector's type: its Next token ran out of the pinned row,
+//     chart texts over one another);
+//   predict first (T.ids.predict): a candidate chart drawn without the token its draw picks, nor u (charts.js
+//     hideDraw), so the class can guess before Next shows it. Only what is drawn: the page sends nothing of it.
+let predictChanged = () => {};
+export const onPredict = (redraw) => { predictChanged = redraw; };  // page.js: the open tab's charts drawn again
+let presenterChanged = () => {};
+// page.js: what draws again the charts on screen in their new type size (else they stayed as drawn until the next step)
+export const whenSwitched = (redraw) => { presenterChanged = redraw; };
+const SWITCHES = [
+  {id: T.ids.presenter, store: "tbt-presenter", attribute: PRESENTER, wide: true,
+   // each chart re-laid out for its new box (Gradio's by plotly, the page's by charts.js)
+   changed: () => { dispatchEvent(new Event("resize")); presenterChanged(); }},
+  {id: T.ids.predict, store: "tbt-predict", attribute: T.predict.attribute, changed: () => predictChanged()},
+];
+const switchedOn = new Map();  // switch -> on, as its user left it (its attribute: on, and the screen wide if it must be)
+const isOn = (sw) => switchedOn.get(sw);
+const remembered = (sw) => { try { return localStorage.getItem(sw.store) === "1"; } catch (_) { return false; } };
+// The attribute as the switch and the screen say; true if that changed it
+const apply = (sw) => {
+  const on = switchedOn.get(sw) && (!sw.wide || innerWidth >= T.fit.narrow_px);
+  if (on === root.hasAttribute(sw.attribute)) return false;
+  flag(sw.attribute, on);
+  return true;
+};
+function setSwitch(sw, on) {
+  if (on === isOn(sw)) return;
+  switchedOn.set(sw, on);
+  try { localStorage.setItem(sw.store, on ? "1" : "0"); } catch (_) { /* private mode: not remembered */ }
+  if (apply(sw)) sw.changed();
 }
-flag(PRESENTER, remembered());
-const switchInput = () => { const box = el(T.ids.presenter); return box && box.querySelector("input[type=checkbox]"); };
+for (const sw of SWITCHES) { switchedOn.set(sw, remembered(sw)); apply(sw); }
+// a window turned narrow or wide: presenter mode off or on with it (its change's own resize event changes nothing)
+addEventListener("resize", () => { for (const sw of SWITCHES) if (sw.wide && apply(sw)) sw.changed(); });
+const switchInput = (sw) => { const box = el(sw.id); return box && box.querySelector("input[type=checkbox]"); };
 document.addEventListener("change", (e) => {
-  const input = switchInput();
-  if (input && e.target === input) setPresenter(input.checked);
+  for (const sw of SWITCHES) if (e.target === switchInput(sw)) setSwitch(sw, e.target.checked);
 }, true);
-// The switch shows what this browser remembered, once Gradio has rendered it and enabled it (a click: Gradio keeps
+// A switch shows what this browser remembered, once Gradio has rendered it and enabled it (a click: Gradio keeps
 // its state; a click on a still disabled input does nothing). The attribute stays what was remembered meanwhile.
 // Checked every 300 ms for the page's first minute: on a loaded machine Gradio enables the input late, and may draw
 // it again from its config after a click (a count of tries ran out before it held).
 const syncStarted = Date.now();
-const syncSwitch = setInterval(() => {
-  if (Date.now() - syncStarted > 60_000) { clearInterval(syncSwitch); return; }
-  const input = switchInput();
-  if (!input || input.disabled || input.checked === presenting()) return;
-  input.click();  // its change event finds presenting() already so (setPresenter: no change)
+const syncSwitches = setInterval(() => {
+  if (Date.now() - syncStarted > 60_000) { clearInterval(syncSwitches); return; }
+  for (const sw of SWITCHES) {
+    const input = switchInput(sw);
+    if (input && !input.disabled && input.checked !== isOn(sw)) input.click();  // (setSwitch: no change)
+  }
 }, 300);

@@ -11,6 +11,7 @@ import json
 import re
 from pathlib import Path
 
+from model.classroom.figures import known_placeholders, numbers_in, placeholders_in
 from model.classroom.quiz import CURRENT_MODEL  # cache_size: the model the page runs
 from model.decoding.kv import DTYPE_BYTES, PRESETS
 from model.errors import SessionError, message
@@ -22,7 +23,7 @@ MAX_STEPS = 20
 MAX_TEXT = 800  # characters of one language's text
 MAX_PROMPT = 500
 MAX_GENERATE = 30  # tokens a step may write before it is shown
-KINDS = ("next_token", "kept_by_top_p", "cache_size", "order")
+KINDS = ("next_token", "kept_by_top_p", "cache_size", "order", "step_time", "kept_count", "beam_vs_sample")
 MODES = ("raw", "chat")
 ORDER_CHOICES = ("transformers", "temperature_last", "same")
 SETTING_TYPES = {"temperature": float, "top_k": int, "top_p": float, "min_p": float, "repetition_penalty": float,
@@ -31,8 +32,16 @@ LESSON_FIELDS = {"format", "id", "title", "summary", "models", "steps"}
 STEP_FIELDS = {"prompt", "mode", "settings", "generate", "view", "text", "predict"}
 PREDICT_FIELDS = {"next_token": {"kind", "question", "choices", "any"},
                   "kept_by_top_p": {"kind", "question", "token"},
-                  "cache_size": {"kind", "question", "model", "tokens", "dtype"},
-                  "order": {"kind", "question"}}
+                  "cache_size": {"kind", "question", "model", "tokens", "dtype", "myth_factor"},
+                  "order": {"kind", "question"},
+                  "step_time": {"kind", "question", "tokens"},
+                  "kept_count": {"kind", "question"},
+                  "beam_vs_sample": {"kind", "question", "width", "tokens"}}
+# the measured and searched questions' bounds (a lesson's reveal stays a few seconds on two cores)
+STEP_TIME_TOKENS = (64, 512, 512)  # step_time.tokens: low, high, default (a session's MAX_TOKENS)
+BEAM_WIDTH = (2, 8, 4)  # beam_vs_sample.width: low, high (model.strategies.beams.MAX_WIDTH), default
+BEAM_TOKENS = (4, 32, 16)  # beam_vs_sample.tokens: low, high (model.strategies.beams.MAX_NEW_TOKENS), default
+MYTH_FACTORS = (1 / 64, 64)  # cache_size.myth_factor: a wrong size's ratio to the right one, not 1
 
 
 class LessonError(SessionError):
@@ -84,8 +93,8 @@ def check_lesson(data, tabs: tuple[str, ...]) -> dict:
     if not isinstance(models, dict) or set(models) - {"en", "zh"} or \
             not all(isinstance(name, str) and re.fullmatch(r"[A-Za-z0-9][\w.:-]{0,59}", name) for name in models.values()):
         raise LessonError("lesson_models", field="models")
-    return {"format": 1, "id": lesson_id, "title": _text(lesson["title"], "title"),
-            "summary": _text(lesson["summary"], "summary") if "summary" in lesson else None, "models": dict(models),
+    return {"format": 1, "id": lesson_id, "title": _read(lesson["title"], "title", ()),
+            "summary": _read(lesson["summary"], "summary", ()) if "summary" in lesson else None, "models": dict(models),
             "steps": [_step(step, f"steps[{i}]", tabs) for i, step in enumerate(steps)]}
 
 
@@ -104,8 +113,10 @@ def _step(data, where: str, tabs) -> dict:
     generate = step.get("generate", 0)
     if isinstance(generate, bool) or not isinstance(generate, int) or not 0 <= generate <= MAX_GENERATE:
         raise LessonError("lesson_whole", field=f"{where}.generate", low=0, high=MAX_GENERATE)
+    kind = step["predict"].get("kind") if isinstance(step.get("predict"), dict) else None
     return {"prompt": prompt, "mode": mode, "settings": _settings(step.get("settings", {}), f"{where}.settings"),
-            "generate": generate, "view": step["view"], "text": _text(step["text"], f"{where}.text"),
+            "generate": generate, "view": step["view"],
+            "text": _read(step["text"], f"{where}.text", known_placeholders(kind)),
             "predict": _predict(step["predict"], f"{where}.predict") if step.get("predict") is not None else None}
 
 
@@ -133,9 +144,9 @@ def _predict(data, where: str) -> dict:
             raise LessonError("lesson_type", field=where, kind_key="lesson_kind_object")
         raise LessonError("lesson_one_of", field=f"{where}.kind", choices=", ".join(KINDS), value=repr(kind)[:60])
     fields = {"next_token": ("choices",), "kept_by_top_p": ("token",), "cache_size": ("model", "tokens"),
-              "order": ()}[kind]
+              "order": (), "step_time": (), "kept_count": (), "beam_vs_sample": ()}[kind]
     predict = _object(data, where, PREDICT_FIELDS[kind], required=("kind", "question", *fields))
-    out = {"kind": kind, "question": _text(predict["question"], f"{where}.question")}
+    out = {"kind": kind, "question": _read(predict["question"], f"{where}.question", known_placeholders(kind))}
     if kind == "next_token":
         out.update(choices=_per_language(predict["choices"], f"{where}.choices", _choices),
                    any=predict.get("any", False))
@@ -155,7 +166,26 @@ def _predict(data, where: str) -> dict:
             raise LessonError("lesson_one_of", field=f"{where}.dtype", choices=", ".join(DTYPE_BYTES),
                               value=repr(dtype)[:60])
         out.update(model=model, tokens=tokens, dtype=dtype)
+        if "myth_factor" in predict:
+            factor = predict["myth_factor"]
+            if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor == 1 or \
+                    not MYTH_FACTORS[0] <= factor <= MYTH_FACTORS[1]:
+                raise LessonError("lesson_myth_factor", field=f"{where}.myth_factor", low="1/64", high=64)
+            out["myth_factor"] = factor
+    elif kind == "step_time":
+        out["tokens"] = _bounded_field(predict.get("tokens", STEP_TIME_TOKENS[2]), f"{where}.tokens",
+                                       *STEP_TIME_TOKENS[:2])
+    elif kind == "beam_vs_sample":
+        out.update(width=_bounded_field(predict.get("width", BEAM_WIDTH[2]), f"{where}.width", *BEAM_WIDTH[:2]),
+                   tokens=_bounded_field(predict.get("tokens", BEAM_TOKENS[2]), f"{where}.tokens", *BEAM_TOKENS[:2]))
     return out
+
+
+def _bounded_field(value, where: str, low: int, high: int) -> int:
+    """A whole number in [low, high] of a question's field, or a LessonError naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise LessonError("lesson_whole", field=where, low=low, high=high)
+    return value
 
 
 def _all_valid_text(data) -> None:
@@ -204,6 +234,25 @@ def _text(data, where: str, limit: int = MAX_TEXT) -> dict:
     if extra:
         raise LessonError("lesson_unknown", field=f"{where}.{sorted(extra)[0]}"[:80], allowed="en, zh")
     return {"en": data["en"], "zh": data["zh"]}
+
+
+def _read(data, where: str, placeholders: tuple[str, ...]) -> dict:
+    """A text the student reads (title, summary, a step's text, a question), checked as _text does, and against the
+    numbers rule: it states no number (every figure a lesson states is the app's, computed for the model it runs
+    on: a `{placeholder}` of `placeholders`, filled when it is shown, model/classroom/figures.py), and names no
+    other placeholder. A title and a summary take none (the lesson list shows them before any model runs)."""
+    text = _text(data, where)
+    for lang in ("en", "zh"):
+        said = numbers_in(text[lang])
+        if said:
+            raise LessonError("lesson_number", field=f"{where}.{lang}", number=said[0][:40])
+        for name in placeholders_in(text[lang]):
+            if name not in placeholders:
+                if not placeholders:
+                    raise LessonError("lesson_placeholder_none", field=f"{where}.{lang}", name="{%s}" % name[:40])
+                raise LessonError("lesson_placeholder", field=f"{where}.{lang}", name="{%s}" % name[:40],
+                                  allowed=", ".join("{%s}" % known for known in placeholders))
+    return text
 
 
 def _per_language(data, where: str, check) -> dict:

@@ -31,6 +31,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from model.classroom.quiz import NoToken
+from model.classroom.scores import ClassResult, class_result
 from model.decoding.records import PrefillRecord, StepRecord
 from model.errors import SessionError
 from model.parse import valid_text
@@ -48,6 +49,7 @@ JOIN_BURST = 120  # joins one address may make at once: a class of 80 and their 
 JOIN_EVERY_S = 1.0  # then one more join per this many seconds
 AWAY_KEPT = 2 * MAX_FOLLOWERS  # votes of followers away for a while, kept per room to give back on their return
 CLOSED_KEPT = 500  # closed rooms remembered, so their followers are told it closed (not "no such room")
+RESULTS_KEPT = 200  # questions whose class results a room keeps (a few lessons' worth)
 
 
 @dataclass
@@ -107,6 +109,7 @@ class Room:
     away: OrderedDict[str, str] = field(default_factory=OrderedDict)  # dropped follower -> its vote, given back
     address: str | None = None  # the teacher's client address (rooms are bounded per address)
     wall: float = 0.0  # when the teacher's wall last ticked
+    results: OrderedDict[str, ClassResult] = field(default_factory=OrderedDict)  # question key -> the class's result
 
 
 class Rooms:
@@ -231,6 +234,18 @@ class Rooms:
                 continue
         with self._lock:
             question.scores, question.open = scores, False
+            if score is not None and room.question is question:  # the class's result, counted as it closes
+                room.results.pop(question.key, None)
+                room.results[question.key] = class_result(room.guesses, scores, len(room.followers))
+                while len(room.results) > RESULTS_KEPT:
+                    room.results.popitem(last=False)
+
+    def results(self, teacher: str) -> dict[str, ClassResult]:
+        """The class's result of each question the teacher's room revealed, by question key (counts, no names);
+        {} without a room."""
+        with self._lock:
+            room = self._rooms.get(self._by_teacher.get(teacher))
+            return dict(room.results) if room is not None else {}
 
     def tally(self, teacher: str) -> tuple[Question | None, dict[str, int], int]:
         """The question of the teacher's room, the count of each of its values (every value, zeros too) and the

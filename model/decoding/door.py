@@ -176,13 +176,15 @@ def _full_rows(a: torch.Tensor, end: int, n: int) -> torch.Tensor:
 
 
 def chunk_passes(model: torch.nn.Module, ids: list[int], cache: DynamicCache, start: int = 0,
-                 chunk: int = PREFILL_CHUNK, options=lambda begin, end: {}):
+                 chunk: int = PREFILL_CHUNK, options=lambda begin, end: {}, inside=contextlib.nullcontext):
     """ids[start:] through `model` on `cache` (which holds ids[:start]), `chunk` tokens per pass, each pass a turn at
     the model's door: yields (begin, end, out, ms) after each pass, outside the door (what the caller makes of `out`
-    runs between turns). options(begin, end): the pass's other arguments (logits_to_keep, output_attentions, ...)."""
+    runs between turns). options(begin, end): the pass's other arguments (logits_to_keep, output_attentions, ...).
+    inside(): a context entered for each pass while the door is held (an experiment's hooks on the model: only
+    this run's passes see them, model/experiments/ablation.py)."""
     for begin in range(start, len(ids), chunk):
         end = min(begin + chunk, len(ids))
-        with model_pass(model):
+        with model_pass(model), inside():
             t0 = time.perf_counter()
             out = model(input_ids=torch.tensor([ids[begin:end]]), past_key_values=cache, use_cache=cache is not None,
                         **options(begin, end))
@@ -192,7 +194,8 @@ def chunk_passes(model: torch.nn.Module, ids: list[int], cache: DynamicCache, st
 
 @torch.no_grad()
 def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: bool = False,
-            hidden_from: int | None = None, chunk: int = PREFILL_CHUNK, cache: bool = True) -> Prefilled:
+            hidden_from: int | None = None, chunk: int = PREFILL_CHUNK, cache: bool = True,
+            inside=contextlib.nullcontext) -> Prefilled:
     """`ids` through `model` into a new cache, `chunk` tokens per pass, each pass a turn at the model's door.
 
     keep: the last positions whose logits are returned (the LM head over every position of a long text is slow,
@@ -201,6 +204,7 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
     A text of at most `chunk` tokens is one pass, exactly as before; a longer one gives the same numbers to
     float rounding (the same keys and values, attended in pieces), as an engine's chunked prefill does.
     cache=False: no cache is kept where none is needed (a text of one pass, as training runs it).
+    inside(): entered for each pass while the door is held (chunk_passes).
     """
     n = len(ids)
     kv = DynamicCache(config=model.config) if cache or n > chunk else None
@@ -211,7 +215,7 @@ def prefill(model: torch.nn.Module, ids: list[int], keep: int = 1, attentions: b
         return dict(logits_to_keep=max(_wanted(begin, end, n, keep), 1), output_attentions=attentions,
                     output_hidden_states=hidden_from is not None and end > hidden_from)
 
-    for begin, end, out, pass_ms in chunk_passes(model, ids, kv, 0, chunk, options):
+    for begin, end, out, pass_ms in chunk_passes(model, ids, kv, 0, chunk, options, inside):
         ms += pass_ms
         passes += 1
         want_logits = _wanted(begin, end, n, keep)

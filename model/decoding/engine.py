@@ -1,8 +1,10 @@
 """A client for a serving engine's OpenAI-compatible completions API (vLLM, or any server with log-probabilities).
 
 One call asks for one token over the exact token ids of the text so far, greedy (temperature 0, max_tokens 1),
-with the largest number of top log-probabilities the engine allows, and returns a plain EngineTop record. The
-engine's URL comes only from the server's command line or environment (app.py), never from a page.
+with the largest number of top log-probabilities the engine allows (TOP_N, or fewer if the engine says so), and
+returns a plain EngineTop record. One other call scores every position of a text in one request (vLLM's
+prompt_logprobs: EnginePromptLogprobs), the Training view's parallel pass on an engine. The engine's URL comes
+only from the server's command line or environment (app.py), never from a page.
 
 Every fault is one keyed SessionError (model/errors.py): down, slow, unknown model, context too long, rate
 limited, anything else. After a failure the client refuses at once, with the same error, for a back-off that
@@ -20,7 +22,9 @@ import httpx
 
 from model.errors import SessionError
 
-TOP_N = 20  # vLLM's default max_logprobs; a server allowing fewer (or more) says so and the client adopts it
+# Asked first: the most the app uses (an operator's `vllm serve --max-logprobs 100`). A server allowing fewer (vLLM's
+# default is 20) refuses with "max allowed: N" and the client adopts N; the more it sends, the fewer cuts are approximate.
+TOP_N = 100
 TIMEOUT_S = 30.0  # one token of a small model takes well under a second; a loaded GPU box a few
 BACKOFF_S = (1.0, 16.0)  # first and longest pause after a failure
 _MAX_ALLOWED = re.compile(r"max(?:imum)? allowed:?\s*(\d+)", re.I)  # vLLM: "... greater than max allowed: 20"
@@ -44,6 +48,26 @@ class EngineTop:
     tail_mass: float
     last_logprob: float | None = None
     last_rank: int | None = None
+
+
+@dataclass(frozen=True)
+class EnginePromptLogprobs:
+    """The engine's numbers for every position of a text, from one request (vLLM's prompt_logprobs).
+
+    ids: the text's token ids. For t = 1 .. len(ids) - 1 (index t - 1 in each tuple): logprobs, the natural
+    log-probability of ids[t] given ids[:t] at T = 1 (raw); ranks, its rank there (1 = most probable; vLLM counts
+    the tokens at least as probable); top1_ids / top1_logprobs, the most probable token there and its
+    log-probability. next: the engine's top N after the whole text (as a step asks it). ms: the request's wall
+    time, answer read included.
+    """
+
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    ranks: tuple[int, ...]
+    top1_ids: tuple[int, ...]
+    top1_logprobs: tuple[float, ...]
+    next: EngineTop
+    ms: float
 
 
 @dataclass(frozen=True)
@@ -81,26 +105,38 @@ class EngineClient:
 
     def next_token(self, ids: list[int], last_logprob: bool = False) -> EngineTop:
         """The top log-probabilities of the token after `ids` (asked as token ids, never as text)."""
+        # prompt_logprobs 0: vLLM's the prompt tokens' own log-probabilities (and ranks), the last one read
+        return parse_top(self._complete(ids, prompt_logprobs=0 if last_logprob else None), ids, last_logprob)
+
+    def prompt_logprobs(self, ids: list[int]) -> EnginePromptLogprobs:
+        """Every position of `ids` scored in ONE request (vLLM's prompt_logprobs: the whole text in one parallel
+        pass, its prefix cache not read), with the top N after the last token; the request's wall time in ms."""
+        t0 = time.perf_counter()
+        body = self._complete(ids, prompt_logprobs=1)  # each token's own number and rank, and the top-1 beside it
+        return parse_prompt_logprobs(body, ids, (time.perf_counter() - t0) * 1000)
+
+    def _complete(self, ids: list[int], prompt_logprobs: int | None = None) -> dict:
+        """One completions request for one greedy token after `ids`, with the top N log-probabilities (and the
+        prompt's own, when asked); a smaller maximum the engine states is adopted and asked once more."""
         payload = {
             "model": self.model,
             "prompt": list(ids),
-            "max_tokens": 1,
+            "max_tokens": 1,  # vLLM refuses 0
             "temperature": 0.0,
             "logprobs": self.top_n,
             "return_tokens_as_token_ids": True,  # "token_id:123" keys: two ids that decode alike stay two
         }
-        if last_logprob:
-            payload["prompt_logprobs"] = 0  # vLLM: the prompt tokens' own log-probabilities (and ranks)
+        if prompt_logprobs is not None:
+            payload["prompt_logprobs"] = prompt_logprobs
         try:
-            body = self._call("POST", "/completions", payload)
+            return self._call("POST", "/completions", payload)
         except SessionError as err:
             allowed = _MAX_ALLOWED.search(str(err.params.get("detail", "")))
             if err.key != "engine_refused" or not allowed or int(allowed.group(1)) >= self.top_n:
                 raise
             with self._lock:  # the engine allows fewer: adopt its maximum and ask once more
                 self.top_n, self._failed, self._retry_at = max(1, int(allowed.group(1))), None, 0.0
-            return self.next_token(ids, last_logprob)
-        return parse_top(body, ids, last_logprob)
+            return self._complete(ids, prompt_logprobs)
 
     # ---- transport, faults and the back-off ------------------------------------------------------------
     def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
@@ -182,3 +218,28 @@ def parse_top(body: dict, ids: list[int], last_logprob: bool = False) -> EngineT
     logprobs = tuple(lp for _, lp in pairs)
     tail = max(0.0, 1.0 - math.fsum(math.exp(lp) for lp in logprobs))
     return EngineTop(len(ids), tuple(i for i, _ in pairs), logprobs, tail, last_lp, last_rank)
+
+
+def parse_prompt_logprobs(body: dict, ids: list[int], ms: float) -> EnginePromptLogprobs:
+    """An EnginePromptLogprobs from a completions answer asked with prompt_logprobs >= 1; engine_bad_answer if
+    it lacks a position's entry, the token's own number or its top-1.
+
+    vLLM's choices[0].prompt_logprobs: None for the first token (nothing predicts it), then per position a dict
+    "token id" -> {"logprob", "rank", "decoded_token"} holding the actual token and the top ones (a -inf clamped
+    to -9999)."""
+    try:
+        entries = body["choices"][0]["prompt_logprobs"]
+        if len(entries) != len(ids) or entries[0] is not None:
+            raise ValueError("one entry per token, None first")
+        logprobs, ranks, top1_ids, top1_lps = [], [], [], []
+        for token, entry in zip(ids[1:], entries[1:]):
+            own = entry[str(token)]
+            top1 = min(entry.items(), key=lambda kv: (int(kv[1]["rank"]), -float(kv[1]["logprob"]), int(kv[0])))
+            logprobs.append(float(own["logprob"]))
+            ranks.append(int(own["rank"]))
+            top1_ids.append(int(top1[0]))
+            top1_lps.append(float(top1[1]["logprob"]))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        raise SessionError("engine_bad_answer") from None
+    return EnginePromptLogprobs(tuple(ids), tuple(logprobs), tuple(ranks), tuple(top1_ids), tuple(top1_lps),
+                                parse_top(body, ids), ms)

@@ -47,6 +47,9 @@ class EngineModel:
     config_source: str
     model: None = None  # nothing runs here
     engine: bool = field(default=True, init=False)
+    # the engine's KV cache events, when the operator gave an address for them (app.py --engine-kv-events):
+    # a model/serving/kv_events.py KVEventSubscriber (snapshot()), else None
+    kv_events: object | None = None
 
 
 def engine_model_name(served: str) -> str:
@@ -88,7 +91,9 @@ def load_engine_model(client: EngineClient, folder: Path) -> EngineModel:
 
 @dataclass
 class EngineDistribution(Distribution):
-    """A Distribution built from an engine's top N: prob_t1 and tail_mass_t1 are the engine's own numbers.
+    """A Distribution built from an engine's top N: prob_t1 and tail_mass_t1 are the engine's own numbers
+    (tail_mass_t1: what the record's candidates leave out, as for a local model; 1 - known_mass: what the engine did
+    not send, less when N is larger than the record's candidates).
 
     approximate: True when the cuts or the draw depend on the tail the engine did not send (tail_independent).
     top_n: how many log-probabilities the engine sent; known_mass: their total T = 1 probability.
@@ -183,6 +188,7 @@ class EngineBackend:
     def derive(self, logits, ids, cfg, force_token=None) -> EngineDistribution:
         """The pipeline and draw on the N, then the engine's own T = 1 numbers put back in the record."""
         top = self._top_after(len(ids))
+        # the record keeps TOP_N candidates (sampling.py, as a local model's); the cuts and the draw see all N
         dist = derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token,
                       top_n=min(TOP_N, len(top.ids)))  # SessionError if cfg or the forced token is not valid
         known = dict(zip(top.ids, top.logprobs))

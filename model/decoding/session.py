@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -52,6 +52,8 @@ class WholeText:
     max_tokens: int  # the session's limit, prompt and generated
     room: int  # tokens the session may still add (max_tokens - len(ids), at least 0)
     ended: bool  # the last token ended the text (an end-of-text token)
+    settings: dict = field(default_factory=dict)  # position of each generated token -> the SamplingConfig its step
+    #                                               used (its u: draw_u(seed, position)); the prompt's have none
 
     def run(self, compute, *args, **kwargs):
         """compute(lm, ids, *args, **kwargs), one core between its passes (each pass takes every core)."""
@@ -148,7 +150,8 @@ class DecodeSession:
         with self.reading():
             self._require_started()
             return WholeText(self.lm, list(self.ids), self.prompt_len, self.max_tokens,
-                             max(self.max_tokens - len(self.ids), 0), self.finished)
+                             max(self.max_tokens - len(self.ids), 0), self.finished,
+                             {s.position: s.distribution.config for s in self.steps})
 
     # ---- prompting ---------------------------------------------------------------------------------
     def encode_prompt(self, prompt: str, chat: bool) -> list[int]:

@@ -125,7 +125,7 @@ class PositionScore:
     differs: bool  # True when the actual token is not the model's top-1 (greedy would have written top1)
     cross_entropy_nats: float  # -ln P(x_t | x_<t): this position's training loss
     cross_entropy_bits: float
-    entropy_bits: float  # entropy of the whole predicted distribution (T = 1)
+    entropy_bits: float  # entropy of the whole predicted distribution (T = 1); nan from an engine (it sends the top-1)
     bucket: int  # rank_bucket(rank, record's edges)
     in_prompt: bool  # the token is part of the prompt (the prefill kept no logits for these; this pass scores them)
 
@@ -143,6 +143,7 @@ class TeacherForcing:
     forward_ms: float  # measured wall time of the one pass (the model call alone, not the scoring after it)
     threads: int  # torch threads the pass ran on
     edges: tuple[int, ...] = RANK_EDGES  # rank buckets of PositionScore.bucket
+    on_engine: bool = False  # the pass was one engine request (forward_ms its wall time; threads 0: the engine's own)
 
     @property
     def mean_loss_bits(self) -> float:
@@ -163,7 +164,8 @@ class TeacherForcing:
 
 @dataclass
 class LogitDiff:
-    """At one generated position: the parallel pass's logits against the stepwise cached decoding's."""
+    """At one generated position: the parallel pass's logits against the stepwise cached decoding's (on an engine:
+    its one request's log-probabilities against the step's, for the chosen token and the top-1)."""
 
     step: int  # the step whose candidates are compared (its token was chosen from these logits)
     position: int  # index of that step's token; the logits compared are those of position - 1
@@ -190,6 +192,8 @@ class StepwiseComparison:
     threads: int  # torch threads of the parallel pass
     parallel_range: tuple[float, float] = (0.0, 0.0)  # the fastest and slowest timed run of the one pass, ms
     parallel_runs: int = 1  # timed runs of the one pass (after an untimed warm-up); parallel_ms is their median
+    on_engine: bool = False  # an engine's model: the one pass is ONE request, the steps the engine's own requests,
+    #                          and the differences are of log-probabilities (the engine sends no logits)
 
     @property
     def serial_ms(self) -> float:
@@ -200,7 +204,11 @@ class StepwiseComparison:
     @property
     def conclusive(self) -> bool:
         """The one pass was faster than the serial steps in every timed run (model.decoding.timing's rule: at least 3 runs,
-        its slowest below the other side). False: the page says the machine was too noisy to conclude."""
+        its slowest below the other side). False: the page says the machine was too noisy to conclude.
+        On an engine, the one request (not repeated: the engine's prefix cache is not read for it, but the box is
+        shared) against the steps' requests."""
+        if self.on_engine:
+            return self.parallel_ms < self.serial_ms
         return self.parallel_runs >= 3 and self.parallel_range[1] < self.serial_ms
 
     @property

@@ -15,8 +15,10 @@ import numpy as np
 import torch
 
 from model.errors import SessionError
+from model.parse import one_token
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
+from model.decoding.sampling import derive
 from model.decoding.door import one_core, prefill
 from model.decoding.session import MAX_TOKENS
 
@@ -26,6 +28,8 @@ LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session'
 # whole window (48 x 31 x 49,152 = 73M) fits; Gemma 3 270M's 262,144-token vocabulary allows 15 positions
 # (48 would be 239M: 13 s of one core here, while the class's steps want it too).
 LENS_MAX_CELLS = 75_000_000
+MAX_PINS = 8  # pinned tokens charted at once: a line each, still told apart
+PIN_CHARS = 400  # the pins' text: 8 tokens and their commas fit many times over
 
 
 def lens_positions(lm: LoadedModel, window: int) -> int:
@@ -55,6 +59,16 @@ class LogitLens:
     final_max_abs_diff: float  # the last layer's lens against the model's own logits, max |difference|
     ms: float  # wall time of the passes and the readings (waits at the model's door included)
     asked: int | None = None  # the positions asked for; more than shown when LENS_MAX_CELLS bounded the readings
+    # The commitment strip: per position, the first layer from which the target stays every reading's top token
+    # (-1: the last layer's top is another token, so it never does: a sampled token the model did not rank first)
+    committed: np.ndarray | None = None  # (W,) int64, a row of top_ids (0 = the embeddings)
+    # per position whose target is a generated token: whether that step's own u (its settings and seed) draws the
+    # target from the committed layer's reading; None where there is no step (a prompt token, the last position)
+    # or no committed layer
+    drawn_at_commit: list[bool | None] | None = None
+    # the residual stream at the positions read, (layers + 1, W, d) float32, the last row already normed: what the
+    # pinned tokens' probabilities are read from (pinned_probs), without a second pass or a kept (W, V) per layer
+    hidden: torch.Tensor | None = None
 
     @property
     def layers(self) -> int:
@@ -73,6 +87,15 @@ def lens_logits(model, hidden: torch.Tensor, normed: bool = False) -> torch.Tens
     return logits
 
 
+def commitment(top_ids: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(layers + 1, W) top tokens, (W,) targets -> (W,) the first row from which every row's top is the target,
+    -1 where the last row's is not."""
+    agree = top_ids == targets[None, :]  # (L + 1, W)
+    tail = np.flip(np.cumprod(np.flip(agree, 0), 0), 0).astype(bool)  # row r: agree at r and every row after it
+    first = tail.argmax(0)
+    return np.where(tail[-1], first, -1).astype(np.int64)
+
+
 def check_lens_text(ids: list[int], window: int) -> None:
     """Refuse a lens the bounds do not allow: positions 1..LENS_WINDOW, a text of 1..LENS_MAX_TOKENS tokens."""
     if isinstance(window, bool) or not isinstance(window, int) or not 1 <= window <= LENS_WINDOW:
@@ -84,7 +107,7 @@ def check_lens_text(ids: list[int], window: int) -> None:
 
 
 @torch.no_grad()
-def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> LogitLens:
+def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, settings: dict | None = None) -> LogitLens:
     """The logit lens of the last `window` positions of `ids`, from one prefill with output_hidden_states=True.
 
     The passes go through the model's door (door.prefill: in chunks, decode steps first); the readings, a
@@ -92,6 +115,8 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
     transformers hands back num_layers + 1 hidden states: the embeddings (Gemma's already scaled by sqrt(d)), then
     each decoder layer's output, the last one with the final norm already applied: it goes to the LM head as it is,
     so that row is the model's real output.
+    settings: position of each generated token -> its step's SamplingConfig (WholeText.settings), for the
+    commitment strip's draw: the step's pipeline and u (derive) on the committed layer's reading.
     """
     check_lens_text(ids, window)
     model = lm.model
@@ -115,8 +140,11 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
             # tokens with a strictly higher logit, plus one: on logits, not probabilities, which underflow to 0
             # in the early layers and would stop counting the tokens above a target at probability 0
             target_rank.append((logits > logits.gather(1, target[:, None])).sum(1) + 1)
+        top_ids = torch.stack(tops).numpy()
+        committed = commitment(top_ids, target.numpy())
+        drawn = [_drawn_at(lm, states, ids, start + c + 1, int(committed[c]), (settings or {}).get(start + c + 1))
+                 for c in range(n - start - 1)] + [None]  # the last position: no step chose its target yet
     ms = (time.perf_counter() - t0) * 1000
-    top_ids = torch.stack(tops).numpy()
     info = lm.tokens.info
     return LogitLens(
         tokens=[info(i) for i in ids[start:]],
@@ -131,4 +159,58 @@ def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW) -> Lo
         final_max_abs_diff=final_diff,
         ms=ms,
         asked=window,
+        committed=committed,
+        drawn_at_commit=drawn,
+        hidden=torch.stack([h.float() for h in states]),
     )
+
+
+def pin_ids(lm: LoadedModel, text) -> list[int]:
+    """The tokens typed to pin, comma-separated, each exactly one token of lm's vocabulary as typed (a leading space
+    counts: " Paris"); empty entries skipped, repeats kept once, at most MAX_PINS. Refused, naming the entry and how
+    it tokenizes (model.parse.one_token), before anything runs."""
+    if text is None:
+        return []
+    if not isinstance(text, str) or len(text) > PIN_CHARS:
+        raise SessionError("lens_pins_too_long", limit=PIN_CHARS)
+    ids: list[int] = []
+    for entry in text.split(","):
+        if entry.strip() == "":
+            continue
+        i = one_token(lm, entry, "lens_pin_tokens", "lens_pin_invalid_text")
+        if i not in ids:
+            ids.append(i)
+    if len(ids) > MAX_PINS:
+        raise SessionError("lens_pins_too_many", n=len(ids), limit=MAX_PINS)
+    return ids
+
+
+def lens_column(lens: LogitLens, position) -> int:
+    """The column of the lens at a position of the text (start .. start + W - 1), or SessionError."""
+    n = len(lens.tokens)
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position - lens.start < n:
+        raise SessionError("lens_position_range", value=position, low=lens.start, high=lens.start + n - 1)
+    return position - lens.start
+
+
+@torch.no_grad()
+def pinned_probs(lm: LoadedModel, lens: LogitLens, ids: list[int], column: int) -> np.ndarray:
+    """(layers + 1, len(ids)) float32: each layer's lens probability of each token at one column of the lens, read
+    from its kept hidden states (the final norm, the LM head, a softmax over the whole vocabulary): (layers + 1) x V
+    of work, one core, outside the model's door, as the lens's own readings."""
+    states = lens.hidden[:, column]  # (layers + 1, d)
+    with one_core():  # one LM head over every layer's row at once: the (V, d) weights read once, not per layer
+        x = torch.cat([lm.model.model.norm(states[:-1]), states[-1:]])  # the last row is already normed
+        probs = torch.softmax(lens_logits(lm.model, x, normed=True).float(), -1)[:, ids]
+    return probs.numpy()
+
+
+def _drawn_at(lm: LoadedModel, states, ids: list[int], position: int, layer: int, cfg) -> bool | None:
+    """Whether the step that chose ids[position] (its settings `cfg` and their u) draws it from the lens's reading at
+    `layer`: the session's own pipeline (derive) on that reading. None without a step or a committed layer."""
+    if cfg is None or layer < 0:
+        return None
+    column = position - 1 - (len(ids) - states[0].shape[0])  # the hidden states' column of the position before
+    logits = lens_logits(lm.model, states[layer][column], normed=layer == len(states) - 1).float()
+    dist = derive(logits, torch.tensor([ids[:position]]), cfg, position, lm.tokens, top_n=1)
+    return dist.chosen.id == ids[position]

@@ -5,6 +5,10 @@ so one pass over the whole text gives the next-token distribution at every posit
 (docs/what-it-teaches.md: Training versus generation). Here: that pass over any token ids, its comparison
 with a session's stepwise cached decoding (same logits up to float error, far less time), and scoring a pasted
 text GLTR-style. Records: model/inside/chain.py.
+
+On an engine's model the pass is ONE completions request with prompt_logprobs (EngineClient.prompt_logprobs):
+each token's log-probability and rank and the top-1 beside it, the same TeacherForcing record (no entropy: the
+engine sends no whole distribution), compared with the session's steps, each of them its own request.
 """
 from __future__ import annotations
 
@@ -18,6 +22,8 @@ from model.inside.chain import GLTR_EDGES, RANK_EDGES, LogitDiff, PositionScore,
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
 from model.decoding.door import PREFILL_CHUNK, prefill
+from model.decoding.engine import EnginePromptLogprobs
+from model.decoding.engine_session import EngineModel
 from model.decoding.session import MAX_PROMPT_TOKENS, DecodeSession
 from model.decoding.timing import spread
 
@@ -63,27 +69,69 @@ def score_positions(lm: LoadedModel, ids: list[int], run: ParallelPass, prompt_l
     ranks = ((probs > p).sum(1) + 1).tolist()  # as derive() counts a rank: tokens strictly more probable, plus one
     top1_p, top1 = probs.max(1)
     entropy = (torch.special.entr(probs).sum(1) / LN2).tolist()  # bits
-    lp_list, top1, top1_p = lp.tolist(), top1.tolist(), top1_p.tolist()
+    return _record(lm, ids, lp.tolist(), ranks, top1.tolist(), top1_p.tolist(), entropy, prompt_len, edges,
+                   run.ms, run.threads)
+
+
+def _record(lm, ids: list[int], logprobs: list[float], ranks: list[int], top1: list[int], top1_p: list[float],
+            entropy: list[float], prompt_len: int, edges: tuple[int, ...], ms: float, threads: int,
+            on_engine: bool = False) -> TeacherForcing:
+    """The TeacherForcing record from per-position numbers (index t - 1 for position t): ln P of the actual token,
+    its rank, the top-1 token and its probability, the distribution's entropy in bits."""
     positions = []
     for i, (token, rank) in enumerate(zip(ids[1:], ranks)):
         positions.append(PositionScore(
-            position=i + 1, token=lm.tokens.info(token), prob=math.exp(lp_list[i]), logprob=lp_list[i], rank=rank,
+            position=i + 1, token=lm.tokens.info(token), prob=math.exp(logprobs[i]), logprob=logprobs[i], rank=rank,
             top1=lm.tokens.info(top1[i]), top1_prob=top1_p[i], differs=top1[i] != token,
-            cross_entropy_nats=-lp_list[i], cross_entropy_bits=-lp_list[i] / LN2, entropy_bits=entropy[i],
+            cross_entropy_nats=-logprobs[i], cross_entropy_bits=-logprobs[i] / LN2, entropy_bits=entropy[i],
             bucket=rank_bucket(rank, edges), in_prompt=i + 1 < prompt_len,
         ))
-    total = sum(lp_list)
-    loss = -total / len(lp_list)
+    total = sum(logprobs)
+    loss = -total / len(logprobs)
     return TeacherForcing(
         tokens=[lm.tokens.info(i) for i in ids], positions=positions, prompt_len=prompt_len, mean_loss_nats=loss,
-        total_logprob=total, perplexity=math.exp(loss), forward_ms=run.ms, threads=run.threads, edges=tuple(edges),
+        total_logprob=total, perplexity=math.exp(loss), forward_ms=ms, threads=threads, edges=tuple(edges),
+        on_engine=on_engine,
     )
 
 
-def teacher_forcing(lm: LoadedModel, ids: list[int], prompt_len: int = 0,
+def engine_pass(lm: EngineModel, ids: list[int]) -> EnginePromptLogprobs:
+    """ids scored by the model's engine in one request; the engine's faults are its keyed SessionErrors."""
+    if len(ids) < 2:
+        raise SessionError("teacher_too_short", n=len(ids))
+    if len(ids) > lm.info.context:  # as a step is refused (EngineBackend); at the limit the engine says so itself
+        raise SessionError("engine_context", limit=lm.info.context)
+    return lm.client.prompt_logprobs(ids)
+
+
+def engine_positions(lm: EngineModel, answer: EnginePromptLogprobs, prompt_len: int = 0,
+                     edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
+    """The TeacherForcing record of one engine request: the engine's own log-probabilities and ranks (entropy nan:
+    the engine sends the top-1, not the distribution; threads 0: the engine's, not known here)."""
+    return _record(lm, list(answer.ids), list(answer.logprobs), list(answer.ranks), list(answer.top1_ids),
+                   [math.exp(lp) for lp in answer.top1_logprobs], [math.nan] * len(answer.logprobs), prompt_len,
+                   edges, answer.ms, 0, on_engine=True)
+
+
+def teacher_forcing(lm: LoadedModel | EngineModel, ids: list[int], prompt_len: int = 0,
                     edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
-    """Every position of `ids` scored in parallel; tokens before `prompt_len` are marked in_prompt."""
+    """Every position of `ids` scored in parallel (on an engine's model: in one request); tokens before
+    `prompt_len` are marked in_prompt."""
+    if isinstance(lm, EngineModel):
+        return engine_positions(lm, engine_pass(lm, ids), prompt_len, edges)
     return score_positions(lm, ids, parallel_pass(lm, ids), prompt_len, edges)
+
+
+def session_teacher_forcing(session: DecodeSession) -> TeacherForcing:
+    """A session's text scored in one pass: its local model's through whole_text (the door, one core), or one
+    request to its engine."""
+    if session.capabilities.runs_locally:
+        text = session.whole_text()
+        return text.run(teacher_forcing, text.prompt_len)
+    with session.reading():
+        session._require_started()
+        ids, prompt_len = list(session.ids), session.prompt_len
+    return teacher_forcing(session.lm, ids, prompt_len)
 
 
 PARALLEL_RUNS = 3  # timed runs of the one pass, after a warm-up; the median is shown with its range
@@ -97,7 +145,10 @@ def compare_stepwise(session: DecodeSession) -> tuple[TeacherForcing, StepwiseCo
     recorded candidates (Candidate.logit, raw model logits) and on the chosen token; over the whole vocabulary at
     the position after the last token; and the measured time of the one pass (an untimed warm-up, then the median
     of PARALLEL_RUNS with their range) against the generated tokens' own steps (not the prefill, itself one pass).
+    On an engine's model: compare_on_engine.
     """
+    if not session.capabilities.runs_locally:
+        return compare_on_engine(session)
     with session.reading():  # ids, steps and next logits that belong together
         session._require_started()
         ids, steps, prompt_len = list(session.ids), list(session.steps), session.prompt_len
@@ -129,7 +180,44 @@ def compare_stepwise(session: DecodeSession) -> tuple[TeacherForcing, StepwiseCo
     return record, comparison
 
 
-def score_text(lm: LoadedModel, text: str, max_tokens: int = MAX_PROMPT_TOKENS,
+def compare_on_engine(session: DecodeSession) -> tuple[TeacherForcing, StepwiseComparison]:
+    """compare_stepwise on an engine's model: ONE prompt_logprobs request over the session's text against its steps.
+
+    Each step's record holds the engine's log-probabilities from its own request (Candidate.logit: the engine
+    sends no logits). Per step: the largest |difference| over the chosen token and the request's top-1 (where the
+    step's candidates hold it); after the last token, over the engine's top N against the session's last answer.
+    Times: the one request's wall time against the steps' requests (their recorded forward_ms), one run each:
+    repeating the request would measure the engine again, not the steps. The session is only read.
+    """
+    with session.reading():
+        session._require_started()
+        ids, steps, prompt_len = list(session.ids), list(session.steps), session.prompt_len
+        prefill_ms, next_logprobs = session.prefill.timings.forward_ms, session.next_logits  # (V,) -inf: not sent
+    answer = engine_pass(session.lm, ids)
+    record = engine_positions(session.lm, answer, prompt_len)
+    diffs = []
+    for s in steps:
+        t = s.position - 1  # the request's index of the step's position
+        known = {c.token.id: c.logit for c in s.distribution.candidates if math.isfinite(c.logit)}
+        known[s.token.id] = s.distribution.chosen_logprob_t1  # a forced token outside the N: the step asked for it
+        chosen = abs(answer.logprobs[t] - known[s.token.id])
+        gaps = [chosen] + ([abs(answer.top1_logprobs[t] - known[answer.top1_ids[t]])]
+                           if answer.top1_ids[t] in known else [])
+        stepwise_top1 = max(known, key=lambda i: (known[i], -i))
+        diffs.append(LogitDiff(step=s.step, position=s.position, max_abs_diff=max(gaps), chosen_abs_diff=chosen,
+                               same_top1=stepwise_top1 == answer.top1_ids[t]))
+    after = [abs(lp - float(next_logprobs[i])) for i, lp in zip(answer.next.ids, answer.next.logprobs)
+             if math.isfinite(float(next_logprobs[i]))]
+    comparison = StepwiseComparison(
+        diffs=diffs, max_abs_diff=max((d.max_abs_diff for d in diffs), default=0.0),
+        next_max_abs_diff=max(after, default=0.0), parallel_ms=answer.ms, prefill_ms=prefill_ms,
+        steps_ms=[s.timings.forward_ms for s in steps], tokens=len(ids), threads=0,
+        parallel_range=(answer.ms, answer.ms), parallel_runs=1, on_engine=True,
+    )
+    return record, comparison
+
+
+def score_text(lm: LoadedModel | EngineModel, text: str, max_tokens: int = MAX_PROMPT_TOKENS,
                edges: tuple[int, ...] = GLTR_EDGES) -> TeacherForcing:
     """Score a pasted text (raw, no chat template) as GLTR does: each token's rank and probability, in one pass,
     bucketed by GLTR's own edges (top 10 / 100 / 1,000 / beyond) unless `edges` says otherwise.

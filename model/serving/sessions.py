@@ -13,6 +13,7 @@ from model.errors import SessionError, SessionExpired
 from model.decoding.loading import LoadedModel, ModelLoadError, available_models, load_model
 from model.decoding.engine_session import EngineModel
 from model.decoding.session import DecodeSession
+from model.serving.engine_metrics import MetricsHistory, MetricsReader
 
 MAX_SESSIONS = 120
 IDLE_SECONDS = 30 * 60
@@ -167,6 +168,7 @@ class ModelRegistry:
         self.by_language = dict(by_language or {})
         self._models: dict[str, LoadedModel] = dict(preloaded or {})
         self._batchers: dict[str, StepBatcher] = {}
+        self._metrics: dict[str, MetricsHistory] = {}  # an engine model's /metrics readings, shared by its pages
         self._lock = threading.Lock()  # guards the dicts only, held for no load
         self._loading: dict[str, threading.Lock] = {}  # one per model name: held while that model loads
         self._engines: dict[str, EngineModel] = {}  # models an engine serves (model/decoding/engine_session.py), by name
@@ -226,3 +228,14 @@ class ModelRegistry:
     def batcher(self, name: str | None = None) -> StepBatcher | None:
         """The batcher of a model (made with its first session), or None before that or for an engine's model."""
         return self._batchers.get(self.get(name).name)
+
+    def engine_metrics(self, name: str) -> MetricsHistory | None:
+        """The history of the engine's own numbers (its /metrics) for an engine's model, made on first use at the
+        address the operator gave its client; None for a local model."""
+        lm = self.get(name)
+        if not isinstance(lm, EngineModel):
+            return None
+        with self._lock:
+            if lm.name not in self._metrics:
+                self._metrics[lm.name] = MetricsHistory(MetricsReader(lm.client.url, lm.client.model))
+            return self._metrics[lm.name]

@@ -14,6 +14,7 @@ what no page unloads is bounded like the sessions.
 
 Adding a view: a new module here and one line in VIEWS.
 """
+from ui.views.ablation import AblationView
 from ui.views.attention import AttentionView
 from ui.views.beams import BeamsView
 from ui.views.branches import BranchesView
@@ -24,9 +25,12 @@ from ui.views.chain import ChainView
 from ui.views.consistency import ConsistencyView
 from ui.views.constraints import ConstraintsView
 from ui.views.kv_cache import KVCacheView
+from ui.views.heads import HeadsView
+from ui.views.interview import InterviewView
 from ui.views.lens import LensView
 from ui.views.lesson import LessonView
 from ui.views.paged import PagedView
+from ui.views.patching import PatchingView
 from ui.views.race import RaceView
 from ui.views.room import RoomView
 from ui.views.session_io import SessionView
@@ -34,9 +38,11 @@ from ui.views.speculative import SpeculativeView
 from ui.views.temperature import TemperatureView
 from ui.views.tokenizers import TokenizersView
 from ui.views.training import TrainingView
+from ui.views.two_models import TwoModelsView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
+         AblationView, PatchingView, HeadsView, TwoModelsView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
-         LessonView, RoomView, SessionView]  # the class
+         InterviewView, LessonView, RoomView, SessionView]  # the class (and the interview path)

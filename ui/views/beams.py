@@ -16,6 +16,7 @@ from ui.strings import Refusal, t
 from viz.beams import beam_texts_html, beam_tree_figure
 
 DEFAULT_WIDTH, DEFAULT_TOKENS = 4, 16
+LESSON_WIDTH, LESSON_TOKENS = 3, 8  # a lesson step's search: it runs when a student opens the step, so a small one
 
 
 @dataclass
@@ -66,6 +67,18 @@ def summary_text(st: Shown, lang: str) -> str:
     return "\n\n".join(lines)
 
 
+def searched(text, b: int, penalty: float, n: int, cfg) -> Shown:
+    """The tab's search (what Search does, and a lesson step): beam search from the text's prompt with B beams,
+    the greedy text (B = 1) and the text `cfg` would sample, each pass a turn at the model's door; its first step
+    shown."""
+    lm, prompt = text.lm, text.ids[: text.prompt_len]
+    t0 = time.perf_counter()
+    run = text.run(lambda lm, ids: beam_search(lm, prompt, b, penalty, n))  # refuses bad knobs before any pass
+    greedy = run if b == 1 else text.run(lambda lm, ids: beam_search(lm, prompt, 1, penalty, n))
+    sampled = text.run(lambda lm, ids: sampled_continuation(lm, prompt, cfg, n))
+    return Shown(prompt, run, compare_texts(lm, run, greedy, sampled), 1, time.perf_counter() - t0)
+
+
 class BeamsView:
     tab, title = "beams", "tab_beams"
     chart = None
@@ -100,15 +113,18 @@ class BeamsView:
         """Beam search from the user's prompt (B beams), the greedy text (B = 1) and the text the page's settings
         would sample, all on the user's local model, each pass a turn at its door; shows the first step."""
         b, n = whole(width, "beams_width"), whole(new_tokens, "beams_tokens")
-        text = self.app.whole_text(request)
-        lm, prompt = text.lm, text.ids[: text.prompt_len]
-        t0 = time.perf_counter()
-        run = text.run(lambda lm, ids: beam_search(lm, prompt, b, penalty, n))  # refuses bad knobs before any pass
-        greedy = run if b == 1 else text.run(lambda lm, ids: beam_search(lm, prompt, 1, penalty, n))
-        sampled = text.run(lambda lm, ids: sampled_continuation(lm, prompt, cfg, n))
-        st = Shown(prompt, run, compare_texts(lm, run, greedy, sampled), 1, time.perf_counter() - t0)
+        st = searched(self.app.whole_text(request), b, penalty, n, cfg)
         self.app.stash.put(request.session_hash, self.tab, st)
         return self._draw(st, view.lang)
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about beam search: the tab's search from the step's prompt, a small one (LESSON_WIDTH
+        beams, LESSON_TOKENS tokens, the default length penalty), drawn to its end with the best beam marked."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to search with
+            return None
+        st = searched(session.whole_text(), LESSON_WIDTH, 1.0, LESSON_TOKENS, cfg)
+        st.shown = len(st.run.steps)
+        return self._draw(st, view.lang)[1]
 
     def next_step(self, request, cfg, view):
         """One more step of the search drawn (no model run)."""

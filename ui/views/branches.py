@@ -65,9 +65,12 @@ class BranchesView:
         self.compare_html = gr.HTML("", elem_id="tbt-branch-compare")
         self.compare_plot = gr.Plot(elem_id=GRADIO_PLOTS["branches"], show_label=False)
 
+    def figure(self, session, cfg, view, dist=None) -> dict:
+        """The tree, read off the session's branch records (no model run): the tab's chart, and a lesson step's."""
+        return branch_tree_chart(session.branch_tree(), view.lang)
+
     def chart(self, session, cfg, view, dist=None) -> str:
-        """The tree, read off the session's branch records (no model run)."""
-        return carrier(branch_tree_chart(session.branch_tree(), view.lang), self.tab)
+        return carrier(self.figure(session, cfg, view, dist), self.tab)
 
     # ---- handlers ------------------------------------------------------------------------------------
     def _choices(self, session, lang) -> list:

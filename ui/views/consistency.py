@@ -17,6 +17,7 @@ from viz.consistency import consistency_figure
 from viz.style import format_prob
 
 DEFAULT_SAMPLES, DEFAULT_TOKENS = 8, 16
+LESSON_SAMPLES, LESSON_TOKENS = 5, 12  # a lesson step's vote: it runs when a student opens the step, so a small one
 
 
 def run_numbers(run) -> dict:
@@ -97,8 +98,20 @@ class ConsistencyView:
         """N samples and the greedy answer to the user's text, voted (the session is not changed)."""
         n, m = whole(samples, "sc_samples"), whole(tokens, "sc_tokens")
         run = self.app.whole_text(request).run(self_consistency, cfg, n, m)
-        return [run_sentence(run, view.lang), consistency_figure(run, view.lang), sample_texts(run, view.lang),
-                run_numbers(run)]
+        return self._shown(run, view.lang)
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about self-consistency: the tab's vote on the step's text under its settings, a small one
+        (LESSON_SAMPLES samples of at most LESSON_TOKENS tokens)."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to sample with
+            return None
+        run = session.whole_text().run(self_consistency, cfg, LESSON_SAMPLES, LESSON_TOKENS)
+        return self._shown(run, view.lang)[1]
+
+    @staticmethod
+    def _shown(run, lang: str) -> list:
+        """The run as the tab shows it: its sentence, its chart, each sample's text, its numbers."""
+        return [run_sentence(run, lang), consistency_figure(run, lang), sample_texts(run, lang), run_numbers(run)]
 
     def sweep_temperature(self, request, samples, tokens, cfg, view):
         """The same vote at each of SWEEP_TEMPERATURES, the other settings held."""

@@ -18,13 +18,18 @@ from viz.style import format_prob
 LEGEND_PX = 40  # room for a second legend row under the chart
 
 KINDS = [("constrain_kind_words", "words"), ("constrain_kind_regex", "regex"), ("constrain_kind_json", "json")]
+# Each example ends within its token budget, whatever the model draws: its longest text is ASCII (at least one
+# character a token) and, with the end-of-text token, shorter than the budget. The JSON one's longest text is
+# {"answer":"yes","reason":"<16 letters>"}, 44 characters, the regex's "yes, because <30>." 44 (issue 33, item 8:
+# the JSON example with a 60-character reason and 24 tokens stopped unfinished)
 EXAMPLES = {
     "words": "yes\nno",
-    "regex": r"(yes|no), because [a-z ]{1,40}\.",
+    "regex": r"(yes|no), because [a-z ]{1,30}\.",
     "json": '{"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}, "reason": {"type": "string", '
-            '"maxLength": 60}}, "required": ["answer", "reason"], "additionalProperties": false}',
+            '"pattern": "^[a-z ]{1,16}$"}}, "required": ["answer", "reason"], "additionalProperties": false}',
 }
 DEFAULT_TOKENS = 24
+EXAMPLE_TOKENS = {"words": DEFAULT_TOKENS, "regex": MAX_NEW_TOKENS, "json": MAX_NEW_TOKENS}
 ENDED = {"eos": "constrain_ended_eos", "length": "constrain_ended_length"}  # ConstrainedRun.stopped
 
 
@@ -84,6 +89,16 @@ class ConstraintsView:
         return [run_sentence(run, whole_text.lm.info.vocab, view.lang), gr.update(maximum=max(last, 2), value=1),
                 self._figure(run, 1, view.lang), run_numbers(run)]
 
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about constrained decoding: the tab's default run (its first kind, the allowed words
+        EXAMPLES["words"], DEFAULT_TOKENS) on the step's text under its settings, its first step drawn: the
+        candidates with what the constraint cut."""
+        if not session.capabilities.runs_locally:  # an engine's model: no weights here to mask
+            return None
+        run = session.whole_text().run(constrained_decode, Constraint("words", EXAMPLES["words"]), cfg,
+                                       DEFAULT_TOKENS)
+        return self._figure(run, 1, view.lang)
+
     def show_step(self, request: gr.Request, step, lang="en"):
         """One step of the last run: its candidates with the constraint's cut."""
         run = self.app.stash.get(request.session_hash, self.tab)
@@ -103,8 +118,8 @@ class ConstraintsView:
         return fig
 
     def example(self, kind):
-        """The example constraint of a kind, when the kind is switched."""
-        return EXAMPLES.get(kind, "")
+        """The example constraint of a kind, when the kind is switched, and a token budget it ends within."""
+        return EXAMPLES.get(kind, ""), EXAMPLE_TOKENS.get(kind, DEFAULT_TOKENS)
 
     def events(self, page):
         h, page_in = page.handler, page.page_in
@@ -113,5 +128,5 @@ class ConstraintsView:
                   [self.summary, self.step, self.plot, self.numbers], "runs", "constrain", {"show_progress": "full"}),
             Event(self.step.release, friendly(self.show_step), [self.step, page.lang], [self.plot], "views",
                   "constrain_step"),
-            Event(self.kind.input, self.example, [self.kind], [self.text], "page", False),
+            Event(self.kind.input, self.example, [self.kind], [self.text, self.tokens], "page", False),
         ]

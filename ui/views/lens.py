@@ -4,15 +4,31 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.inside.lens import LENS_WINDOW, logit_lens
+from model.inside.lens import LENS_WINDOW, lens_column, logit_lens, pin_ids, pinned_probs
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly, named_range, whole
 from ui.state import carrier
-from ui.strings import t
-from viz.lens import TEXT_COLUMNS, lens_chart
+from ui.protocol import GRADIO_PLOTS
+from ui.strings import Refusal, t
+from viz.lens import TEXT_COLUMNS, commitment_figure, lens_chart, pinned_figure
 
 DEFAULT_WINDOW = TEXT_COLUMNS  # the most positions whose cells still name their top token
+DEFAULT_PINS = " Paris, London"  # for the first example, "The capital of France is": one token each in both models
+
+
+class _Then(Event):
+    """An event, and `after` once it has succeeded (its inputs read from the page as the first left it)."""
+
+    def __init__(self, *args, after: Event, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.after = after
+
+    def bind(self):
+        listener = super().bind()
+        self.after.trigger = listener.success
+        self.after.bind()
+        return listener
 
 
 def lens_summary(lens, lang: str) -> dict:
@@ -22,7 +38,12 @@ def lens_summary(lens, lang: str) -> dict:
             "tokens": [tok.id for tok in lens.tokens], "targets": [tok.id for tok in lens.targets],
             "top_ids": lens.top_ids.tolist(), "top_prob": lens.top_prob.tolist(),
             "target_prob": lens.target_prob.tolist(), "final_max_abs_diff": lens.final_max_abs_diff, "ms": lens.ms,
-            "asked": lens.asked}
+            "asked": lens.asked, "committed": lens.committed.tolist(), "drawn_at_commit": lens.drawn_at_commit}
+
+
+def read_lens(text, window: int):
+    """The lens of a text's last `window` positions, every layer (what Read does, and a lesson step)."""
+    return text.run(logit_lens, window, text.settings)
 
 
 class LensView:
@@ -42,22 +63,64 @@ class LensView:
                                "btn_lens", "value")
         self.result = gr.Markdown(elem_id="tbt-lens-result", elem_classes="tbt-explain")
         plot(self.tab)
+        add(gr.Markdown(t("explain_lens_commit"), elem_classes="tbt-explain"), "explain_lens_commit", "value")
+        self.commit_plot = gr.Plot(label=t("lens_commit_label"), elem_id=GRADIO_PLOTS["lens_commit"], show_label=False)
+        add(gr.Markdown(t("explain_lens_pins"), elem_classes="tbt-explain"), "explain_lens_pins", "value")
+        with gr.Row(equal_height=True):
+            self.pins = add(gr.Textbox(DEFAULT_PINS, label=t("lens_pins"), elem_id="tbt-lens-pins", scale=3,
+                                       max_lines=1), "lens_pins")
+            self.position = add(gr.Dropdown([], label=t("lens_position"), elem_id="tbt-lens-position", scale=2),
+                                "lens_position")
+            self.pin_btn = add(gr.Button(t("btn_lens_pin"), elem_id="tbt-lens-pin", scale=1), "btn_lens_pin", "value")
+        self.pin_plot = gr.Plot(label=t("lens_pin_label"), elem_id=GRADIO_PLOTS["lens_pins"], show_label=False)
         add(gr.Markdown(t("explain_lens_limits"), elem_classes="tbt-explain"), "explain_lens_limits", "value")
         self.numbers = gr.JSON(label="logit lens", elem_id="tbt-lens-numbers", elem_classes="tbt-hidden")
+        self.pin_numbers = gr.JSON(label="pinned tokens", elem_id="tbt-lens-pin-numbers", elem_classes="tbt-hidden")
         named_range(self.window, "lens_window")
 
     def read(self, request: gr.Request, window, lang):
         """The lens of the user's text: its last `window` positions, every layer."""
         n = whole(window, "lens_window")
         text = self.app.whole_text(request, "lens_needs_weights")  # the lens needs every layer's hidden state
-        lens = text.run(logit_lens, n)
+        lens = read_lens(text, n)
+        self.app.stash.put(request.session_hash, self.tab, (text.lm, lens))  # its pinned tokens are read from it
         said = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
         if lens.asked and len(lens.tokens) < min(lens.asked, lens.start + len(lens.tokens)):  # the bound on the readings' work
             said += " " + t("lens_bounded", lang, n=len(lens.tokens), asked=lens.asked,
                             vocab=f"{text.lm.info.vocab:,}")
-        return said, carrier(lens_chart(lens, text.lm.name, lang), self.tab), lens_summary(lens, lang)
+        positions = [(f"{lens.start + c} · {tok.display}", lens.start + c) for c, tok in enumerate(lens.tokens)]
+        return (said, carrier(lens_chart(lens, text.lm.name, lang), self.tab),
+                commitment_figure(lens, text.lm.name, lang), lens_summary(lens, lang),
+                gr.update(choices=positions, value=positions[-1][1]))
+
+    def lesson_figure(self, session, cfg, step, view):
+        """A lesson step about the logit lens: the tab's lens of the step's text at its default window."""
+        if not session.capabilities.runs_locally:  # an engine's model: no hidden states come back
+            return None
+        text = session.whole_text("lens_needs_weights")
+        return lens_chart(read_lens(text, DEFAULT_WINDOW), text.lm.name, view.lang)
+
+    def pin(self, request: gr.Request, pins, position, lang):
+        """The pinned tokens' lens probabilities through the layers at one position the last lens read, from its
+        kept hidden states (no second pass); the token compared there beside them."""
+        kept = self.app.stash.get(request.session_hash, self.tab)
+        if kept is None:
+            raise Refusal("lens_no_run")
+        lm, lens = kept
+        ids = pin_ids(lm, pins)
+        column = lens_column(lens, whole(position, "lens_position"))
+        probs = pinned_probs(lm, lens, ids, column)
+        figure = pinned_figure(lens, column, [lm.tokens.info(i) for i in ids], probs, lm.name, lang)
+        return figure, {"position": lens.start + column, "pins": ids, "probs": probs.T.tolist(),
+                        "compared": lens.targets[column].id, "compared_probs": lens.target_prob[:, column].tolist()}
 
     def events(self, page):
-        return [Event(self.run_btn.click, friendly(self.read), [self.window, page.lang],
-                      [self.result, page.figure, self.numbers], "runs", "logit_lens", {"show_progress": "full"})]
+        pin = friendly(self.pin)
+        pin_io = [self.pins, self.position, page.lang], [self.pin_plot, self.pin_numbers]
+        return [_Then(self.run_btn.click, friendly(self.read), [self.window, page.lang],
+                      [self.result, page.figure, self.commit_plot, self.numbers, self.position], "runs", "logit_lens",
+                      {"show_progress": "full"}, after=Event(None, pin, *pin_io, "runs")),
+                Event(self.pin_btn.click, pin, *pin_io, "runs", "lens_pins"),
+                Event(self.pins.submit, pin, *pin_io, "runs"),
+                Event(self.position.input, pin, *pin_io, "runs")]

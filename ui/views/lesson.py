@@ -18,15 +18,19 @@ from model.parse import a_name, valid_text
 from model.decoding.records import SETTING_NAMES
 from model.classroom.lessons import (MAX_LESSON_BYTES, ORDER_CHOICES, LessonError, builtin_lessons, check_lesson,
                                      lesson_model, read_lesson, say)
-from model.classroom.quiz import NoToken, reveal_record, size_choices, step_config, typed_guess
+from model.classroom.figures import fill, step_figures
+from model.classroom.quiz import (NoToken, count_choices, graded, reveal_record, size_choices, step_config,
+                                  typed_guess)
 from model.classroom.rooms import Question
+from model.classroom.scores import lesson_score, read_results
 from model.errors import SessionError
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly, upload_bytes
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import class_guesses_chart
-from viz.lesson import reveal_html as reveal_in
+from viz.lesson import answer_figure, reveal_html as reveal_in
+from viz.tokenizers import MODEL_NAMES
 
 # after a step is shown: back to the lesson's top if the page was left scrolled below it (Next is low on a phone)
 SCROLL_TO_LESSON = ("() => { const b = document.getElementById('tbt-lesson-body');"
@@ -86,6 +90,8 @@ class LessonView:
                                                        elem_id="tbt-lesson-class"), "btn_class_guesses", "value")
                     self.class_plot = gr.Plot(visible=False, elem_id=GRADIO_PLOTS["lesson_class"], show_label=False)
                 self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
+                # at the last step: the student's score (and, with a room open, the class's per question)
+                self.score = gr.Markdown("", elem_id="tbt-lesson-score")
                 # the step's whole tab, for more than its chart (its knobs, its buttons)
                 self.open_view = gr.Button("", visible=False, size="sm", elem_id="tbt-lesson-open")
             with gr.Column(scale=3, min_width=320):
@@ -93,7 +99,10 @@ class LessonView:
         self.lesson = gr.State(None)  # the open lesson (checked)
         self.index = gr.State(0)  # its step shown
         self.revealed = gr.State(None)  # the step's reveal, to say it again in the other language
-        self.progress = gr.BrowserState({}, storage_key="tbt-lesson-progress")  # {"id", "step", "file"}
+        self.results = gr.State({})  # the open lesson's questions answered: {step index (str): right}
+        self.figures = gr.State(None)  # the step's figures as filled in: {"model": its model, "figures": {...}}
+        # {"id", "step", "file", "results"}
+        self.progress = gr.BrowserState({}, storage_key="tbt-lesson-progress")
 
     def _titles(self, lang):
         return [(say(lesson["title"], lang), lesson_id) for lesson_id, lesson in self.lessons.items()]
@@ -102,27 +111,27 @@ class LessonView:
     def open_lesson(self, request, lesson_id, cfg, view):
         if lesson_id not in self.lessons:
             raise Refusal("lesson_no_lesson")
-        return self._show(request, self.lessons[lesson_id], 0, view)
+        return self._show(request, self.lessons[lesson_id], 0, view, {})
 
     def upload_lesson(self, request, file, cfg, view):
-        return self._show(request, read_lesson(uploaded_lesson(file), self.tabs), 0, view)
+        return self._show(request, read_lesson(uploaded_lesson(file), self.tabs), 0, view, {})
 
-    def next_step(self, request, lesson, index, cfg, view):
+    def next_step(self, request, lesson, index, results, cfg, view):
         if lesson is None:
             raise Refusal("lesson_no_lesson")
-        return self._show(request, lesson, min(int(index) + 1, len(lesson["steps"]) - 1), view)
+        return self._show(request, lesson, min(int(index) + 1, len(lesson["steps"]) - 1), view, results)
 
-    def prev_step(self, request, lesson, index, cfg, view):
+    def prev_step(self, request, lesson, index, results, cfg, view):
         if lesson is None:
             raise Refusal("lesson_no_lesson")
-        return self._show(request, lesson, max(int(index) - 1, 0), view)
+        return self._show(request, lesson, max(int(index) - 1, 0), view, results)
 
     def resume_lesson(self, request, progress, cfg, view):
         """The step the browser remembers (its copy of an uploaded lesson is checked again: the browser sent it)."""
         lesson, index = self._saved(progress)
         if lesson is None:
             raise Refusal("lesson_no_lesson")
-        return self._show(request, lesson, index, view)
+        return self._show(request, lesson, index, view, progress.get("results"))
 
     def saved_progress(self, progress, lang):
         """Opening the Lesson tab: say where the browser left a lesson, with a button to resume it."""
@@ -148,10 +157,13 @@ class LessonView:
             return None, 0
         return lesson, min(max(step, 0), len(lesson["steps"]) - 1)
 
-    def _show(self, request, lesson, index, view):
+    def _show(self, request, lesson, index, view, results):
         """Step `index`: its session started as Start does (and its tokens written), its settings on the sliders,
-        its tab opened. A predict step stays on the Lesson tab and sends no candidates until the guess."""
+        its tab opened, its texts' placeholders filled with the figures of its model and settings. A predict step
+        stays on the Lesson tab and sends no candidates until the guess. `results`: the lesson's questions
+        answered so far ({step index: right}), kept with the progress."""
         step, page = lesson["steps"][index], self.page
+        results = read_results(results, len(lesson["steps"]))
         cfg = step_config(step)
         prompt = say(step["prompt"], view.lang)
         model = lesson_model(lesson, view.lang, self.app.models.names()) or page.default_model
@@ -167,17 +179,22 @@ class LessonView:
         predict = step["predict"]
         if predict is not None or not stepped:
             figure, force = gr.skip(), gr.update(choices=[], value=None)  # nothing of the candidates before a guess
-        builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
-        progress = {"id": lesson["id"], "step": index, "file": None if builtin else lesson}
+        figures = step_figures(step, session.lm.info, MODEL_NAMES.get(session.lm.name, session.lm.name), session,
+                               view.lang)
+        shown_for = {"model": session.lm.name, "figures": figures}
         room = self.app.rooms.room_of(request.session_hash) is not None
+        counts = count_choices(session, cfg) if predict is not None and predict["kind"] == "kept_count" else None
         shown = {
-            self.lesson: lesson, self.index: index, self.revealed: None, self.progress: progress,
-            self.step_md: self._step_text(lesson, index, view.lang),
+            self.lesson: lesson, self.index: index, self.revealed: None,
+            self.results: results, self.figures: shown_for, self.progress: self._progress(lesson, index, results),
+            self.step_md: self._step_text(lesson, index, view.lang, figures),
+            self.score: self._score_text(request, lesson, index, results, view.lang),
             self.open_view: self._open_button(step, view.lang, predict is None),
             self.reveal_btn: gr.update(interactive=True), self.class_btn: gr.update(visible=room),
             self.predict_box: gr.update(visible=predict is not None),
-            self.question: self._question(predict, view.lang),
-            self.guess: gr.update(choices=self._choices(predict, view.lang), value=None, interactive=True),
+            self.question: self._question(predict, view.lang, figures),
+            self.guess: gr.update(choices=self._choices(predict, view.lang, info=session.lm.info, counts=counts), value=None,
+                                  interactive=True),
             self.commit: gr.update(interactive=True),
             self.reveal: "",
             self.reveal_plot: self._step_plot(session, cfg, step, view) if predict is None else gr.update(
@@ -190,24 +207,32 @@ class LessonView:
             self.class_plot: gr.update(value=None, visible=False),
         }
         # the room asked last, once the teacher's answer is made: a step that fails asks the class nothing
-        self.app.rooms.ask(request.session_hash, self._room_question(lesson, index, view.lang))  # if this user has a room
+        self.app.rooms.ask(request.session_hash,  # if this user has a room
+                           self._room_question(lesson, index, view.lang, figures, session.lm.info, counts))
         return shown
 
-    def commit_guess(self, request, lesson, index, guess, cfg, view):
+    def _progress(self, lesson, index, results) -> dict:
+        """What the browser keeps of a lesson (gr.BrowserState): its id, the step, the file of one not built in,
+        the questions answered ({step index: right}) for the score."""
+        builtin = lesson["id"] in self.lessons and self.lessons[lesson["id"]] == lesson
+        return {"id": lesson["id"], "step": index, "file": None if builtin else lesson, "results": dict(results)}
+
+    def commit_guess(self, request, lesson, index, results, guess, cfg, view):
         """The guess committed: the answer, the step's chart, and the model's probability of the guess."""
         if lesson is None:
             raise Refusal("lesson_no_lesson")
         if guess in (None, ""):
             raise Refusal("lesson_guess_first")
-        return self._reveal(request, lesson, index, valid_text(str(guess), "lesson_guess_invalid_text"), view)
+        return self._reveal(request, lesson, index, valid_text(str(guess), "lesson_guess_invalid_text"), view,
+                            results)
 
-    def reveal_step(self, request, lesson, index, cfg, view):
-        """The teacher's Reveal: the answer and the step's chart without a guess of their own."""
+    def reveal_step(self, request, lesson, index, results, cfg, view):
+        """The teacher's Reveal: the answer and the step's chart without a guess of their own (not scored)."""
         if lesson is None:
             raise Refusal("lesson_no_lesson")
-        return self._reveal(request, lesson, index, None, view)
+        return self._reveal(request, lesson, index, None, view, results)
 
-    def _reveal(self, request, lesson, index, guess, view):
+    def _reveal(self, request, lesson, index, guess, view, results):
         step = lesson["steps"][int(index)]
         predict = step["predict"]
         if predict is None:
@@ -221,11 +246,21 @@ class LessonView:
             answer = reveal_record(session, step, guess, cfg, view.lang)
         except NoToken:
             raise Refusal("lesson_guess_first") from None
-        self.app.rooms.reveal(request.session_hash,  # the class's guesses closed, each scored for its student
-                              lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,
-                                                          view.lang))
+        if predict["kind"] in MEASURED:  # measured or searched once: each of the class's guesses graded on it
+            score = functools.partial(graded, answer)
+        else:
+            score = lambda value: reveal_record(session, step, typed_guess(predict, value, choices), cfg,  # noqa: E731
+                                                view.lang)
+        self.app.rooms.reveal(request.session_hash, score)  # the class's guesses closed, each scored for its student
+        results = read_results(results, len(lesson["steps"]))
+        if answer["right"] is not None:  # a guess committed: scored (the teacher's Reveal without one is not)
+            results[str(int(index))] = answer["right"]
+        measured = answer_figure(answer, view.lang)  # the measurement's own chart (a step_time, a beam_vs_sample)
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
-                 self.reveal_plot: self._step_plot(session, cfg, step, view),
+                 self.results: results, self.progress: self._progress(lesson, int(index), results),
+                 self.score: self._score_text(request, lesson, int(index), results, view.lang),
+                 self.reveal_plot: self._step_plot(session, cfg, step, view) if measured is None else gr.update(
+                     value=measured, visible=True),
                  self.commit: gr.update(interactive=False), self.guess: gr.update(interactive=False),
                  self.reveal_btn: gr.update(interactive=False),
                  self.open_view: self._open_button(step, view.lang, True)}
@@ -249,36 +284,79 @@ class LessonView:
         chart = class_guesses_chart(labels, [counts[value] for _, value in question.choices[lang]], followers, lang)
         return gr.update(value=go.Figure(**chart), visible=True)
 
-    def _room_question(self, lesson, index, lang):
+    def _room_question(self, lesson, index, lang, figures, info, counts=None):
         """The step's question as a room shows it to the students, in every language of the page; None without.
-        The class guesses about the teacher's text, on the teacher's model: its choices are those of the teacher's
-        language `lang`, and so is the question where the lesson's prompt differs by language."""
+        The class guesses about the teacher's text, on the teacher's model (`info`, its `figures` filled in): its
+        choices are those of the teacher's language `lang`, and each student reads the question in their own
+        (`_asked_in`)."""
         step = lesson["steps"][index]
         predict = step["predict"]
         if predict is None:
             return None
-        asked = {other: other if step["prompt"][other] == step["prompt"][lang] else lang for other in LANGS}
-        return Question(question_key(lesson, index), {other: self._question(predict, asked[other]) for other in LANGS},
-                        {other: self._choices(predict, other, lang) for other in LANGS})
+        return Question(question_key(lesson, index),
+                        {other: self._asked_in(step, lang, other, figures, info) for other in LANGS},
+                        {other: self._choices(predict, other, lang, info, counts) for other in LANGS})
 
-    def redraw(self, lesson, index, answer, lang):
-        """The language switched: the lesson's texts again (the reveal from its record, no model run)."""
-        if lesson is None:
+    def _asked_in(self, step, teacher_lang, lang, figures, info) -> str:
+        """The step's question in `lang` about the teacher's text, prompt and model (those of `teacher_lang`): the
+        lesson's own words where they say the same (the teacher's language, the same prompt, a question that names
+        no text), else the question's kind worded in `lang` around the teacher's prompt, token or model."""
+        predict = step["predict"]
+        kind, same_text = predict["kind"], step["prompt"][lang] == step["prompt"][teacher_lang]
+        if lang == teacher_lang or kind in ("order", *MEASURED) or (kind == "next_token" and same_text) or \
+                (kind == "cache_size" and predict["model"] != "current"):
+            return self._question(predict, lang, figures)
+        if kind == "next_token":
+            said = t("room_q_next_token", lang, text=step["prompt"][teacher_lang])
+        elif kind == "kept_by_top_p":
+            said = t("room_q_kept_by_top_p", lang, top_p=f"{step_config(step).top_p:g}",
+                     token=token_label(predict["token"][teacher_lang]))
+        else:  # a cache's size on the model the teacher's page runs, not the one the other language's lesson names
+            said = t("room_q_cache_size", lang, model=info.name, layers=info.layers, kv_heads=info.kv_heads,
+                     head_dim=info.head_dim, dtype=predict["dtype"], tokens=predict["tokens"])
+        return f"**{said}**"
+
+    def redraw(self, request: gr.Request, lesson, index, answer, shown_for, results, lang):
+        """The language switched: the lesson's texts again, filled with the figures of the step as shown (the
+        reveal from its record, no model run)."""
+        if lesson is None or not shown_for:
             return {self.step_md: gr.skip()}  # every output as it was ({}: one value)
         step = lesson["steps"][int(index)]
-        predict = step["predict"]
-        said = {self.step_md: self._step_text(lesson, int(index), lang),
+        predict, figures = step["predict"], shown_for["figures"]
+        info = self.app.models.get(shown_for["model"]).info
+        said = {self.step_md: self._step_text(lesson, int(index), lang, figures),
+                self.score: self._score_text(request, lesson, int(index), results or {}, lang),
                 self.open_view: self._open_button(step, lang, predict is None or answer),
-                self.question: self._question(predict, lang), self.guess: gr.update(choices=self._choices(predict, lang))}
+                self.question: self._question(predict, lang, figures)}
+        if predict is None or predict["kind"] != "kept_count":  # (its counts are the step's: the same in any language)
+            said[self.guess] = gr.update(choices=self._choices(predict, lang, info=info))
         if answer:
             said[self.reveal] = reveal_html(answer, lang)
         return said
 
     # ---- words ---------------------------------------------------------------------------------------
-    def _step_text(self, lesson, index, lang) -> str:
+    def _step_text(self, lesson, index, lang, figures) -> str:
         step = lesson["steps"][index]
         head = f"### {say(lesson['title'], lang)}\n**{t('lesson_step_of', lang, step=index + 1, total=len(lesson['steps']))}**"
-        return f"{head}\n\n{say(step['text'], lang)}"
+        return f"{head}\n\n{fill(say(step['text'], lang), figures)}"
+
+    def _score_text(self, request, lesson, index, results, lang) -> str:
+        """At the lesson's last step: the student's score and each question's result; with a room open, the
+        class's result on each question too (counts, no names: model/classroom/scores.py). Elsewhere nothing."""
+        score = lesson_score(lesson, results)
+        if int(index) != len(lesson["steps"]) - 1 or not score.total:
+            return ""
+        lines = [t("lesson_score", lang, right=score.right, total=score.total), ""]
+        lines += [f"- {t('lesson_score_step', lang, step=q.step + 1, result=t(SCORE_WORDS[q.right], lang))}"
+                  for q in score.questions]
+        if self.app.rooms.room_of(request.session_hash) is not None:
+            counted = self.app.rooms.results(request.session_hash)
+            lines += ["", t("lesson_class_results", lang), ""]
+            for q in score.questions:
+                r = counted.get(question_key(lesson, q.step))
+                lines.append("- " + (t("lesson_class_step", lang, step=q.step + 1, right=r.right, wrong=r.wrong,
+                                       none=r.no_answer) if r else t("lesson_class_not_revealed", lang, step=q.step + 1)))
+        return "\n".join(lines)
 
     def _open_button(self, step, lang, shown):
         tab = step["view"]
@@ -290,12 +368,14 @@ class LessonView:
         return self.tab_titles.get(tab, "tab_lesson")
 
     @staticmethod
-    def _question(predict, lang) -> str:
-        return f"**{say(predict['question'], lang)}**" if predict else ""
+    def _question(predict, lang, figures) -> str:
+        return f"**{fill(say(predict['question'], lang), figures)}**" if predict else ""
 
-    def _choices(self, predict, lang, tokens_of=None) -> list:
+    def _choices(self, predict, lang, tokens_of=None, info=None, counts=None) -> list:
         """A question's choices as (label in `lang`, value); a next_token question's tokens are those of the
-        language `tokens_of` (default `lang`): each language's lesson runs on its own model."""
+        language `tokens_of` (default `lang`): each language's lesson runs on its own model; a cache's sizes are
+        those of the session's model (`info`) for a question on the current model. `counts`: a kept_count
+        question's (quiz.count_choices, of the step's session)."""
         if predict is None:
             return []
         kind = predict["kind"]
@@ -305,7 +385,11 @@ class LessonView:
             return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
         if kind == "order":
             return [(t(ORDER_WORDS[o], lang), o) for o in ORDER_CHOICES]
-        return [(viz.format_bytes(n), str(n)) for n in size_choices(predict, self.app.models.get().info)]
+        if kind in MYTH_WORDS:
+            return [(t(key, lang), value) for value, key in MYTH_WORDS[kind].items()]
+        if kind == "kept_count":
+            return [(f"{n:,}", str(n)) for n in counts or ()]
+        return [(viz.format_bytes(n), str(n)) for n in size_choices(predict, info or self.app.models.get().info)]
 
     # ---- the step's chart ------------------------------------------------------------------------------
     def _step_plot(self, session, cfg, step, view):
@@ -328,15 +412,20 @@ class LessonView:
         return None
 
     # ---- wiring --------------------------------------------------------------------------------------
+    def shown_outputs(self, page) -> list:
+        """What a step shown (`_show`) writes: the outputs of Start, and of anything else that opens a lesson as
+        Start does (open_lesson: the Interview tab's buttons)."""
+        return [self.lesson, self.index, self.revealed, self.results, self.figures, self.progress, self.step_md,
+                self.score, self.open_view, self.predict_box, self.question,
+                self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
+                *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot, self.reveal_btn,
+                self.class_btn]
+
     def events(self, page):
         h, page_in = page.handler, page.page_in
-        shown = [self.lesson, self.index, self.revealed, self.progress, self.step_md, self.open_view, self.predict_box,
-                 self.question,
-                 self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
-                 *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot, self.reveal_btn,
-                 self.class_btn]
+        shown = self.shown_outputs(page)
         revealed = [self.revealed, self.reveal, self.reveal_plot, self.commit, self.guess, self.open_view, page.figure,
-                    page.force, self.reveal_btn]
+                    page.force, self.reveal_btn, self.results, self.progress, self.score]
         scroll = {"then_js": SCROLL_TO_LESSON}
         held = [self.lesson, self.index]
         return [
@@ -344,28 +433,33 @@ class LessonView:
                   "lesson_open"),
             Event(self.upload.upload, h(self.upload_lesson, "file"), [self.upload, *page_in], shown, "lesson",
                   "lesson_upload"),
-            Event(self.next.click, h(self.next_step, "lesson", "index"), [*held, *page_in], shown, "model",
-                  "lesson_next", **scroll),
-            Event(self.prev.click, h(self.prev_step, "lesson", "index"), [*held, *page_in], shown, "model",
-                  "lesson_back", **scroll),
+            Event(self.next.click, h(self.next_step, "lesson", "index", "results"), [*held, self.results, *page_in],
+                  shown, "model", "lesson_next", **scroll),
+            Event(self.prev.click, h(self.prev_step, "lesson", "index", "results"), [*held, self.results, *page_in],
+                  shown, "model", "lesson_back", **scroll),
             Event(self.resume.click, h(self.resume_lesson, "progress"), [self.progress, *page_in], shown, "model",
                   "lesson_resume"),
-            Event(self.commit.click, h(self.commit_guess, "lesson", "index", "guess"), [*held, self.guess, *page_in],
-                  revealed, "model", "lesson_guess"),
-            Event(self.reveal_btn.click, h(self.reveal_step, "lesson", "index"), [*held, *page_in], revealed, "model",
-                  "lesson_reveal"),
+            Event(self.commit.click, h(self.commit_guess, "lesson", "index", "results", "guess"),
+                  [*held, self.results, self.guess, *page_in], revealed, "model", "lesson_guess"),
+            Event(self.reveal_btn.click, h(self.reveal_step, "lesson", "index", "results"),
+                  [*held, self.results, *page_in], revealed, "model", "lesson_reveal"),
             Event(self.tab_block.select, self.saved_progress, [self.progress, page.lang],
                   [self.resume_md, self.resume], "page", "lesson_saved"),
             Event(self.open_view.click, self.open_step_view, held, [page.tabs_block], "page", "lesson_open_tab"),
             Event(self.class_btn.click, friendly(self.class_guesses), [*held, page.lang], [self.class_plot], "page",
                   "lesson_class_guesses"),
-            Event(page.lang.change, self.redraw, [*held, self.revealed, page.lang],
-                  [self.step_md, self.open_view, self.question, self.guess, self.reveal], "page"),
+            Event(page.lang.change, self.redraw, [*held, self.revealed, self.figures, self.results, page.lang],
+                  [self.step_md, self.score, self.open_view, self.question, self.guess, self.reveal], "page"),
         ]
 
 
+SCORE_WORDS = {True: "lesson_score_right", False: "lesson_score_wrong", None: "lesson_score_none"}
 ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": "lesson_order_temperature_last",
                "same": "lesson_order_same"}
+MYTH_WORDS = {"step_time": {"same": "lesson_step_same", "grows": "lesson_step_grows"},  # value: its label's key
+              "beam_vs_sample": {"beam": "lesson_beam_higher", "sampled": "lesson_sampled_higher",
+                                 "same": "lesson_beam_same"}}
+MEASURED = ("step_time", "kept_count", "beam_vs_sample")  # answered once, on the step's session
 
 
 def question_key(lesson, index: int) -> str:

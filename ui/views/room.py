@@ -5,16 +5,16 @@ it here and send a guess; the teacher's Lesson tab counts them, and after the re
 own guess did and how the class split. The registry is model/classroom/rooms.py (App.rooms); what it shows comes from
 App.render's hook.
 
-The teacher's wall: the code in large letters, a QR code of the join link (segno; the link built from the origin
-the teacher's browser shows, handed in by the page's script) and the number of students whose page is there,
-refreshed by the wall's tick (which keeps the room open). A student's page while following shows the room only:
+The teacher's wall: the code in large letters, a QR code of the join link (segno; the address students reach,
+chosen by the operator only: ui/reach.py; on a loopback address no QR code but a plain word that only this machine
+can join) and the number of students whose page is there, refreshed by the wall's tick (which keeps the room open);
+opened, it fits a 1280 x 800 projector's screen (the explanation and the student's Join box make way). A student's page while following shows the room only:
 its own session (controls, text, other tabs) is hidden by the style sheet below until Explore from here."""
 from __future__ import annotations
 
 import functools
 import html
 import json
-import re
 
 import gradio as gr
 import segno
@@ -35,9 +35,7 @@ from viz.guesses import after_reveal_chart
 
 POLL_S = 0.5  # a follower's page asks for the room's state this often (a dict read when nothing changed)
 WALL_S = 2.0  # the teacher's wall counts its students this often (and keeps the room open: model/classroom/rooms.py)
-ORIGIN = re.compile(r"^https?://[A-Za-z0-9.\-\[\]:]+(/[A-Za-z0-9._~/\-]*)?$")  # scheme, host[:port], a plain path
-# A link with ?room=CODE: the code typed in for the student, the Room tab opened and the code joined. And the page's
-# own address as its browser sees it (origin and path), from which the teacher's wall builds the join link.
+# A link with ?room=CODE: the code typed in for the student, the Room tab opened and the code joined.
 ROOM_LINK_JS = """() => {
   const code = new URLSearchParams(window.location.search).get('room') || '';
   const names = %s;
@@ -45,17 +43,22 @@ ROOM_LINK_JS = """() => {
     [...document.querySelectorAll('[role=tab]')].find((b) => names.includes(b.textContent.trim()))?.click();
     setTimeout(() => document.querySelector('#tbt-room-join')?.click(), 300);
   }, 400);
-  return [code, window.location.origin + window.location.pathname];
+  return code;
 }"""
+# The wall opened: scrolled up until its count is at the screen's foot, the code and QR code above it (the text
+# panel above them stays in its place at the top)
+WALL_IN_VIEW_JS = "() => setTimeout(() => document.querySelector('#tbt-room-joined')?.scrollIntoView({block: 'end'}), 50)"
 # One text per student: while the page follows a room (its status carries .tbt-room-on), the student's own session
 # (the controls, its text, the other tabs) is hidden, so the teacher's text and chart are the page, and nothing of
 # the student's own session (the same prompt's candidates) gives a question's answer away. Explore shows it again.
 FOLLOWING = ":is(.tbt-controls, #%s, .tbt-room-teacher, .tbt-room-explain, .tbt-room-joinrow, #tbt-room-back, " \
-            ".tabs [role=tablist], #tbt-room-info)" % CARRIERS["text"]
+            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher)" % CARRIERS["text"]
+# The teacher's page with its wall up: no student's Join box, and the explanation gives the wall its room
+WALL_UP = ":is(.tbt-room-joinrow, .tbt-room-explain)"
 ROOM_CSS = (f"<style>body:has(.tbt-room-on) {FOLLOWING} {{display: none !important}}"
             " body:not(:has(.tbt-room-on, .tbt-room-exploring)) :is(#tbt-room-explore, #tbt-room-back)"
             " {display: none !important} body:has(.tbt-room-exploring) #tbt-room-explore {display: none !important}"
-            "</style>")
+            f" body:has(.tbt-room-wall) {WALL_UP} {{display: none !important}}</style>")
 
 
 class RoomView:
@@ -101,29 +104,29 @@ class RoomView:
         self.mirror = gr.HTML("", elem_id="tbt-room-text")
         plot(self.tab)
         gr.HTML(ROOM_CSS, elem_classes="tbt-hidden", js_on_load=None)
-        self.origin = gr.Textbox("", visible=False, elem_id="tbt-room-origin")  # the page's address, as its browser sees it
         self.timer = gr.Timer(POLL_S, active=False)
         self.wall_timer = gr.Timer(WALL_S, active=False)
         self.seen = gr.State(None)  # what of the room this page shows: (revision, question, open, language)
 
     # ---- the teacher ---------------------------------------------------------------------------------
-    def open_room(self, request, origin, cfg, view):
+    def open_room(self, request, cfg, view):
         """Open (or show again) the teacher's room, and hand it the page as it is now: a started session only
         (a room is a page's, not a script's), at most ROOMS_PER_ADDRESS from one address."""
         session = self.app.session(request)  # (refuses before any room is made)
         code = self.rooms.open(request.session_hash, address(request))
         self.app.render(session, cfg, view)  # through App.render's hook: the room has the page at once
-        return self._opened(code, origin, view.lang)
+        return self._opened(code, view.lang)
 
-    def renew_room(self, request, origin, cfg, view):
+    def renew_room(self, request, cfg, view):
         """The room under a new code: every follower out (told so), the old code refused; the wall shows the new."""
         session = self.app.session(request)
         code = self.rooms.renew(request.session_hash, address(request))
         self.app.render(session, cfg, view)
-        return self._opened(code, origin, view.lang)
+        return self._opened(code, view.lang)
 
-    def _opened(self, code, origin, lang):
-        return [wall_html(code, join_link(origin, code), lang), joined_html(self.rooms.followers(code), lang),
+    def _opened(self, code, lang):
+        link, reachable = self.app.reach.join_link(code)
+        return [wall_html(code, link, reachable, lang), joined_html(self.rooms.followers(code), lang),
                 gr.Timer(active=True)]
 
     def wall_tick(self, request: gr.Request, lang="en"):
@@ -236,12 +239,12 @@ class RoomView:
                       self.answer, self.send, self.sent]
         opened = [self.info, self.joined, self.wall_timer]
         return [
-            Event(get_blocks_context().root_block.load, None, [], [self.code, self.origin], "page",
+            Event(get_blocks_context().root_block.load, None, [], [self.code], "page",
                   options={"js": ROOM_LINK_JS % json.dumps([t(self.title, lang) for lang in LANGS])}),
-            Event(self.open_btn.click, h(self.open_room, "origin"), [self.origin, *page.page_in], opened, "views",
-                  "open_room"),
-            Event(self.renew_btn.click, h(self.renew_room, "origin"), [self.origin, *page.page_in], opened, "views",
-                  "renew_room"),
+            Event(self.open_btn.click, h(self.open_room), page.page_in, opened, "views", "open_room",
+                  then_js=WALL_IN_VIEW_JS),
+            Event(self.renew_btn.click, h(self.renew_room), page.page_in, opened, "views", "renew_room",
+                  then_js=WALL_IN_VIEW_JS),
             Event(self.wall_timer.tick, friendly(self.wall_tick), [page.lang], [self.joined, self.wall_timer], "page",
                   "room_wall"),
             Event(self.close_btn.click, friendly(self.close_room), [page.lang], opened, "page", "close_room"),
@@ -265,28 +268,24 @@ def following(line: str) -> str:
     return f'<div class="tbt-room-on">{html.escape(line)}</div>'
 
 
-def join_link(origin, code: str) -> str:
-    """The join link: the page's own address as the teacher's browser sees it, with ?room=CODE; relative when
-    the address the page sent is not a plain http(s) one (then the wall shows no QR code)."""
-    if isinstance(origin, str) and len(origin) <= 300 and ORIGIN.match(origin):
-        return f"{origin}?room={code}"
-    return f"?room={code}"
-
-
 @functools.lru_cache(maxsize=32)
 def qr_data_uri(link: str) -> str:
     """The QR code of `link` (segno, error correction M) as a PNG data URI: an image, no markup of its own."""
     return segno.make(link, error="m").png_data_uri(scale=8, border=2)
 
 
-def wall_html(code: str, link: str, lang: str) -> str:
+def wall_html(code: str, link: str, reachable: bool, lang: str) -> str:
     """The teacher's wall: the code large enough to read across a classroom, the QR code of the join link and
-    the link itself."""
-    qr = ""
-    if link.startswith("http"):
-        qr = (f'<img class="tbt-room-qr" src="{html.escape(qr_data_uri(link))}" width="240" height="240" '
+    the link itself; when only this machine can open the link (`reachable` False), no QR code but a plain word
+    saying so and how to serve the class."""
+    if reachable and link.startswith("http"):
+        qr = (f'<img class="tbt-room-qr" src="{html.escape(qr_data_uri(link))}" width="220" height="220" '
               f'alt="{html.escape(t("room_qr_alt", lang))}" style="image-rendering: pixelated; background: #fff">')
-    return (f'<div class="tbt-room-wall" style="display: flex; gap: 28px; align-items: center; flex-wrap: wrap">'
+    else:
+        qr = (f'<p class="tbt-room-local" style="flex: 1 1 260px; font-size: 18px; font-weight: 600">'
+              f'{html.escape(t("room_local_only", lang))}</p>')
+    return (f'<div class="tbt-room-wall" data-reachable="{str(reachable).lower()}" '
+            f'style="display: flex; gap: 28px; align-items: center; flex-wrap: wrap">'
             f'<div style="flex: 1 1 320px; min-width: 0"><div class="tbt-room-code" data-code="{html.escape(code)}" '
             f'style="font: 700 64px/1.1 monospace; letter-spacing: 8px">{html.escape(code)}</div>'
             f'<p>{html.escape(t("room_opened", lang))} <a href="{html.escape(link)}" target="_blank" '
@@ -306,6 +305,8 @@ def feedback_html(split: Split, choices: list[tuple[str, str]], lang: str) -> st
     mine = split.scores.get(split.mine) if split.mine is not None else None
     if split.mine is None:
         lines.append(t("room_feedback_none", lang))
+    elif mine is not None and "answer" in mine and mine["answer"] is None:  # a measurement too noisy to say
+        lines.append(t("room_feedback_no_verdict", lang, guess=labels.get(split.mine, split.mine)))
     elif mine is not None and "prob" in mine:
         lines.append(t("room_feedback_token", lang, guess=labels.get(split.mine, split.mine),
                        prob=f"{mine['prob']:.1%}", rank=f"{mine['rank']:,}"))
@@ -328,7 +329,7 @@ def feedback_html(split: Split, choices: list[tuple[str, str]], lang: str) -> st
                     f'{round(160 * share)}px; background: var(--color-accent, #e07000)"></span>'
                     f'<span>{n} ({share:.0%}){html.escape(tags)}</span></div>')
     head = t("room_feedback_class", lang, n=total)
-    return (f'<div id="tbt-room-feedback">' + "".join(f"<p>{html.escape(line)}</p>" for line in lines) +
+    return ('<div id="tbt-room-feedback">' + "".join(f"<p>{html.escape(line)}</p>" for line in lines) +
             f"<p><b>{html.escape(head)}</b></p>{''.join(rows)}</div>")
 
 

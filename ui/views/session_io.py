@@ -76,14 +76,17 @@ class SessionView:
 
     def export_page(self, request: gr.Request, lang="en", layer=0):
         """The session as one web page that replays offline (viz/offline.py), in the page's language, with the
-        attention of the attention view's layer, the first and the last (mean over heads). No model pass."""
-        session = self.app.local_session(request)
+        attention of the attention view's layer, the first and the last (mean over heads). No model pass, and no
+        engine call: on an engine's model (no attention weights) the page has the engine's candidates and says why
+        it has no attention panel."""
+        session = self.app.session(request)
         with session.reading():
             if not session.started:
                 raise SessionError("nothing_to_export")
             info = session.lm.info
             layer = 0 if layer in (None, "") else whole(layer, "layer")  # NaN, 1.5, "x": refused, named
-            record = session_record(session.prefill, list(session.steps), info, shown_layers(layer, info), lang)
+            layers = shown_layers(layer, info) if session.capabilities.attention else []
+            record = session_record(session.prefill, list(session.steps), info, layers, lang)
         page = session_page(record, PLOTLY_JS.read_text(encoding="utf-8"))
         return self.exports.write_text(request.session_hash, PAGE_NAME, page)
 

@@ -1,10 +1,11 @@
 """Training vs generation: the whole text in one parallel pass (teacher forcing) against the steps that wrote it,
-and any pasted text scored the same way, each token shaded by its rank (GLTR). Both on demand: a button."""
+and any pasted text scored the same way, each token shaded by its rank (GLTR). Both on demand: a button.
+On an engine's model the one pass is one request to the engine (prompt_logprobs), against its steps' requests."""
 from __future__ import annotations
 
 import gradio as gr
 
-from model.inside.teacher_forcing import compare_stepwise, score_text, teacher_forcing
+from model.inside.teacher_forcing import compare_stepwise, score_text, session_teacher_forcing
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly
@@ -16,6 +17,11 @@ from viz.chain import gltr_html, teacher_chart
 def comparison_text(comparison, lang: str) -> str:
     """The comparison in two sentences: the logits are the same up to float error; one pass against every step."""
     largest = max(comparison.max_abs_diff, comparison.next_max_abs_diff)
+    if comparison.on_engine:  # one request against the steps' requests, log-probabilities compared
+        text = t("compare_result_engine", lang, diff=f"{largest:.1e}", steps=len(comparison.steps_ms),
+                 tokens=comparison.tokens, parallel=f"{comparison.parallel_ms:.0f}",
+                 serial=f"{comparison.serial_ms:.0f}", speedup=f"{comparison.speedup:.1f}")
+        return text + ("" if comparison.conclusive else " " + t("compare_engine_slower", lang))
     text = t("compare_result", lang, diff=f"{largest:.1e}", steps=len(comparison.steps_ms), tokens=comparison.tokens,
              parallel=f"{comparison.parallel_ms:.0f}", serial=f"{comparison.serial_ms:.0f}",
              speedup=f"{comparison.speedup:.1f}", runs=comparison.parallel_runs,
@@ -46,8 +52,9 @@ class TrainingView:
         self.scored = gr.HTML(elem_id="tbt-scored")
 
     def compare_passes(self, request: gr.Request, lang):
-        """The user's text in one parallel pass against the steps that generated it (the model lock held for it)."""
-        session = self.app.local_session(request)
+        """The user's text in one parallel pass against the steps that generated it (the model lock held for it;
+        on an engine's model, one request)."""
+        session = self.app.session(request)
         if not session.steps:
             raise Refusal("compare_no_steps")
         record, comparison = compare_stepwise(session)
@@ -55,15 +62,14 @@ class TrainingView:
         return comparison_text(comparison, lang), carrier(teacher_chart(record, lang), self.tab)
 
     def score_pasted(self, request: gr.Request, text, lang):
-        """A pasted text scored in one pass, on the user's model (the default one before any session)."""
-        lm = self.app.local_model(request)
+        """A pasted text scored in one pass, on the user's model (an engine's: one request; the default local one
+        before any session)."""
+        lm = self.app.user_model(request)
         return gltr_html(score_text(lm, text if isinstance(text, str) else ""), lang)
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about training: the session's text in one parallel pass (teacher forcing)."""
-        text = session.whole_text()
-        record = text.run(teacher_forcing, text.prompt_len)
-        return teacher_chart(record, view.lang)
+        return teacher_chart(session_teacher_forcing(session), view.lang)
 
     def events(self, page):
         progress = {"show_progress": "full"}

@@ -1,0 +1,1 @@
+"""Experiments inside the model: ablation, patching, head scores, two models."""
