@@ -1,5 +1,6 @@
 """Continuous batching: sessions stepping together get what each would get alone."""
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -101,3 +102,36 @@ def test_a_servers_batch_pass_reuses_its_memory_instead_of_faulting_it_in(lm):
             crop_to(c, n)
     # glibc's default: 27k-66k faults a pass here (100-260 MB faulted in again each time); kept: far fewer
     assert min(faults[1:]) < 10_000, faults
+
+
+def test_sessions_computing_ahead_in_one_pass_get_their_next_distribution_from_one_sampler(lm, monkeypatch):
+    """The pass's rows sampled together (batch_sampling.derive_batch, each with its own settings), each row derive()'s
+    record of its own logits to the bit; the session's next step and page take it and derive nothing more."""
+    import model.decoding.backend as backend_module
+    from model.decoding.sampling import derive
+
+    settings = [SamplingConfig(temperature=0), SamplingConfig(seed=3),
+                SamplingConfig(temperature=0.8, top_k=30, top_p=0.9, min_p=0.02, repetition_penalty=1.2, seed=5),
+                SamplingConfig(temperature=1.4, top_p=0.8, order="temperature_last", seed=9)]
+    batcher = StepBatcher(lm.model)
+    sessions = started(lm, batcher)
+    spare = started(lm)[0]
+    with batcher.door.turn():  # the worker holds a spare job at the door while all four queue: one batch of four
+        batcher.submit(spare.backend.cache, 1)
+        while batcher.has_pending():
+            time.sleep(0.005)
+        assert all(s.prefetch(cfg) for s, cfg in zip(sessions, settings))
+    derives = []
+    real = backend_module.derive
+    monkeypatch.setattr(backend_module, "derive", lambda *a, **k: derives.append(a[2]) or real(*a, **k))
+    for s, cfg in zip(sessions, settings):
+        job, token = s.backend.held().job, s.prefetched
+        assert job.done.wait(120) and job.dist is not None
+        ids = [*s.ids, token]
+        assert job.dist == derive(job.result[0], torch.tensor([ids]), cfg, len(ids), lm.tokens)
+        s.step(cfg)
+        assert s.ids == ids and s.preview(cfg) is job.dist
+    assert len(sessions) in batcher.batch_sizes
+    assert derives == []  # not one session derived its own
+    forced = sessions[0].preview(settings[0], force_token=5)  # a forced token: the session's own derive()
+    assert derives == [settings[0]] and forced.forced and forced.chosen.id == 5

@@ -19,6 +19,7 @@ from typing import Protocol
 import torch
 from transformers import DynamicCache
 
+from model.decoding.batch_sampling import SampleRow
 from model.decoding.batcher import StepBatcher, forward_one
 from model.decoding.door import Prefilled, attention_matrix, attention_rows, chunk_passes, door_of, prefill
 from model.decoding.cache_surgery import crop_to, restore, snapshot
@@ -43,7 +44,7 @@ class Backend(Protocol):
     """The calls a DecodeSession makes on its backend. `ids` is always the session's whole text (prompt + generated).
 
     logits are (V,) raw scores for the position after the text. When capabilities.prefetch is True the backend is
-    also a LookAhead (lookahead.py): prefetch(ids, token), held(), and its prefetch_hits / prefetch_misses. When
+    also a LookAhead (lookahead.py): prefetch(ids, token, cfg), held(), and its prefetch_hits / prefetch_misses. When
     capabilities.runs_locally is True it also runs known tokens in chunks: follow(ids, start, each) (LocalBackend).
     """
 
@@ -89,6 +90,7 @@ class LocalBackend(LookAhead):
                                          prefetch=batcher is not None)
         self.cache: DynamicCache | None = None  # the text's keys and values; the pass ahead may be writing to it
         self._ahead = None  # LookAhead's pass held, or None
+        self._taken = None  # the batcher's job whose result the cache holds last: its `dist`, if it has one
         self.prefetch_hits = 0  # prefetches a step used
         self.prefetch_misses = 0  # prefetches thrown away (another token, back, a new prompt, a failed pass)
 
@@ -105,7 +107,19 @@ class LocalBackend(LookAhead):
         return done.logits[-1].clone(), attention_matrix(done.attentions), kv_bytes(done.cache, self.lm.info), done.ms
 
     def derive(self, logits, ids, cfg, force_token=None):
+        """sampling.derive(), unless the batch's sampler already derived it: the pass that made these logits (taken,
+        or computed ahead) asked for the next position's Distribution under these settings (batcher.sample_batch),
+        and it is derive()'s record (tests/test_batch_sampling.py). A forced token is always derived here."""
+        ahead = self._ahead
+        for job in (self._taken, ahead.job if ahead is not None else None):
+            dist = job.dist if job is not None and job.result is not None and job.result[0] is logits else None
+            if dist is not None and force_token is None and dist.position == len(ids) and dist.config == cfg:
+                return dist
         return derive(logits, torch.tensor([ids]), cfg, len(ids), self.lm.tokens, force_token)
+
+    def next_row(self, ids: list[int], token: int, cfg: SamplingConfig | None) -> SampleRow | None:
+        """What the batch's sampler needs to derive the position after `token` (None: nothing to derive)."""
+        return None if cfg is None else SampleRow([*ids, token], cfg, len(ids) + 1, self.lm.tokens)
 
     @torch.no_grad()
     def advance(self, ids, dist):
@@ -114,7 +128,7 @@ class LocalBackend(LookAhead):
         if result is None:
             before = snapshot(self.cache)
             try:
-                result = self._forward_one(dist.chosen.id)
+                result = self._forward_one(dist.chosen.id, self.next_row(ids, dist.chosen.id, dist.config))
             except BaseException:
                 restore(self.cache, before)  # the forward may have appended to some layers before failing
                 raise
@@ -191,12 +205,14 @@ class LocalBackend(LookAhead):
         self.cache = done.cache
         return done.logits[-1].clone()
 
-    def _forward_one(self, token_id: int):
+    def _forward_one(self, token_id: int, sample: SampleRow | None = None):
         """One token through the model with the cache: (next logits (V,), attention row (layers, heads, t), ms).
 
-        With a batcher, the pass is shared with other sessions' steps that arrive at the same time.
+        With a batcher, the pass is shared with other sessions' steps that arrive at the same time, and with
+        `sample` its next position's distribution is derived with theirs (derive() then finds it).
         """
         if self.batcher is not None:
-            return self.batcher.forward(self.cache, token_id)
+            self._taken = self.batcher.forward_job(self.cache, token_id, sample=sample)
+            return self._taken.result
         with door_of(self.lm.model).step():  # alone: a decode step all the same
             return forward_one(self.lm.model, self.cache, token_id)

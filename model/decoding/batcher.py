@@ -19,18 +19,23 @@ import torch
 from transformers import DynamicCache
 from transformers.cache_utils import DynamicLayer
 
+from model.decoding.batch_sampling import SampleRow, derive_batch
 from model.decoding.door import door_of
+from model.decoding.records import Distribution
 
 
 @dataclass(eq=False)  # a job is itself: compared by identity, so cancel() removes this one and no other
 class _Job:
-    """One token for one cache, queued for the worker; `done` is set once `result` or `error` is in."""
+    """One token for one cache, queued for the worker; `done` is set once `result` or `error` is in (and `dist`, if
+    the job asked for its next token's distribution)."""
 
     cache: DynamicCache
     token_id: int
+    sample: SampleRow | None = None  # the next position's settings: derive its distribution with the batch's
     done: threading.Event = field(default_factory=threading.Event)
     result: tuple | None = None
     error: BaseException | None = None
+    dist: Distribution | None = None  # derive() of the result's logits under `sample`, from the batch's sampler
 
 
 def forward_one(model, cache: DynamicCache, token_id: int):
@@ -188,6 +193,20 @@ class PassRecord:
     at: float  # when it ended, time.time() (seconds since the epoch)
 
 
+def sample_batch(jobs: list[_Job]) -> None:
+    """The next position's Distribution of every job that asked, in one pipeline over the batch, outside the model's
+    door (the next pass need not wait for it). If it fails, no job gets one: each session derives its own."""
+    if not jobs:
+        return
+    try:
+        with CPU.part("derive"):  # the same part as a session's own derive(): the benchmark compares the two
+            dists = derive_batch(torch.stack([job.result[0] for job in jobs]), [job.sample for job in jobs])
+    except Exception:  # noqa: BLE001 (settings a session checks when it derives: it refuses them there, in its words)
+        return
+    for job, dist in zip(jobs, dists):
+        job.dist = dist
+
+
 class StepBatcher:
     """Collects the decode steps that arrive together from different sessions and runs them as one batch.
 
@@ -212,13 +231,15 @@ class StepBatcher:
         self._worker.start()
         BATCHERS.add(self)
 
-    def submit(self, cache: DynamicCache, token_id: int) -> _Job:
+    def submit(self, cache: DynamicCache, token_id: int, sample: SampleRow | None = None) -> _Job:
         """Queue one token for the next batch and return at once; the worker appends its K and V to `cache`.
 
         The job's `done` is set when its `result` (logits (V,), attention row, ms) or `error` is in. Until then
-        the cache belongs to the worker: the caller must not read or change it (see wait()).
+        the cache belongs to the worker: the caller must not read or change it (see wait()). With `sample` (the
+        settings of the position after the token), its `dist` is that position's Distribution, derived with the
+        batch's other rows in one pipeline (batch_sampling.derive_batch), or None if that failed.
         """
-        job = _Job(cache, token_id)
+        job = _Job(cache, token_id, sample)
         with self._cond:
             self._pending.append(job)
             self._cond.notify()
@@ -249,12 +270,17 @@ class StepBatcher:
 
     def forward(self, cache: DynamicCache, token_id: int, timeout: float = 120.0):
         """Same result as forward_one(model, cache, token_id), computed in a batch with whatever else is waiting."""
-        job = self.submit(cache, token_id)
+        return self.forward_job(cache, token_id, timeout).result
+
+    def forward_job(self, cache: DynamicCache, token_id: int, timeout: float = 120.0,
+                    sample: SampleRow | None = None) -> _Job:
+        """forward()'s job, run: its `result` in, and its `dist` if `sample` asked for one (see submit())."""
+        job = self.submit(cache, token_id, sample)
         if not self.wait(job, timeout):
             raise TimeoutError("The model did not answer in time; the server is overloaded.")
         if job.error is not None:
             raise job.error
-        return job.result
+        return job
 
     def _run(self):
         # One thread for decode passes: a one-token pass is bound by memory and Python, and a second OpenMP
@@ -281,6 +307,7 @@ class StepBatcher:
                 for job in jobs:
                     job.error = err
             self.passes.append(PassRecord(len(jobs), (time.perf_counter() - t0) * 1000, time.time()))
+            sample_batch([job for job in jobs if job.sample is not None and job.error is None])
             for job in jobs:
                 job.done.set()
 

@@ -38,8 +38,9 @@ class Ahead:
 class LookAhead:
     """The prefetch half of LocalBackend (a mixin: it works on the backend's batcher and cache).
 
-    It keeps `_ahead` (the pass held, or None) and prefetch_hits / prefetch_misses, all three set by the backend's
-    __init__, and uses its _rebuild() when a cache cannot be cut back.
+    It keeps `_ahead` (the pass held, or None), `_taken` (the job whose result the cache holds last) and
+    prefetch_hits / prefetch_misses, all set by the backend's __init__, and uses its _rebuild() when a cache cannot
+    be cut back and its next_row() for the distribution a pass asks for.
     """
 
     _ahead: Ahead | None
@@ -48,8 +49,9 @@ class LookAhead:
         """The pass computed ahead (running or done), or None."""
         return self._ahead
 
-    def prefetch(self, ids: list[int], token: int) -> bool:
-        """Start the forward pass of `token` after `ids` (the text the cache holds) in the batcher's worker.
+    def prefetch(self, ids: list[int], token: int, cfg=None) -> bool:
+        """Start the forward pass of `token` after `ids` (the text the cache holds) in the batcher's worker; with
+        `cfg` (a SamplingConfig), the batch's sampler also derives the next position's Distribution under it.
 
         False, doing nothing, when a prefetch of this token is already held (or another one is still running).
         A finished prefetch of another token (the settings changed since) is thrown away for the new one. The
@@ -59,7 +61,8 @@ class LookAhead:
             if self._ahead.token == token or not self._ahead.job.done.is_set():
                 return False
             self.settle()  # a finished pass for a token no longer chosen: make room
-        self._ahead = Ahead(token, list(ids), self.cache.get_seq_length(), self.batcher.submit(self.cache, token))
+        job = self.batcher.submit(self.cache, token, self.next_row(ids, token, cfg))
+        self._ahead = Ahead(token, list(ids), self.cache.get_seq_length(), job)
         return True
 
     def settle(self, token: int | None = None) -> tuple | None:
@@ -78,6 +81,7 @@ class LookAhead:
         self._ahead = None
         if ran and ahead.job.error is None and ahead.token == token:
             self.prefetch_hits += 1
+            self._taken = ahead.job  # its distribution, if it has one, is the next step's (LocalBackend.derive)
             return ahead.job.result
         if not crop_to(self.cache, ahead.cached):  # a failed pass may have appended to some layers only
             try:

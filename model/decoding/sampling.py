@@ -185,7 +185,37 @@ def derive(
         ranks.append(int((p_t1 > p_t1[chosen]).sum()) + 1)
     per_stage = torch.stack([p[shown] for p in probs_after]).tolist()  # (stages, candidates)
     names = [name for name, _, _ in staged]
-    logits_shown, t1_shown = raw[shown].tolist(), at_t1.tolist()
+    candidates = candidate_records(ids, chosen, names, per_stage, raw[shown].tolist(), at_t1.tolist(), ranks, tokens)
+    summaries, entropy_final = stage_summaries(
+        names, [active for _, active, _ in staged],
+        [still_drawable(scores) if active else None for _, active, scores in staged],
+        [entropy_bits(p) if active else None for (_, active, _), p in zip(staged, probs_after)], vocab, entropy_t1)
+    return Distribution(
+        position=position,
+        config=cfg,
+        candidates=candidates,
+        stages=summaries,
+        tail_mass_t1=max(0.0, 1.0 - float(p_t1[shown].sum())),
+        tail_mass_final=max(0.0, 1.0 - float(final[shown].sum())),
+        entropy_t1_bits=entropy_t1,
+        entropy_final_bits=entropy_final,
+        u=u,
+        chosen=tokens.info(chosen),
+        chosen_rank=ranks[ids.index(chosen)],
+        chosen_logprob_t1=float(torch.log_softmax(raw, -1)[chosen]),
+        chosen_final_prob=float(final[chosen]),
+        draw_cum_before=_mass_ahead(final, chosen),
+        forced=force_token is not None,
+    )
+
+
+def candidate_records(ids: list[int], chosen: int, names: list[str], per_stage: list[list[float]],
+                      logits_shown: list[float], t1_shown: list[float], ranks: list[int], tokens: TokenDisplay,
+                      ) -> list[Candidate]:
+    """The shown candidates as records, from plain numbers: ids (top N by T = 1 probability, then the chosen token if
+    outside them), per_stage[s][j] the probability of ids[j] after stage names[s], their raw logits, T = 1
+    probabilities and ranks. A candidate's fate is the first stage that left it probability 0 (derive's and
+    batch_sampling.derive_batch's records are made here, from their own numbers)."""
     candidates = []
     for j, i in enumerate(ids):
         column = [row[j] for row in per_stage]
@@ -202,29 +232,20 @@ def derive(
                 rank=ranks[j],
             )
         )
+    return candidates
+
+
+def stage_summaries(names: list[str], actives: list[bool], kept: list[int | None], entropies: list[float | None],
+                    vocab: int, entropy_t1: float) -> tuple[list[StageSummary], float]:
+    """Each stage's summary and the final entropy (bits), from plain numbers: kept[s] (still_drawable) and
+    entropies[s] for an active stage (None for an inactive one, which leaves the previous stage's)."""
     summaries, kept_before, entropy_before = [], vocab, entropy_t1
-    for (name, active, scores), p in zip(staged, probs_after):
-        kept = still_drawable(scores) if active else kept_before
-        entropy = entropy_bits(p) if active else entropy_before
-        summaries.append(StageSummary(name, active, kept, kept_before - kept, entropy))
-        kept_before, entropy_before = kept, entropy
-    return Distribution(
-        position=position,
-        config=cfg,
-        candidates=candidates,
-        stages=summaries,
-        tail_mass_t1=max(0.0, 1.0 - float(p_t1[shown].sum())),
-        tail_mass_final=max(0.0, 1.0 - float(final[shown].sum())),
-        entropy_t1_bits=entropy_t1,
-        entropy_final_bits=entropy_before,
-        u=u,
-        chosen=tokens.info(chosen),
-        chosen_rank=ranks[ids.index(chosen)],
-        chosen_logprob_t1=float(torch.log_softmax(raw, -1)[chosen]),
-        chosen_final_prob=float(final[chosen]),
-        draw_cum_before=_mass_ahead(final, chosen),
-        forced=force_token is not None,
-    )
+    for name, active, drawable, entropy in zip(names, actives, kept, entropies):
+        now = drawable if active else kept_before
+        entropy = entropy if active else entropy_before
+        summaries.append(StageSummary(name, active, now, kept_before - now, entropy))
+        kept_before, entropy_before = now, entropy
+    return summaries, entropy_before
 
 
 def still_drawable(scores: torch.Tensor) -> int:

@@ -281,7 +281,9 @@ class DecodeSession:
             except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
                 return False
             with CPU.part("prefetch"):
-                return self.backend.prefetch(self.ids, token)
+                # the next position's distribution under cfg, derived with the batch's (a play-back shows its recorded
+                # settings instead: derived by the render, as before)
+                return self.backend.prefetch(self.ids, token, None if self._replay else cfg)
         finally:
             self._lock.release()
 
