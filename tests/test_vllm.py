@@ -441,7 +441,7 @@ def test_the_engine_stopped_mid_session():
     """On an engine of its own, which it stops: the run's shared engine serves the engine tests after this one."""
     from engine_server import started_for_the_tests
 
-    own = started_for_the_tests()
+    own = started_for_the_tests(log="vllm-stopped")
     try:
         stopped_mid_session(load_engine_model(EngineClient(own.url, own.model, timeout=REQUEST_S), own.folder), own)
     finally:

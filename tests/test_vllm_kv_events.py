@@ -99,7 +99,7 @@ def kv_engine():
         return
     endpoint = f"tcp://127.0.0.1:{free_port()}"
     subscriber = KVEventSubscriber(endpoint)
-    server = started_for_the_tests(kv_events_flags(endpoint))
+    server = started_for_the_tests(kv_events_flags(endpoint), log="vllm-kv-events")
     try:
         yield server, subscriber
     finally:
