@@ -21,6 +21,9 @@ the same run (bench.classroom's measurement, before and after; its CPU per token
           protocol): the same step's payload back for the same inputs, one POST per step (a keep-alive
           connection per client, as a browser's): the floor of a request.
 - app:    the app itself, bench.classroom's saturation scenario (called, not copied).
+- core:   what a model process of its own would keep (issue 31): N sessions' caches stepped by one loop in one
+          thread, each step one batched pass (batcher.forward_batch) and the batch's sampling (derive_batch), no
+          handler, no render, no other thread: the most steps/s a model process could give on its core.
 
 The machine is shared: compare only within one run; each part runs `--rounds` times, alternated (A B A B).
 Results: bench/results/<name>.json (default ceiling_<date>), a table on stdout.
@@ -43,7 +46,7 @@ from bench.appserver import AppServer, OthersWatch
 from bench.classroom import (DEFAULTS, LOCAL_MODEL, PROMPTS, REQUEST_TIMEOUT_S, cpu_per_step, ended, error_text,
                              generate_tok_s, histogram, own_cpu_s, percentile, scenario, server_cpu_s, stats_delta)
 
-PARTS = ("model", "gradio", "route", "app")
+PARTS = ("model", "gradio", "route", "app", "core")
 STEP_APIS = ("start", "next_token", "reset")  # the events the simulated students call (bench.classroom)
 CAPTURE_STEPS = 16  # the stand-in's step: a text this many steps long (a saturated minute's texts: 10-40 steps)
 ROUTE = "/tbt/ceiling/step"  # the stand-in's bare route
@@ -156,15 +159,83 @@ def model_side(clients: int, seconds: float) -> dict:
             "others_cpu_share": watch.share}
 
 
-def run_model_side(clients: int, seconds: float) -> dict:
-    """model_side in a subprocess of its own (the model never held by this process)."""
+def run_model_side(clients: int, seconds: float, flag: str = "--model-side") -> dict:
+    """model_side (or core_side: flag --core-side) in a subprocess of its own (the model never held by this process)."""
     from bench.appserver import ROOT
 
-    out = subprocess.run([sys.executable, "-m", "bench.ceiling", "--model-side", str(clients), "--seconds",
+    out = subprocess.run([sys.executable, "-m", "bench.ceiling", flag, str(clients), "--seconds",
                           str(seconds)], capture_output=True, text=True, cwd=ROOT)
     if out.returncode or "RESULT" not in out.stdout:
-        raise RuntimeError(f"bench.ceiling --model-side failed ({out.returncode}): {out.stderr[-2000:]}")
+        raise RuntimeError(f"bench.ceiling {flag} failed ({out.returncode}): {out.stderr[-2000:]}")
     return json.loads(out.stdout.rsplit("RESULT", 1)[1])
+
+
+# ---- (core) the model process's own work alone ----------------------------------------------------------------------
+CORE_LENGTH = 256  # tokens: a session at this length starts its prompt again (the text a class steps through)
+
+
+def core_side(clients: int, seconds: float) -> dict:
+    """N sessions stepped together by one loop: a batched pass, the batch's sampling, each row's drawn token
+    appended; steps/s and this process's CPU per step (pass and sampling apart) over the steady window."""
+    import torch
+
+    from model.decoding.batch_sampling import SampleRow, derive_batch
+    from model.decoding.batcher import DECODE_THREADS, forward_batch
+    from model.decoding.door import prefill
+    from model.decoding.loading import load_model
+    from model.decoding.records import SamplingConfig
+
+    lm = load_model(LOCAL_MODEL)
+    torch.set_num_threads(DECODE_THREADS)  # the batcher's own setting for a decode pass
+    cfg = SamplingConfig(**{k: DEFAULTS[k] for k in ("temperature", "top_k", "top_p", "min_p", "repetition_penalty",
+                                                      "order", "seed")})  # the class's settings, as the other parts
+    prompts = [lm.tokenizer(PROMPTS[i % len(PROMPTS)])["input_ids"] for i in range(clients)]
+
+    def fresh(i: int):
+        done = prefill(lm.model, prompts[i])
+        return done.cache, list(prompts[i]), done.logits[-1]
+
+    sessions = [list(fresh(i)) for i in range(clients)]
+    with torch.no_grad():
+        rows = [SampleRow(ids, cfg, len(ids), lm.tokens) for _, ids, _ in sessions]
+        tokens = [d.chosen.id for d in derive_batch(torch.stack([s[2] for s in sessions]), rows)]
+    steps, cpu = [], {"model pass": 0.0, "sampling": 0.0}
+    t0 = time.monotonic()
+    warm_at, deadline = t0 + seconds * WARM_FRACTION, t0 + seconds
+    cpu_warm = None
+    with torch.no_grad(), OthersWatch() as watch:
+        while time.monotonic() < deadline:
+            if cpu_warm is None and time.monotonic() >= warm_at:
+                cpu_warm, warm = own_cpu_s(), time.monotonic()
+            c0 = time.process_time()
+            results = forward_batch(lm.model, [s[0] for s in sessions], tokens)
+            c1 = time.process_time()
+            for s, token in zip(sessions, tokens):
+                s[1].append(token)
+            rows = [SampleRow(ids, cfg, len(ids), lm.tokens) for _, ids, _ in sessions]
+            dists = derive_batch(torch.stack([r[0] for r in results]), rows)
+            c2 = time.process_time()
+            tokens = [d.chosen.id for d in dists]
+            for i, s in enumerate(sessions):
+                if len(s[1]) >= CORE_LENGTH:
+                    sessions[i] = list(fresh(i))
+                    tokens[i] = derive_batch(sessions[i][2][None], [SampleRow(sessions[i][1], cfg,
+                                                                              len(sessions[i][1]), lm.tokens)])[0].chosen.id
+            if cpu_warm is not None:
+                steps.append(len(sessions))
+                cpu["model pass"] += c1 - c0
+                cpu["sampling"] += c2 - c1
+        end, cpu_end = time.monotonic(), own_cpu_s()
+    n = max(1, sum(steps))
+    total = (cpu_end - cpu_warm) / n * 1000
+    split = {name: v / n * 1000 for name, v in cpu.items()}
+    split["the rest"] = total - sum(split.values())
+    return {"part": "core", "clients": clients, "seconds": seconds, "steady_window_s": end - warm,
+            "steady_steps_per_s": sum(steps) / (end - warm), "steps_served": sum(steps),
+            "server_ms_per_step": total, "server_cores": (cpu_end - cpu_warm) / (end - warm),
+            "load_generator_ms_per_step": None, "latency_s": {"median": None, "p95": None},
+            "batch_sizes": {"mean_batch_per_step": float(clients)}, "cpu_per_step_ms": {**split, "total": total},
+            "errors": 0, "error_kinds": [], "others_cpu_share": watch.share}
 
 
 # ---- (gradio, route) the stand-in server ---------------------------------------------------------------------
@@ -291,6 +362,8 @@ def from_scenario(part: str, clients: int, r: dict) -> dict:
 def run_part(part: str, clients: int, seconds: float, seed: int) -> dict:
     if part == "model":
         return run_model_side(clients, seconds)
+    if part == "core":
+        return run_model_side(clients, seconds, "--core-side")
     if part == "route":
         return route_load(clients, seconds, seed)
     command = STANDIN if part == "gradio" else None
@@ -299,7 +372,8 @@ def run_part(part: str, clients: int, seconds: float, seed: int) -> dict:
 
 # ---- the report --------------------------------------------------------------------------------------------------
 NAMES = {"model": "model side alone (no web)", "gradio": "Gradio alone (no model)",
-         "route": "bare HTTP route (no Gradio, no model)", "app": "the app"}
+         "route": "bare HTTP route (no Gradio, no model)", "app": "the app",
+         "core": "model process's own work (pass + batch sampling)"}
 
 
 def summary(results: list[dict], generate: dict) -> list[dict]:
@@ -358,11 +432,15 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--name", default=None, help="results file name (default ceiling_<UTC date and time>)")
     ap.add_argument("--model-side", type=int, default=None, help=argparse.SUPPRESS)  # the subprocess of part model
+    ap.add_argument("--core-side", type=int, default=None, help=argparse.SUPPRESS)  # the subprocess of part core
     ap.add_argument("--serve-gradio", action="store_true", help=argparse.SUPPRESS)  # the stand-in server
     ap.add_argument("--port", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.serve_gradio:
         return serve_gradio(args.port)
+    if args.core_side:
+        print("RESULT", json.dumps(core_side(args.core_side, args.seconds)), flush=True)
+        os._exit(0)
     if args.model_side:
         print("RESULT", json.dumps(model_side(args.model_side, args.seconds)), flush=True)
         os._exit(0)  # (the batcher's worker thread would keep a normal exit waiting)
