@@ -27,6 +27,7 @@ from model.errors import SessionError
 TOP_N = 100
 TIMEOUT_S = 30.0  # one token of a small model takes well under a second; a loaded GPU box a few
 BACKOFF_S = (1.0, 16.0)  # first and longest pause after a failure
+PROCESSED_KEPT = 8  # processed answers remembered per client: a chart redrawn asks the engine once
 _MAX_ALLOWED = re.compile(r"max(?:imum)? allowed:?\s*(\d+)", re.I)  # vLLM: "... greater than max allowed: 20"
 _CONTEXT = re.compile(r"maximum (?:context|model) length is (\d+)", re.I)
 
@@ -127,6 +128,7 @@ class EngineClient:
         self._failed: SessionError | None = None  # the last failure, repeated during the back-off
         self._retry_at = 0.0
         self._pause = BACKOFF_S[0]
+        self._processed: list[tuple[tuple, EngineProcessed]] = []  # the last few processed answers (processed_next)
 
     # ---- the calls -----------------------------------------------------------------------------------
     def card(self) -> EngineCard:
@@ -152,8 +154,16 @@ class EngineClient:
     def processed_next(self, ids: list[int], settings: dict) -> EngineProcessed:
         """The engine's post-sampler log-probabilities of the token after `ids` under `settings`
         (processed_settings()): meaningful only from an engine started with --logprobs-mode processed_logprobs."""
-        body = self._complete(ids, settings=settings)
-        return parse_processed(body, ids, self.top_n, settings)
+        key = (tuple(ids), tuple(sorted(settings.items())), self.top_n)
+        with self._lock:  # one chart is drawn more than once (its page, the presenter's, another language's)
+            known = next((answer for k, answer in self._processed if k == key), None)
+        if known is not None:
+            return known
+        body = self._complete(ids, settings=settings)  # (top_n may have become the engine's smaller maximum)
+        answer = parse_processed(body, ids, self.top_n, settings)
+        with self._lock:
+            self._processed = [((key[0], key[1], self.top_n), answer), *self._processed[:PROCESSED_KEPT - 1]]
+        return answer
 
     def _complete(self, ids: list[int], prompt_logprobs: int | None = None, settings: dict | None = None) -> dict:
         """One completions request for one greedy token after `ids`, with the top N log-probabilities (and the

@@ -118,3 +118,15 @@ def compare_processed(dist: Distribution, engine: EngineProcessed) -> ProcessedC
         kept_agree=not only_app and not only_engine and counts_agree,
         reason=why_different(dist.config, bool(getattr(dist, "approximate", False))),
     )
+
+
+def processed_beside(lm, ids: list[int], dist: Distribution) -> ProcessedComparison | None:
+    """The engine's post-sampler distribution for the step `dist` records (after ids[:dist.position], under
+    dist.config), compared with it; None, asking nothing, when `lm` has no processed-logprob engine (a local model,
+    or an engine model the operator gave no --engine-processed-url). A fault is the engine's keyed SessionError;
+    nothing of the session is read but its ids, nothing is written."""
+    client = getattr(lm, "processed", None)
+    if client is None:
+        return None
+    engine = client.processed_next(list(ids[:dist.position]), engine_settings(dist.config))
+    return compare_processed(dist, engine)
