@@ -342,3 +342,32 @@ def test_a_fault_is_one_keyed_sentence_and_the_session_is_unchanged(processed_en
         print(f"\n{key} ({time.perf_counter() - t0:.1f} s): {beside['note']}")
     session.lm = lm
     assert (list(session.ids), len(session.steps), session.backend.top, session.preview(cfg).candidates) == state
+
+
+@pytest.mark.engine
+def test_through_the_api_the_chart_carries_the_engine_sampler(processed_engine, client, lm):
+    """The served page (gradio_client): Start, a step and a setting moved on the engine model; each chart shown
+    carries the engine's diamonds and sentence, and a step's record is unchanged by them."""
+    from gradio_client import Client
+
+    from model.serving.sessions import ModelRegistry, SessionStore
+    from served import DEFAULTS, served
+    from ui.protocol import carried_figure
+
+    engine_lm = engine_model(processed_engine, client)
+    models = ModelRegistry("smollm2", {"smollm2": lm})
+    models.add_engine(engine_lm)
+    with served(models, SessionStore(max_sessions=4)) as (page, url, demo):
+        api = Client(demo.local_url, verbose=False)
+        settings = {**DEFAULTS, "temperature": 0.7, "top_k": 5}
+        api.predict(PROMPT, "raw", engine_lm.name, **settings, api_name="/start")
+        stepped = api.predict(**settings, api_name="/next_token")
+        session = page.store.get(api.session_hash)
+        figure = carried_figure(stepped[1])
+        assert any((tr.get("meta") or {}).get("role") == "engine_sampler" for tr in figure["data"])
+        assert "agrees with this chart" in figure["layout"]["title"]["subtitle"]["text"]
+        moved = {**settings, "top_k": 0, "top_p": 0.8, "min_p": 0.1}  # min-p with top-p: vLLM's order differs
+        result = api.predict(**moved, api_name="/rederive")
+        subtitle = carried_figure(result[0])["layout"]["title"]["subtitle"]["text"]
+        assert t("processed_why_order", "en", diff="X").split(" (")[0] in subtitle, subtitle
+        assert len(session.steps) == 1

@@ -8,7 +8,8 @@ log-probabilities its sampler draws from, taken after its stages in one fixed or
 (Sampler.apply_logits_processors: the penalties; Sampler.sample: the temperature, then the argmax-invariant logits
 processors, of which min-p is the built-in one, then TopKTopPSampler: apply_top_k_top_p, top-k before top-p, and
 log_softmax of what is left: a cut token is -inf). Below a temperature of 1e-5 the request is greedy: the sampler
-returns log_softmax of the penalised logits, before temperature and every cut.
+returns log_softmax of the penalised logits, before temperature and every cut. (On the CPU build the cuts are
+apply_top_k_top_p_pytorch: its Triton "doesn't include CPU backend", so HAS_TRITON is False.)
 
 Every stage means what transformers' processor of the same name means (the app's stages, model/decoding/sampling.py):
 the repetition penalty is CTRL's (z / p for z > 0, else z * p) on every token of the prompt and the output, which
