@@ -371,6 +371,10 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
         if engine_sampler.get("probs"):
             bars.append(engine_sampler_trace(shown, engine_sampler["probs"], lang))
             farthest = max(engine_sampler["probs"].get(c.token.id, 0.0) for c in shown)
+            labels_trace = next(tr for tr in bars if (tr.get("meta") or {}).get("role") == "labels")
+            pad = labels_trace["x"][0] - max(shown[0].prob_t1, shown[0].final_prob)  # the labels' gap after a bar
+            labels_trace["x"] = [max(x, engine_sampler["probs"].get(c.token.id, 0.0) + pad)  # clear of a diamond
+                                 for x, c in zip(labels_trace["x"], shown)]
             bars_x["range"] = [0, max(bars_x["range"][1], 1.08 * farthest)]  # a diamond past every bar stays in
     hidden_subtitle = "<br>".join([subtitle, *notes])
     subtitle = "<br>".join([subtitle, *drawn, *notes])
