@@ -88,16 +88,24 @@ def main(argv=None) -> None:
                          "--enable-prefix-caching --kv-events-config '{\"enable_kv_cache_events\": true, "
                          "\"publisher\": \"zmq\", \"endpoint\": \"<the same address>\", \"topic\": \"kv\"}'; "
                          "the Paged KV blocks view then draws the engine's own blocks")
+    ap.add_argument("--engine-processed-url", default=os.environ.get("TBT_ENGINE_PROCESSED_URL"),
+                    help="the base URL of an engine serving the same model started with --logprobs-mode "
+                         "processed_logprobs (default: $TBT_ENGINE_PROCESSED_URL); it may be --engine-url itself, "
+                         "whose steps ask T = 0 with no penalty, where processed and raw are the same numbers; the "
+                         "candidates chart then shows the engine's own post-sampler distribution beside the app's")
     args = ap.parse_args(argv)
     if args.engine_kv_events and not args.engine_url:
         raise SystemExit("--engine-kv-events needs --engine-url (the engine whose events they are)")
+    if args.engine_processed_url and not args.engine_url:
+        raise SystemExit("--engine-processed-url needs --engine-url (the engine model it samples for)")
     reach = Reach(checked_public_url(args.public_url))  # (refused before the model loads)
     logging.basicConfig(level=logging.INFO)
     models = registry(args.model)
     models.preload()  # load once, at start-up, before the first user arrives
     compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
-        add_engine(models, args.engine_url, args.engine_model, args.engine_folder, args.engine_kv_events)
+        add_engine(models, args.engine_url, args.engine_model, args.engine_folder, args.engine_kv_events,
+                   args.engine_processed_url)
     # the server's registries, made here and handed to the page: the models, every user's session, the rooms
     launch(build(App(models, SessionStore(), Rooms(), reach), models.default), args.host, args.port)
 
@@ -111,9 +119,10 @@ def registry(model: str | None) -> ModelRegistry:
 
 
 def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None,
-               kv_events: str | None = None) -> None:
-    """Offer an engine's model beside the local ones; the operator's command line is the only source of the URL
-    and of the address its KV cache events come to (bound here before the engine's first event is wanted)."""
+               kv_events: str | None = None, processed_url: str | None = None) -> None:
+    """Offer an engine's model beside the local ones; the operator's command line is the only source of the URL,
+    of the address its KV cache events come to (bound here before the engine's first event is wanted) and of the
+    engine whose processed log-probabilities the candidates chart shows (the same client when it is the same URL)."""
     if not name:
         raise SystemExit("--engine-url needs --engine-model (the name the engine serves the model under)")
     folder = folder or name
@@ -126,6 +135,10 @@ def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | 
         except ValueError as err:  # an address in use, not this machine's, not tcp://host:port
             raise SystemExit(f"--engine-kv-events: {err}") from None
         logging.info("Engine KV cache events: listening on %s", kv_events)
+    if processed_url:
+        same = processed_url.rstrip("/") == lm.client.url
+        lm.processed = lm.client if same else EngineClient(processed_url, name)
+        logging.info("Engine processed log-probabilities from %s", processed_url)
     models.add_engine(lm)
     logging.info("Engine model %s at %s (shape from %s)", lm.name, url, lm.config_source)
 

@@ -142,6 +142,13 @@ def kv_events_flags(endpoint: str, context: int = 512) -> tuple[str, ...]:
     return ("--enable-prefix-caching", "--kv-events-config", json.dumps(config), "--max-model-len", str(context))
 
 
+def processed_flags() -> tuple[str, ...]:
+    """The flags that make vLLM return its PROCESSED log-probabilities: taken in its sampler after the penalties,
+    the temperature, min-p, top-k and top-p (vllm/v1/sample/sampler.py), a cut token at -inf (-9999 in the JSON).
+    Given after start_engine's own `--logprobs-mode raw_logprobs`, it wins (argparse keeps the last)."""
+    return ("--logprobs-mode", "processed_logprobs")
+
+
 def started_for_the_tests(extra: tuple[str, ...] = (), log: str = "vllm") -> EngineServer:
     """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks.
     Its output goes to tests/artifacts/<log>.log: a test's own engine names its own file (two engines running at

@@ -523,3 +523,25 @@ def test_the_branches_chart_counts_one_text_and_one_token_in_the_singular(lang, 
                         at=2)
     labels = [label for label, _ in branch_choices([one, two], lang)]
     assert labels[0].startswith(f"#0 · {one_token}") and labels[1].startswith(f"#1 · {many}")
+
+
+def test_the_engines_own_sampler_is_a_diamond_on_each_candidates_row_and_a_sentence():
+    """viz.candidate_chart's engine_sampler (ui/views/candidates.py): a diamond at the engine's post-sampler
+    probability on the row of each shown candidate it told about, the sentence under the title, the axis reaching
+    the farthest diamond; without it, neither."""
+    dist = make_dist(SamplingConfig(temperature=0.7, top_k=5), u=0.3)
+    shown = shown_candidates(dist)
+    probs = {c.token.id: (0.9 if i == 1 else c.final_prob) for i, c in enumerate(shown[:6])}  # row 1 moved far
+    fig = candidate_figure(dist, engine_sampler={"probs": probs, "note": "NOTE"})
+    diamonds = [tr for tr in fig.data if tr.meta and tr.meta.get("role") == "engine_sampler"]
+    assert len(diamonds) == 1 and diamonds[0].marker.symbol == "diamond"
+    labels = {c.token.display: probs[c.token.id] for c in shown[:6]}
+    assert by_axis_label(fig, diamonds[0]) == pytest.approx({k.replace("<", "&lt;").replace(">", "&gt;"): v
+                                                              for k, v in labels.items()})
+    assert fig.layout.title.subtitle.text.endswith("NOTE") and fig.layout.xaxis.range[1] >= 0.9
+    fault = candidate_figure(dist, engine_sampler={"note": "FAULT"})
+    assert "FAULT" in fault.layout.title.subtitle.text
+    assert not [tr for tr in fault.data if tr.meta and tr.meta.get("role") == "engine_sampler"]
+    plain = candidate_figure(dist)
+    assert not [tr for tr in plain.data if tr.meta and tr.meta.get("role") == "engine_sampler"]
+    assert "NOTE" not in plain.layout.title.subtitle.text

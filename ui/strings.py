@@ -774,6 +774,31 @@ PAGE: dict[str, tuple[str, str]] = {
         "**The engine's own blocks**, from its KV cache events: {stored} stores and {removed} removals so far, {live} different blocks in its cache now (a block computed again, as a request that skips the prefix cache does, is stored again under the same hash). Below, each session's full blocks at the engine's {block} tokens per block, named by the engine's hash: the same hash in two rows is one block held once.",
         "**引擎自己的块**，来自它的 KV 缓存事件：到目前为止共有 {stored} 次存储、{removed} 次移除，现在缓存里有 {live} 个不同的块（同一个块被重新计算时，比如一个不读前缀缓存的请求，会以相同的哈希再存储一次）。下图按引擎的块大小（每块 {block} 个词元）列出每个会话的满块，用引擎的哈希命名：两行里相同的哈希就是同一个块，只存一份。",
     ),
+    # The engine's own sampler beside the candidates chart (ui/views/candidates.py, model/decoding/engine_processed.py)
+    "processed_agree": (
+        "The engine's own sampler (vLLM's processed log-probabilities) agrees with this chart: the largest difference is {diff} over {n} tokens, and both keep the same ones.",
+        "引擎自己的采样器（vLLM 的 processed 对数概率）与此图一致：{n} 个词元中最大差异为 {diff}，两边保留的词元相同。",
+    ),
+    "processed_differ": (
+        "The engine's own sampler differs from this chart under the same settings: the largest difference is {diff} over {n} tokens, and {only} of them are kept on one side only.",
+        "在相同设置下，引擎自己的采样器与此图不同：{n} 个词元中最大差异为 {diff}，其中 {only} 个只被一方保留。",
+    ),
+    "processed_why_greedy": (
+        "At temperature 0 the engine does not sample: the numbers it returns are after its repetition penalty only, while this chart keeps just the most probable token (largest difference {diff}).",
+        "温度为 0 时引擎并不采样：它返回的数值只经过了重复惩罚，而此图只保留最可能的那一个词元（最大差异 {diff}）。",
+    ),
+    "processed_why_order": (
+        "The engine runs its stages in one fixed order (repetition penalty, temperature, min-p, top-k, top-p); with these settings this chart's order gives a different result (largest difference {diff}).",
+        "引擎总是按固定顺序执行各阶段（重复惩罚、温度、min-p、top-k、top-p）；在这些设置下，此图的阶段顺序会得出不同的结果（最大差异 {diff}）。",
+    ),
+    "processed_why_approximate": (
+        "This chart is approximate here: its cuts see only the engine's top tokens, while the engine's own sampler saw the whole vocabulary (largest difference {diff} over {n} tokens).",
+        "此图在这里是近似的：它的截断只看到引擎给出的前几个词元，而引擎自己的采样器看到的是整个词表（{n} 个词元中最大差异为 {diff}）。",
+    ),
+    "processed_fault": (
+        "The engine's own sampler could not be asked: {why}",
+        "无法向引擎自己的采样器询问：{why}",
+    ),
     "paged_engine_silent": (
         "The engine has sent no KV cache events: it publishes them only when started with prefix caching and --kv-events-config pointing at this server's --engine-kv-events address.",
         "引擎没有发来任何 KV 缓存事件：只有在启动时开启前缀缓存，并用 --kv-events-config 指向本服务器的 --engine-kv-events 地址，它才会发布这些事件。",

@@ -10,7 +10,7 @@ from model.decoding.records import FATES, Candidate, Distribution, TokenInfo
 from viz.chips import chosen_how
 from viz.i18n import t
 from viz.labels import candidate_name
-from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains,
+from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains,
                        fate_label, format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
@@ -304,8 +304,20 @@ def engine_note(dist: Distribution, lang: str = "en") -> str:
     return note + (" · " + t("cand_engine_approximate", lang) if dist.approximate else "")
 
 
+def engine_sampler_trace(shown: list[Candidate], probs: dict[int, float], lang: str) -> dict:
+    """The engine's own post-sampler probability of each shown candidate it told about: a diamond on the candidate's
+    row, beside the app's solid bar (0 where the engine's sampler cut it)."""
+    rows = [(i, c, probs[c.token.id]) for i, c in enumerate(shown) if c.token.id in probs]
+    return {"type": "scatter", "x": [q for _, _, q in rows], "y": [i for i, _, _ in rows], "xaxis": "x", "yaxis": "y",
+            "mode": "markers", "name": t("cand_engine_sampler", lang),
+            "marker": {"symbol": "diamond", "size": 10, "color": INK, "line": {"color": "white", "width": 1.5}},
+            "hovertext": [t("cand_engine_sampler_hover", lang, prob=format_prob(q), app=format_prob(c.final_prob))
+                          for _, c, q in rows],
+            "hovertemplate": "%{hovertext}<extra></extra>", "meta": {"role": "engine_sampler"}}
+
+
 def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, grammar_mass: float | None = None,
-                    context: list[TokenInfo] = ()) -> dict:
+                    context: list[TokenInfo] = (), engine_sampler: dict | None = None) -> dict:
     """The candidates for one next token under one SamplingConfig.
 
     Left: the `top_n` most probable candidates at T = 1 (plus the chosen one), each with an outline bar at
@@ -315,6 +327,9 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     grammar_mass: under a constraint (model/strategies/constrain.py), the probability its stage removed, said in the subtitle.
     context: the last tokens of the text so far (TokenDisplay.tail), so a byte token is named by the character it
     finishes or starts (viz.labels.candidate_name).
+    engine_sampler: an engine's own post-sampler distribution beside the app's, {"probs": {token id: probability},
+    "note": the sentence saying how far they agree or why they differ}: diamonds on the bars, the note under the
+    title (model/decoding/engine_processed.py); {"note": ...} alone when the engine could not be asked.
     """
     names = {}  # (a token is named several times: its bar, its stretch, its hover, and again for the hidden draw)
 
@@ -351,6 +366,16 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
         notes.append(t("cand_grammar_note", lang, mass=format_prob(grammar_mass), removed=f"{removed:,}"))
     if note := engine_note(dist, lang):
         notes.append(note)
+    if engine_sampler:
+        notes.append(engine_sampler["note"])
+        if engine_sampler.get("probs"):
+            bars.append(engine_sampler_trace(shown, engine_sampler["probs"], lang))
+            farthest = max(engine_sampler["probs"].get(c.token.id, 0.0) for c in shown)
+            labels_trace = next(tr for tr in bars if (tr.get("meta") or {}).get("role") == "labels")
+            pad = labels_trace["x"][0] - max(shown[0].prob_t1, shown[0].final_prob)  # the labels' gap after a bar
+            labels_trace["x"] = [max(x, engine_sampler["probs"].get(c.token.id, 0.0) + pad)  # clear of a diamond
+                                 for x, c in zip(labels_trace["x"], shown)]
+            bars_x["range"] = [0, max(bars_x["range"][1], 1.08 * farthest)]  # a diamond past every bar stays in
     hidden_subtitle = "<br>".join([subtitle, *notes])
     subtitle = "<br>".join([subtitle, *drawn, *notes])
     height, top, bottom = max(560, 280 + 30 * len(shown)), 150 + 24 * subtitle.count("<br>") - 24, 130

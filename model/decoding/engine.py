@@ -27,6 +27,7 @@ from model.errors import SessionError
 TOP_N = 100
 TIMEOUT_S = 30.0  # one token of a small model takes well under a second; a loaded GPU box a few
 BACKOFF_S = (1.0, 16.0)  # first and longest pause after a failure
+PROCESSED_KEPT = 8  # processed answers remembered per client: a chart redrawn asks the engine once
 _MAX_ALLOWED = re.compile(r"max(?:imum)? allowed:?\s*(\d+)", re.I)  # vLLM: "... greater than max allowed: 20"
 _CONTEXT = re.compile(r"maximum (?:context|model) length is (\d+)", re.I)
 
@@ -71,6 +72,40 @@ class EnginePromptLogprobs:
 
 
 @dataclass(frozen=True)
+class EngineProcessed:
+    """The engine's own post-sampler log-probabilities of the token after `length` tokens (an engine started with
+    `--logprobs-mode processed_logprobs`), under the settings `settings` sent with the request.
+
+    ids / logprobs: the tokens the engine's sampler kept (finite log-probabilities), most probable first, at most
+    `asked` of them. cut: the other ids it returned, at -inf (vLLM sends them as -9999; which ones it picks is
+    arbitrary). complete: fewer than `asked` were kept, so ids is the engine's whole kept set; else only its top.
+    """
+
+    length: int
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    cut: tuple[int, ...]
+    asked: int
+    settings: dict
+
+    @property
+    def complete(self) -> bool:
+        return len(self.ids) < self.asked
+
+
+# vLLM's answer for a token its sampler cut (-inf, clamped by its OpenAI server so the JSON stays valid)
+CUT_LOGPROB = -9999.0
+
+
+def processed_settings(temperature: float, top_k: int, top_p: float, min_p: float,
+                       repetition_penalty: float) -> dict:
+    """The session's settings as vLLM's SamplingParams mean them: top_k 0 is off in both, top_p 1, min_p 0 and a
+    repetition penalty of 1 too, and a temperature below vLLM's 1e-5 is its greedy path (as 0 is the app's)."""
+    return {"temperature": float(temperature), "top_k": int(top_k), "top_p": float(top_p), "min_p": float(min_p),
+            "repetition_penalty": float(repetition_penalty)}
+
+
+@dataclass(frozen=True)
 class EngineCard:
     """What the engine says about a model it serves (GET /v1/models): its id and context length, if given."""
 
@@ -93,6 +128,7 @@ class EngineClient:
         self._failed: SessionError | None = None  # the last failure, repeated during the back-off
         self._retry_at = 0.0
         self._pause = BACKOFF_S[0]
+        self._processed: list[tuple[tuple, EngineProcessed]] = []  # the last few processed answers (processed_next)
 
     # ---- the calls -----------------------------------------------------------------------------------
     def card(self) -> EngineCard:
@@ -115,7 +151,21 @@ class EngineClient:
         body = self._complete(ids, prompt_logprobs=1)  # each token's own number and rank, and the top-1 beside it
         return parse_prompt_logprobs(body, ids, (time.perf_counter() - t0) * 1000)
 
-    def _complete(self, ids: list[int], prompt_logprobs: int | None = None) -> dict:
+    def processed_next(self, ids: list[int], settings: dict) -> EngineProcessed:
+        """The engine's post-sampler log-probabilities of the token after `ids` under `settings`
+        (processed_settings()): meaningful only from an engine started with --logprobs-mode processed_logprobs."""
+        key = (tuple(ids), tuple(sorted(settings.items())), self.top_n)
+        with self._lock:  # one chart is drawn more than once (its page, the presenter's, another language's)
+            known = next((answer for k, answer in self._processed if k == key), None)
+        if known is not None:
+            return known
+        body = self._complete(ids, settings=settings)  # (top_n may have become the engine's smaller maximum)
+        answer = parse_processed(body, ids, self.top_n, settings)
+        with self._lock:
+            self._processed = [((key[0], key[1], self.top_n), answer), *self._processed[:PROCESSED_KEPT - 1]]
+        return answer
+
+    def _complete(self, ids: list[int], prompt_logprobs: int | None = None, settings: dict | None = None) -> dict:
         """One completions request for one greedy token after `ids`, with the top N log-probabilities (and the
         prompt's own, when asked); a smaller maximum the engine states is adopted and asked once more."""
         payload = {
@@ -128,6 +178,8 @@ class EngineClient:
         }
         if prompt_logprobs is not None:
             payload["prompt_logprobs"] = prompt_logprobs
+        if settings is not None:  # the sampler's settings (processed_next): its log-probabilities are taken after them
+            payload.update(settings)
         try:
             return self._call("POST", "/completions", payload)
         except SessionError as err:
@@ -136,7 +188,7 @@ class EngineClient:
                 raise
             with self._lock:  # the engine allows fewer: adopt its maximum and ask once more
                 self.top_n, self._failed, self._retry_at = max(1, int(allowed.group(1))), None, 0.0
-            return self._complete(ids, prompt_logprobs)
+            return self._complete(ids, prompt_logprobs, settings)
 
     # ---- transport, faults and the back-off ------------------------------------------------------------
     def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
@@ -243,3 +295,16 @@ def parse_prompt_logprobs(body: dict, ids: list[int], ms: float) -> EnginePrompt
         raise SessionError("engine_bad_answer") from None
     return EnginePromptLogprobs(tuple(ids), tuple(logprobs), tuple(ranks), tuple(top1_ids), tuple(top1_lps),
                                 parse_top(body, ids), ms)
+
+
+def parse_processed(body: dict, ids: list[int], asked: int, settings: dict) -> EngineProcessed:
+    """An EngineProcessed from a completions answer of a processed_logprobs engine; engine_bad_answer if it holds
+    no log-probabilities. The sampled token, merged into the top ones by vLLM, is one of them (kept or not)."""
+    try:
+        top = body["choices"][0]["logprobs"]["top_logprobs"][0]
+        pairs = [(_token_id(k), float(v)) for k, v in top.items()]
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise SessionError("engine_bad_answer") from None
+    kept = sorted(((i, lp) for i, lp in pairs if lp > CUT_LOGPROB and math.isfinite(lp)), key=lambda p: (-p[1], p[0]))
+    cut = tuple(sorted(i for i, lp in pairs if not (lp > CUT_LOGPROB and math.isfinite(lp))))
+    return EngineProcessed(len(ids), tuple(i for i, _ in kept), tuple(lp for _, lp in kept), cut, asked, dict(settings))

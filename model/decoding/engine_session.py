@@ -50,6 +50,10 @@ class EngineModel:
     # the engine's KV cache events, when the operator gave an address for them (app.py --engine-kv-events):
     # a model/serving/kv_events.py KVEventSubscriber (snapshot()), else None
     kv_events: object | None = None
+    # an EngineClient of an engine serving the same model with --logprobs-mode processed_logprobs, when the operator
+    # named one (app.py --engine-processed-url; it may be `client` itself): the candidates chart then shows the
+    # engine's own post-sampler distribution (model/decoding/engine_processed.py), else None and nothing is asked
+    processed: object | None = None
 
 
 def engine_model_name(served: str) -> str:

@@ -1,5 +1,10 @@
 """Candidates: the next token's candidates, their fates and the draw; force another one; the temperature
-slider's charts at every value, and the next step's chart, for the page to draw ahead."""
+slider's charts at every value, and the next step's chart, for the page to draw ahead.
+
+On an engine model whose operator named an engine with processed log-probabilities (app.py --engine-processed-url),
+the chart of the step shown (not the slider's ahead-of-time charts nor the next step's, which would ask the engine
+41 times or for a step not taken) also carries the engine's own post-sampler distribution and one sentence on how
+far it agrees with the app's, or why it cannot (model/decoding/engine_processed.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -7,6 +12,8 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
+from model.decoding.engine_processed import ProcessedComparison, processed_beside
+from model.errors import SessionError
 from ui.controls import hidden_button, hidden_html, plot
 from ui.events import Event
 from ui.protocol import figure_bundle
@@ -14,6 +21,9 @@ from ui.render import force_choices
 from ui.state import carrier, chart_key, state_key
 from ui.strings import t
 
+# engine_processed.why_different()'s keys -> their sentence
+WHY_DIFFERENT = {"greedy": "processed_why_greedy", "order": "processed_why_order",
+                 "approximate": "processed_why_approximate"}
 TEMPERATURE_GRID = [round(0.05 * i, 2) for i in range(41)]  # every value of the temperature slider
 
 
@@ -36,7 +46,9 @@ class CandidatesView:
         self.rederive_btn = gr.Button("rederive", elem_classes="tbt-hidden", elem_id="tbt-rederive")
 
     def figure(self, session, cfg, view, dist=None) -> dict:
-        return viz.candidate_chart(dist or session.preview(cfg), view.lang, context=session.lm.tokens.tail(session.ids))
+        dist = dist or session.preview(cfg)
+        return viz.candidate_chart(dist, view.lang, context=session.lm.tokens.tail(session.ids),
+                                   engine_sampler=engine_sampler(session, dist, view.lang))
 
     def chart(self, session, cfg, view, dist=None) -> str:
         return carrier(self.figure(session, cfg, view, dist), self.tab,
@@ -92,3 +104,26 @@ class CandidatesView:
                   "temperature_charts"),
             Event(self.ahead_btn.click, h(self.next_chart), page_in, [self.ahead], "ahead", "next_chart"),
         ]
+
+
+def engine_sampler(session, dist, lang: str) -> dict | None:
+    """The engine's own post-sampler distribution for the chart (viz.candidate_chart's engine_sampler), with its
+    sentence; None, asking nothing, unless the model has a processed-logprob engine. A fault is one keyed sentence
+    under the chart; the session is not touched (only its ids are read)."""
+    try:
+        beside = processed_beside(session.lm, session.ids, dist)
+    except SessionError as err:
+        return {"note": t("processed_fault", lang, why=t(err.key, lang, **err.params))}
+    if beside is None:
+        return None
+    return {"probs": beside.engine_probs(), "note": processed_sentence(beside, lang)}
+
+
+def processed_sentence(beside: ProcessedComparison, lang: str) -> str:
+    """One sentence: the engine's sampler agrees (the largest difference), differs (by how much, which tokens one
+    side kept), or cannot mean the same for these settings (the reason's own sentence)."""
+    numbers = {"diff": f"{beside.max_diff:.1e}", "n": len(beside.tokens),
+               "only": len(beside.only_app) + len(beside.only_engine)}
+    if beside.reason is not None:
+        return t(WHY_DIFFERENT[beside.reason], lang, **numbers)
+    return t("processed_agree" if beside.agree else "processed_differ", lang, **numbers)
