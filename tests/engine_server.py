@@ -140,6 +140,17 @@ def kv_events_flags(endpoint: str, context: int = 512) -> tuple[str, ...]:
     return ("--enable-prefix-caching", "--kv-events-config", json.dumps(config), "--max-model-len", str(context))
 
 
+def spec_flags(k: int = 4, lookup_max: int = 3, lookup_min: int = 1) -> tuple[str, ...]:
+    """The flags that make vLLM speculate with n-gram prompt lookup (`k` draft tokens per step, matched on the last
+    `lookup_max` down to `lookup_min` tokens) and return each request's drafted and accepted counts per verifying step
+    (`--per-request-spec-decode-metrics detailed`: vllm/v1/metrics/stats.py RequestSpecDecodeMetrics)."""
+    import json
+
+    config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": lookup_max,
+              "prompt_lookup_min": lookup_min}
+    return ("--speculative-config", json.dumps(config), "--per-request-spec-decode-metrics", "detailed")
+
+
 def started_for_the_tests(extra: tuple[str, ...] = ()) -> EngineServer:
     """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks."""
     try:
