@@ -113,6 +113,35 @@ def test_the_streams_faults_are_keyed_and_back_off():
     assert err.value.key == "engine_down"
 
 
+@pytest.mark.unit
+def test_the_figure_draws_the_counts_and_the_text_marks_the_drafts_tokens():
+    from types import SimpleNamespace
+
+    from model.decoding.records import TokenInfo
+    from viz.speculative_engine import engine_spec_chart, engine_spec_html
+
+    events = [piece([10]), piece([11, 12, 13]), piece([14]), piece([15]), piece([16, 17], "length"),
+              usage([2, 0, 1], [4, 4, 3])]
+    run = parse_spec_stream(events, [1, 2, 3], 12.5)
+    local = SimpleNamespace(draft_len=2, rounds=[SimpleNamespace(drafted=[1, 2], accepted=2),
+                                                 SimpleNamespace(drafted=[], accepted=0)])
+    for lang, words in (("en", "tokens per verifying pass"), ("zh", "每次验证写出")):
+        fig = engine_spec_chart(run, "vllm:m", local, "smollm2", lang)
+        roles = {tr["meta"]["role"]: tr for tr in fig["data"]}
+        assert roles["engine_drafted"]["y"] == [4, 4, 3] and roles["engine_accepted"]["y"] == [2, 0, 1]
+        assert roles["engine_drafted"]["x"] == [1, 2, 3]
+        assert roles["local_drafted"]["y"] == [2, 0] and roles["local_accepted"]["y"] == [2, 0]
+        assert words in fig["layout"]["title"]["text"] and "2.00" in fig["layout"]["title"]["text"]  # (3+1+2)/3
+    alone = engine_spec_chart(run, "vllm:m", lang="en")
+    assert {tr["meta"]["role"] for tr in alone["data"]} == {"engine_drafted", "engine_accepted"}
+    tokens = [TokenInfo(i, "x", d) for i, d in zip(run.generated, ["a", "<b>", "c", "↵", "d", "e", "f", "g"])]
+    text = engine_spec_html(tokens, run.from_draft, "en")
+    assert text.count("tbt-spec-engine-draft") == sum(run.from_draft) == 3
+    assert text.count("tbt-spec-engine-own") == 5 and "&lt;b&gt;" in text and "<b>" not in text
+    assert "3 of 8 tokens came from accepted drafts" in text
+    assert "joined the pieces" in engine_spec_html(tokens, None, "en")
+
+
 # ---- the real engine ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spec_engine():
