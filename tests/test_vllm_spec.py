@@ -131,7 +131,8 @@ def test_the_figure_draws_the_counts_and_the_text_marks_the_drafts_tokens():
         assert roles["engine_drafted"]["y"] == [4, 4, 3] and roles["engine_accepted"]["y"] == [2, 0, 1]
         assert roles["engine_drafted"]["x"] == [1, 2, 3]
         assert roles["local_drafted"]["y"] == [2, 0] and roles["local_accepted"]["y"] == [2, 0]
-        assert words in fig["layout"]["title"]["text"] and "2.00" in fig["layout"]["title"]["text"]  # (3+1+2)/3
+        title = fig["layout"]["title"]["text"].replace("<br>", " ")
+        assert words in title and "2.00" in title  # (3+1+2)/3
     alone = engine_spec_chart(run, "vllm:m", lang="en")
     assert {tr["meta"]["role"] for tr in alone["data"]} == {"engine_drafted", "engine_accepted"}
     tokens = [TokenInfo(i, "x", d) for i, d in zip(run.generated, ["a", "<b>", "c", "↵", "d", "e", "f", "g"])]

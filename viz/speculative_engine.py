@@ -44,8 +44,8 @@ def engine_spec_chart(run, model_name: str, local=None, local_name: str | None =
     counted by the engine). Right, when the app ran it: this app's rounds on the local model, the same encoding
     (rounds without a draft at 0). The title: tokens written, verifying steps, tokens per verifying pass."""
     drafted, accepted = list(run.drafted or ()), list(run.accepted or ())
-    title = t("spec_engine_title", lang, tokens=len(run.generated), steps=len(accepted),
-              tpp=f"{run.tokens_per_pass:.2f}", k=run.num_spec_tokens)
+    title = wrap_text(t("spec_engine_title", lang, tokens=len(run.generated), steps=len(accepted),
+                        tpp=f"{run.tokens_per_pass:.2f}", k=run.num_spec_tokens), 72)
     subtitle = wrap_text(t("spec_engine_subtitle", lang, model=model_name, rate=format_prob(run.acceptance_rate),
                            ms=f"{run.ms:.0f}"), 110)
     panels = [(t("spec_engine_panel", lang), drafted, accepted, "engine")]
@@ -53,7 +53,7 @@ def engine_spec_chart(run, model_name: str, local=None, local_name: str | None =
         panels.append((t("spec_engine_panel_local", lang, model=local_name or "", k=local.draft_len),
                        [len(r.drafted) for r in local.rounds], [r.accepted for r in local.rounds], "local"))
     head = head_px(title, subtitle)
-    top, bottom, plot_px = head + 70, 70, 320
+    top, bottom, plot_px = head + 80, 70, 320
     height = top + bottom + plot_px
     xs = domains([1] * len(panels), 0.1)
     traces, annotations, layout_axes = [], [], {}
@@ -73,7 +73,7 @@ def engine_spec_chart(run, model_name: str, local=None, local_name: str | None =
                             "yref": "y domain", "showarrow": False, "font": {"size": SMALL_SIZE, "color": MUTED}})
     layout = base_layout(title, lang, subtitle=subtitle, height=height, barmode="overlay", bargap=0.25,
                          annotations=annotations, margin={"t": top, "b": bottom},
-                         legend={"orientation": "h", "x": 0, "y": 1 - head / height, "yref": "container",
+                         legend={"orientation": "h", "x": 0, "y": 1 - (head + 8) / height, "yref": "container",
                                  "yanchor": "top", "font": {"size": SMALL_SIZE}}, **layout_axes)
     return chart(traces, layout)
 
