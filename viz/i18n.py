@@ -256,8 +256,8 @@ WORDS: dict[str, tuple[str, str]] = {
     ),
     # the engine's own speculative counts (viz/speculative_engine.py)
     "spec_engine_title": (
-        "Speculative decoding on the engine: {tokens} tokens, {steps} verifying passes, {tpp} tokens per verifying pass (k = {k})",
-        "推理引擎上的推测解码：{tokens} 个词元，{steps} 次验证计算，每次验证写出 {tpp} 个词元（k = {k}）",
+        "On the engine: {tokens} tokens in {steps} verifying passes, {tpp} per verifying pass (k = {k})",
+        "推理引擎：{steps} 次验证计算写出 {tokens} 个词元，每次验证 {tpp} 个（k = {k}）",
     ),
     "spec_engine_subtitle": (
         "{model}, greedy, n-gram drafts (vLLM's own counts per step) · {rate} of drafts accepted · the request took {ms} ms",

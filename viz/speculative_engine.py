@@ -44,8 +44,8 @@ def engine_spec_chart(run, model_name: str, local=None, local_name: str | None =
     counted by the engine). Right, when the app ran it: this app's rounds on the local model, the same encoding
     (rounds without a draft at 0). The title: tokens written, verifying steps, tokens per verifying pass."""
     drafted, accepted = list(run.drafted or ()), list(run.accepted or ())
-    title = wrap_text(t("spec_engine_title", lang, tokens=len(run.generated), steps=len(accepted),
-                        tpp=f"{run.tokens_per_pass:.2f}", k=run.num_spec_tokens), 72)
+    title = t("spec_engine_title", lang, tokens=len(run.generated), steps=len(accepted),
+              tpp=f"{run.tokens_per_pass:.2f}", k=run.num_spec_tokens)
     subtitle = wrap_text(t("spec_engine_subtitle", lang, model=model_name, rate=format_prob(run.acceptance_rate),
                            ms=f"{run.ms:.0f}"), 110)
     panels = [(t("spec_engine_panel", lang), drafted, accepted, "engine")]
