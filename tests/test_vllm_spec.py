@@ -111,6 +111,19 @@ def test_the_streams_faults_are_keyed_and_back_off():
     with pytest.raises(SessionError) as err:
         down.speculative_completion([1], 3)
     assert err.value.key == "engine_down"
+    asked, now = [], [0.0]
+
+    def failing(request):
+        asked.append(request)
+        return httpx.Response(503, json={"error": {"message": "overloaded"}})
+
+    busy = EngineClient("http://e/v1", "m", transport=httpx.MockTransport(failing), clock=lambda: now[0])
+    for t in (0.0, 0.5, 1.5):  # refused at once, unasked, until the first pause (1 s) has passed
+        now[0] = t
+        with pytest.raises(SessionError) as err:
+            busy.speculative_completion([1], 3)
+        assert err.value.key == "engine_error"
+    assert len(asked) == 2
 
 
 @pytest.mark.unit

@@ -28,6 +28,7 @@ class EngineSpecComparison:
     local: SpeculativeRun | None  # the app's prompt lookup, greedy, on the same ids and as many tokens
     local_name: str | None  # the local model's name (None: no twin loaded)
     tokens: list  # TokenInfo of each token the engine wrote, for the page's text
+    text: str  # what the engine wrote, decoded
 
     @property
     def agree(self) -> int | None:
@@ -80,4 +81,5 @@ def engine_speculate(session, max_new_tokens: int, twin=None, draft_len: int = 4
     run = session.lm.client.speculative_completion(ids, n)
     local = speculative_decode(twin, ids, GREEDY, draft_len, max_new_tokens=n) if twin is not None else None
     tokens = [session.lm.tokens.info(i) for i in run.generated]
-    return EngineSpecComparison(run, session.lm.name, local, twin.name if twin is not None else None, tokens)
+    return EngineSpecComparison(run, session.lm.name, local, twin.name if twin is not None else None, tokens,
+                                session.lm.tokens.text(list(run.generated)))

@@ -60,7 +60,7 @@ def engine_summary(comparison) -> dict:
 def engine_sentence(comparison, lang: str) -> str:
     """What the engine did, then the app's own run beside it (or why not), then where the two must agree."""
     run, local = comparison.engine, comparison.local
-    text = "".join(tok.display for tok in comparison.tokens).replace("↵", "↵ ").replace("`", "'")
+    text = comparison.text.replace("\n", "↵ ").replace("`", "'")  # as run_sentence shows a local run's
     if not run.speculating:
         return t("spec_engine_off", lang)
     parts = [t("spec_engine_summary", lang, tokens=len(run.generated), steps=run.steps, tpp=f"{run.tokens_per_pass:.2f}",
