@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TIERS = ("unit", "model", "server", "browser", "engine")
 # Fixtures a `unit` test may not use, directly or through another fixture (pytest lists both in fixturenames)
-HEAVY = {"lm": "model", "url": "browser", "chromium": "browser", "engine": "engine", "kv_engine": "engine"}
+HEAVY = {"lm": "model", "url": "browser", "chromium": "browser", "engine": "engine", "kv_engine": "engine",
+         "spec_engine": "engine"}
 
 
 _EXIT_STATUS: list[int] = []

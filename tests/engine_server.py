@@ -149,6 +149,17 @@ def processed_flags() -> tuple[str, ...]:
     return ("--logprobs-mode", "processed_logprobs")
 
 
+def spec_flags(k: int = 4, lookup_max: int = 3, lookup_min: int = 1) -> tuple[str, ...]:
+    """The flags that make vLLM speculate with n-gram prompt lookup (`k` draft tokens per step, matched on the last
+    `lookup_max` down to `lookup_min` tokens) and return each request's drafted and accepted counts per verifying step
+    (`--per-request-spec-decode-metrics detailed`: vllm/v1/metrics/stats.py RequestSpecDecodeMetrics)."""
+    import json
+
+    config = {"method": "ngram", "num_speculative_tokens": k, "prompt_lookup_max": lookup_max,
+              "prompt_lookup_min": lookup_min}
+    return ("--speculative-config", json.dumps(config), "--per-request-spec-decode-metrics", "detailed")
+
+
 def started_for_the_tests(extra: tuple[str, ...] = (), log: str = "vllm") -> EngineServer:
     """start_engine(), as a test needs it: a skip, saying why, when it is not installed; a failure if it breaks.
     Its output goes to tests/artifacts/<log>.log: a test's own engine names its own file (two engines running at

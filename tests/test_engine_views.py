@@ -63,7 +63,8 @@ def test_speculative_equals_plain_greedy_and_counts_match_the_records(server, cl
     a = clients()
     start(a, REPEATING, temperature=0.0)
     ids = list(server[0].store.get(a.session_hash).ids)
-    summary, plot, numbers = call(a, "/speculative", 4, 20, temperature=0.0)
+    summary, plot, engine_text, numbers = call(a, "/speculative", 4, 20, temperature=0.0)
+    assert engine_text == ""  # a local model: no engine's text to mark
     assert numbers["generated"] == greedy_ids(lm, ids, 20)
     assert numbers["prompt_tokens"] == len(ids)
     fig = plot_figure(plot)
@@ -89,7 +90,7 @@ def test_keeping_a_continuation_makes_it_the_sessions_text_and_throwing_away_doe
     assert session.ids == before
     with pytest.raises(Exception, match="Nothing to keep"):
         call(a, "/speculative_keep", temperature=0.0)
-    _, _, numbers = call(a, "/speculative", 3, 12, temperature=0.0)
+    *_, numbers = call(a, "/speculative", 3, 12, temperature=0.0)
     kept = call(a, "/speculative_keep", temperature=0.0)
     assert session.ids == before + numbers["generated"]
     assert [s.token.id for s in session.steps] == numbers["generated"]  # real step records, one per token
@@ -149,9 +150,9 @@ def test_no_other_users_text_reaches_a_page(server, clients, lm):
     text = json.dumps(answers, ensure_ascii=False)
     for word in ("Marmalade", "zeppelin", "xylophone", "Ljubljana", "quarrel"):
         assert word.lower() not in text.lower()
-    own = set(answers[2][2]["generated"]) | b_ids
+    own = set(answers[2][3]["generated"]) | b_ids
     foreign = {i for i in a_ids - own if i > 600}  # A's distinctive ids (small numbers are counts and lengths too)
-    listed = {v for part in (answers[0][2], answers[1][1], answers[2][2]) for v in ints(part)}
+    listed = {v for part in (answers[0][2], answers[1][1], answers[2][3]) for v in ints(part)}
     assert foreign and not foreign & listed
 
 

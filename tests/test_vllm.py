@@ -257,6 +257,12 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         assert len(session.steps) == 3
         figure = carried_figure(result[1])
         assert "From the engine" in figure["layout"]["title"]["subtitle"]["text"]
+        # Speculative decoding asks the engine; this one was started without speculation: the flags that turn it on
+        before = list(session.ids)
+        summary, plot, marked, numbers = client.predict(4, 8, **settings, api_name="/speculative")
+        assert "--speculative-config" in summary and plot is None and not numbers["speculating"]
+        assert len(numbers["generated"]) == 8 and numbers["drafted_per_step"] is None
+        assert session.ids == before and len(session.steps) == 3
         client.predict(1, **settings, api_name="/back")
         assert len(session.steps) == 2
         forced = session.backend.top.ids[3]
@@ -275,12 +281,11 @@ def test_through_the_api_on_the_engine_model(engine_lm, lm):
         from gradio_client.exceptions import AppError
 
         before = list(session.ids)
-        for api, args, lang in [("/speculative", (4, 8), "en"),
-                                ("/beams_search", (4, 1.0, 8), "en")]:  # (the web page exports: test_vllm_offline.py)
-            extra = settings if api in ("/speculative", "/beams_search") else {}
-            with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
-                client.predict(*args, **extra, api_name=api)
+        # (the web page exports: test_vllm_offline.py)
+        with pytest.raises(AppError, match="runs the model itself|需要在本机运行模型"):
+            client.predict(4, 1.0, 8, **settings, api_name="/beams_search")
         assert session.ids == before
+
 
 
 @pytest.mark.engine

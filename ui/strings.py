@@ -355,6 +355,28 @@ PAGE: dict[str, tuple[str, str]] = {
         "**{tokens} tokens in {passes} forward passes** (one token at a time would need {tokens}): {saved} passes saved. {accepted} of {drafted} drafted tokens were kept ({rate}). Not yet part of your text: keep it or throw it away.\n\nContinuation: `{text}`",
         "**{passes} 次前向计算写出 {tokens} 个词元**（一个一个写需要 {tokens} 次）：省下 {saved} 次。起草的 {drafted} 个词元中保留了 {accepted} 个（{rate}）。还不是你文本的一部分：可以保留，也可以丢弃。\n\n续写：`{text}`",
     ),
+    "spec_engine_summary": (
+        "**The engine wrote {tokens} tokens in {steps} verifying passes** ({tpp} tokens per verifying pass; {accepted} of {drafted} drafts accepted, {rate}; its drafts per step k = {k}, set by the operator) in {ms} ms. The engine's run is not kept in your text.\n\nContinuation: `{text}`",
+        "**推理引擎用 {steps} 次验证计算写出了 {tokens} 个词元**（每次验证 {tpp} 个；起草的 {drafted} 个中接受了 {accepted} 个，{rate}；每步草稿数 k = {k}，由运维人员设定），用时 {ms} 毫秒。引擎的这次续写不会留在你的文本里。\n\n续写：`{text}`",
+    ),
+    "spec_engine_off": (
+        "The engine answered, but it was not started with speculative decoding, so it has no draft counts to show: the operator starts vLLM with `--speculative-config '{{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 3, \"prompt_lookup_min\": 1}}' --per-request-spec-decode-metrics detailed` (docs/operators.md).",
+        "推理引擎有回应，但它启动时没有开启推测解码，所以没有草稿计数可看：运维人员需要用 `--speculative-config '{{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 3, \"prompt_lookup_min\": 1}}' --per-request-spec-decode-metrics detailed` 启动 vLLM（见 docs/operators.md）。",
+    ),
+    "spec_engine_why": (
+        "Both decode greedily, so they must write the same text as plain greedy decoding, whatever their drafts; their drafts and passes may differ, because the engine's n-gram window and its drafts per step (k) are the operator's flags, not the slider, and vLLM copies after the longest matching n-gram where this app copies after the first match.",
+        "两者都是贪心解码，所以不管草稿怎样，写出的文本都必须和普通贪心解码一样；它们的草稿和计算次数可以不同，因为引擎的 n-gram 窗口和每步草稿数（k）由运维人员的启动参数决定，而不是由滑块决定，而且 vLLM 照抄最长匹配 n-gram 之后的内容，本应用照抄第一个匹配之后的内容。",
+    ),
+    "spec_engine_local": (
+        "Beside it, this app's own prompt lookup on {model} (the same model, here, k = {k} from the slider): {tokens} tokens in {passes} passes ({tpp} per pass). The two texts agree on {agree} of {compared} tokens.",
+        "旁边是本应用自己在 {model}（同一个模型，在本机上运行，k = {k} 取自滑块）上的提示词查找：{passes} 次计算写出 {tokens} 个词元（每次 {tpp} 个）。两段文本在 {compared} 个词元中有 {agree} 个一致。",
+    ),
+    "spec_engine_no_local": (
+        "Only the engine's run is shown: the same model is not loaded here to run this app's own rounds beside it.",
+        "这里只显示引擎的结果：本机没有加载同一个模型，无法在旁边运行本应用自己的推测解码。",
+    ),
+    "spec_engine_no_keep": ("The engine's continuation is not kept: step on with Next token to write on the engine.",
+                            "引擎的续写不会保留：请用“下一个词元”在引擎上继续写。"),
     "spec_nothing_to_keep": ("Nothing to keep: continue by speculative decoding first.",
                              "没有可保留的内容：请先用推测解码续写。"),
     "spec_text_changed": ("Your text changed since this continuation was made: run it again, then keep it.",

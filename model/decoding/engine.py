@@ -3,8 +3,10 @@
 One call asks for one token over the exact token ids of the text so far, greedy (temperature 0, max_tokens 1),
 with the largest number of top log-probabilities the engine allows (TOP_N, or fewer if the engine says so), and
 returns a plain EngineTop record. One other call scores every position of a text in one request (vLLM's
-prompt_logprobs: EnginePromptLogprobs), the Training view's parallel pass on an engine. The engine's URL comes
-only from the server's command line or environment (app.py), never from a page.
+prompt_logprobs: EnginePromptLogprobs), the Training view's parallel pass on an engine. A third streams a greedy
+continuation and reads the engine's own speculative-decoding counts per verifying step (EngineSpecRun), when the
+operator started it with n-gram speculation. The engine's URL comes only from the server's command line or
+environment (app.py), never from a page.
 
 Every fault is one keyed SessionError (model/errors.py): down, slow, unknown model, context too long, rate
 limited, anything else. After a failure the client refuses at once, with the same error, for a back-off that
@@ -12,6 +14,7 @@ doubles (1 s up to 16 s) while the engine keeps failing, so a class of clicking 
 """
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -106,6 +109,61 @@ def processed_settings(temperature: float, top_k: int, top_p: float, min_p: floa
 
 
 @dataclass(frozen=True)
+class EngineSpecRun:
+    """A greedy continuation streamed by the engine, with its own speculative-decoding counts (vLLM's
+    `--per-request-spec-decode-metrics detailed`: vllm/v1/metrics/stats.py RequestSpecDecodeMetrics).
+
+    ids: the text continued. generated: the token ids it wrote. chunks: tokens per streamed piece, in order (the
+    first from the prompt's pass; then one per engine step, unless the stream merged two steps for a slow reader).
+    drafted / accepted: per verifying step (a step the n-gram lookup proposed drafts for), the drafts proposed and
+    the longest prefix of them the model kept; None when the engine was started without speculation. A step without
+    drafts (no n-gram match) is not counted by vLLM: it writes one token, as plain decoding does. num_spec_tokens:
+    the operator's k (None: no speculation). from_draft: per generated token, True when an accepted draft wrote it,
+    False when the model's own pick did (the first token, a plain step's, or the one each verifying step adds);
+    None when the stream's pieces do not line up with the counts (merged pieces), or without speculation.
+    finish: the engine's finish_reason ("length", "stop"). ms: the request's wall time, stream read included.
+    """
+
+    ids: tuple[int, ...]
+    generated: tuple[int, ...]
+    chunks: tuple[int, ...]
+    drafted: tuple[int, ...] | None
+    accepted: tuple[int, ...] | None
+    num_spec_tokens: int | None
+    from_draft: tuple[bool, ...] | None
+    finish: str
+    ms: float
+
+    @property
+    def speculating(self) -> bool:
+        """True when the engine returned per-step counts (started with speculation and detailed metrics)."""
+        return self.drafted is not None
+
+    @property
+    def steps(self) -> int:
+        """Verifying steps: engine passes that checked drafts (0 without speculation)."""
+        return len(self.accepted or ())
+
+    @property
+    def tokens_per_pass(self) -> float:
+        """Tokens each verifying pass wrote on average: mean(accepted + 1), vLLM's mean_acceptance_length (before
+        a last step's surplus is cut at the length limit); 1.0 when no step verified anything."""
+        return 1.0 + sum(self.accepted) / self.steps if self.steps else 1.0
+
+    @property
+    def acceptance_rate(self) -> float:
+        """Accepted drafts / drafted tokens, over the request (0 when nothing was drafted)."""
+        drafted = sum(self.drafted or ())
+        return sum(self.accepted) / drafted if drafted else 0.0
+
+    @property
+    def passes(self) -> int | None:
+        """Engine passes that wrote tokens, the prompt's included: one per streamed piece when they line up with
+        the counts (from_draft known), else None."""
+        return len(self.chunks) if self.from_draft is not None else None
+
+
+@dataclass(frozen=True)
 class EngineCard:
     """What the engine says about a model it serves (GET /v1/models): its id and context length, if given."""
 
@@ -165,6 +223,24 @@ class EngineClient:
             self._processed = [((key[0], key[1], self.top_n), answer), *self._processed[:PROCESSED_KEPT - 1]]
         return answer
 
+    def speculative_completion(self, ids: list[int], max_tokens: int) -> EngineSpecRun:
+        """A greedy continuation of `max_tokens` tokens after `ids` (token ids in and out), streamed so that each
+        engine step's tokens arrive as one piece, with the engine's per-step drafted / accepted counts (None when
+        the engine was started without speculation); the request's wall time in ms."""
+        payload = {
+            "model": self.model,
+            "prompt": list(ids),
+            "max_tokens": int(max_tokens),
+            "temperature": 0.0,
+            "logprobs": 0,  # the written token's own entry only: its id, as "token_id:123"
+            "return_tokens_as_token_ids": True,
+            "stream": True,
+            "stream_options": {"include_usage": True},  # vLLM sends the per-request metrics with the usage
+        }
+        t0 = time.perf_counter()
+        events = self._stream("/completions", payload)
+        return parse_spec_stream(events, ids, (time.perf_counter() - t0) * 1000)
+
     def _complete(self, ids: list[int], prompt_logprobs: int | None = None, settings: dict | None = None) -> dict:
         """One completions request for one greedy token after `ids`, with the top N log-probabilities (and the
         prompt's own, when asked); a smaller maximum the engine states is adopted and asked once more."""
@@ -191,10 +267,53 @@ class EngineClient:
             return self._complete(ids, prompt_logprobs, settings)
 
     # ---- transport, faults and the back-off ------------------------------------------------------------
-    def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
+    def _refuse_while_failing(self) -> None:
         with self._lock:
             if self._failed is not None and self.clock() < self._retry_at:
                 raise self._failed
+
+    def _stream(self, path: str, payload: dict) -> list[dict]:
+        """A streamed POST (server-sent events): every `data:` JSON object, in order, up to [DONE]; the same faults
+        and back-off as _call. An error sent inside the stream is the engine's failure on this request."""
+        self._refuse_while_failing()
+        lines, status, detail = [], 0, ""
+        try:
+            with self._http.stream("POST", path, json=payload) as response:
+                status = response.status_code
+                if status >= 400:
+                    response.read()
+                    detail = _detail(response)
+                else:
+                    lines = list(response.iter_lines())
+        except httpx.TimeoutException:
+            raise self._fail(SessionError("engine_slow", seconds=round(self.timeout))) from None
+        except httpx.HTTPError:
+            raise self._fail(SessionError("engine_down")) from None
+        if status >= 400:
+            raise self._fail(fault(status, detail, self.model))
+        events = []
+        try:
+            for line in lines:
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                events.append(json.loads(data))
+        except ValueError:
+            raise self._fail(SessionError("engine_bad_answer")) from None
+        for event in events:
+            error = event.get("error") if isinstance(event, dict) else None
+            if error:
+                status = int(error.get("code") or 500) if isinstance(error, dict) else 500
+                message = str(error.get("message", error) if isinstance(error, dict) else error)[:300]
+                raise self._fail(fault(status if status >= 400 else 500, message, self.model))
+        with self._lock:
+            self._failed, self._pause = None, BACKOFF_S[0]
+        return events
+
+    def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
+        self._refuse_while_failing()
         try:
             response = self._http.request(method, path, json=payload)
         except httpx.TimeoutException:
@@ -308,3 +427,69 @@ def parse_processed(body: dict, ids: list[int], asked: int, settings: dict) -> E
     kept = sorted(((i, lp) for i, lp in pairs if lp > CUT_LOGPROB and math.isfinite(lp)), key=lambda p: (-p[1], p[0]))
     cut = tuple(sorted(i for i, lp in pairs if not (lp > CUT_LOGPROB and math.isfinite(lp))))
     return EngineProcessed(len(ids), tuple(i for i, _ in kept), tuple(lp for _, lp in kept), cut, asked, dict(settings))
+
+
+def draft_marks(chunks: list[int], accepted: list[int]) -> tuple[bool, ...] | None:
+    """Which generated tokens accepted drafts wrote, from the streamed pieces' sizes and vLLM's per-step counts;
+    None when the two do not line up (the stream merged pieces of two steps).
+
+    How vLLM writes them (vllm/v1/core/sched/scheduler.py update_from_output): the prompt's pass writes one token;
+    then each step writes its accepted drafts and one token of the model's own (accepted + 1), and vLLM counts the
+    step only if the n-gram lookup proposed drafts for it; a step without drafts writes one token, uncounted. The
+    request's last step is cut at max_tokens or an end-of-text token (vLLM does not shorten the drafts to what is
+    left), so the last piece may hold fewer than accepted + 1. So: the first piece 1 token; a piece of m > 1 tokens
+    is the next counted step, with accepted m - 1, whose first m - 1 tokens are the drafts'; a piece of 1 token is a
+    counted step with accepted 0, or an uncounted one; the last piece may be the last counted step cut to m <=
+    accepted tokens, all of them drafts.
+    """
+    if not chunks or chunks[0] != 1:
+        return None
+    step, last = 0, len(chunks) - 1
+    marks = [False]
+    for j, m in enumerate(chunks[1:], start=1):
+        drafts = 0
+        if step < len(accepted) and accepted[step] == m - 1:
+            drafts = m - 1
+            step += 1
+        elif j == last and step == len(accepted) - 1 and accepted[step] >= m:  # the last step, cut
+            drafts = m
+            step += 1
+        elif m > 1:  # pieces of more than one token come only from counted steps
+            return None
+        marks += [True] * drafts + [False] * (m - drafts)
+    return tuple(marks) if step == len(accepted) else None
+
+
+def parse_spec_stream(events: list[dict], ids: list[int], ms: float) -> EngineSpecRun:
+    """An EngineSpecRun from a streamed completion's events (return_tokens_as_token_ids, logprobs 0, the usage
+    chunk last with vLLM's metrics.speculative_decoding); engine_bad_answer if a piece holds no token ids."""
+    chunks, generated, finish, spec = [], [], "", None
+    try:
+        for event in events:
+            if event.get("choices"):
+                choice = event["choices"][0]
+                tokens = [_token_id(k) for k in (choice.get("logprobs") or {}).get("tokens") or []]
+                if choice.get("text") and not tokens:
+                    raise ValueError("a piece of text without its token ids")
+                if tokens:
+                    chunks.append(len(tokens))
+                    generated += tokens
+                finish = choice.get("finish_reason") or finish
+            metrics = event.get("metrics") or {}
+            spec = metrics.get("speculative_decoding") or spec
+        drafted = accepted = k = None
+        if spec:
+            k = int(spec["num_spec_tokens"])
+            if spec.get("per_step_accepted") is not None:
+                drafted = tuple(int(x) for x in spec["per_step_drafted"])
+                accepted = tuple(int(x) for x in spec["per_step_accepted"])
+            elif not spec.get("num_spec_steps"):  # vLLM leaves the lists out when they are empty: no step drafted
+                drafted = accepted = ()
+            # else only vLLM's summary (--per-request-spec-decode-metrics summary): no steps to place
+        if drafted is not None and (len(drafted) != len(accepted) or any(not 0 <= a <= d for a, d in
+                                                                          zip(accepted, drafted))):
+            raise ValueError("accepted within drafted, one pair per step")
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        raise SessionError("engine_bad_answer") from None
+    marks = draft_marks(chunks, list(accepted)) if accepted is not None else None
+    return EngineSpecRun(tuple(ids), tuple(generated), tuple(chunks), drafted, accepted, k, marks, finish, ms)

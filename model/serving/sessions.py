@@ -14,6 +14,7 @@ from model.decoding.loading import LoadedModel, ModelLoadError, available_models
 from model.decoding.engine_session import EngineModel
 from model.decoding.session import DecodeSession
 from model.serving.engine_metrics import MetricsHistory, MetricsReader
+from model.serving.engine_speculative import is_twin
 
 MAX_SESSIONS = 120
 IDLE_SECONDS = 30 * 60
@@ -214,6 +215,13 @@ class ModelRegistry:
             with self._lock:
                 self._models[name] = lm
             return lm
+
+    def loaded_twin(self, lm: EngineModel) -> LoadedModel | None:
+        """A local model already loaded that is the engine's model here (engine_speculative.is_twin: same shape,
+        same vocabulary), else None; never loads one."""
+        with self._lock:
+            loaded = list(self._models.values())
+        return next((m for m in loaded if is_twin(lm, m)), None)
 
     def new_session(self, name: str | None = None) -> DecodeSession:
         """A session on a model, sharing that model's batcher with every other session on it."""

@@ -1,9 +1,14 @@
 """Speculative decoding: the user's text continued by prompt-lookup drafts, checked by the model one pass per round;
-kept as the session's own steps or thrown away; and measured against plain stepwise decoding on this machine."""
+kept as the session's own steps or thrown away; and measured against plain stepwise decoding on this machine.
+
+On an engine's model: one greedy request to the engine over the text, with the engine's own drafted / accepted
+counts per verifying step and the tokens its drafts wrote marked, beside this app's rounds on the same model here
+when it is loaded (model/serving/engine_speculative.py). Nothing of it is kept: the text stays as it was."""
 from __future__ import annotations
 
 import gradio as gr
 
+from model.serving.engine_speculative import engine_speculate
 from model.serving.speculative import SPEED_TEXTS, kept_choices, speculative_decode, speed_report
 from model.errors import SessionError
 from ui.events import Event
@@ -11,6 +16,7 @@ from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly, whole, named_range
 from ui.strings import Refusal, t
 from viz.speculative import speculative_figure
+from viz.speculative_engine import engine_spec_figure, engine_spec_html
 from viz.style import format_prob
 
 MAX_NEW_TOKENS = 48  # tokens one request may write: bounds its passes (one per round, at most this many)
@@ -34,6 +40,40 @@ def run_sentence(run, lang: str) -> str:
     return t("spec_run_summary", lang, tokens=len(run.generated), passes=run.passes, saved=run.passes_saved,
              accepted=s["accepted"], drafted=s["drafted"], rate=format_prob(run.acceptance_rate),
              text=run.text.replace("\n", "↵ ").replace("`", "'"))
+
+
+def engine_summary(comparison) -> dict:
+    """The engine's run (and the app's own beside it) as numbers: what the API and the tests read."""
+    run, local = comparison.engine, comparison.local
+    out = {"prompt_tokens": len(run.ids), "generated": list(run.generated), "speculating": run.speculating,
+           "drafted_per_step": None if run.drafted is None else list(run.drafted),
+           "accepted_per_step": None if run.accepted is None else list(run.accepted),
+           "num_spec_tokens": run.num_spec_tokens, "tokens_per_pass": run.tokens_per_pass, "steps": run.steps,
+           "from_draft": None if run.from_draft is None else list(run.from_draft), "chunks": list(run.chunks),
+           "ms": run.ms, "finish": run.finish, "local_model": comparison.local_name}
+    if local is not None:
+        out.update(local_generated=list(local.generated), local_passes=local.passes,
+                   local_tokens_per_pass=local.tokens_per_pass, agree=comparison.agree, compared=comparison.compared)
+    return out
+
+
+def engine_sentence(comparison, lang: str) -> str:
+    """What the engine did, then the app's own run beside it (or why not), then where the two must agree."""
+    run, local = comparison.engine, comparison.local
+    text = comparison.text.replace("\n", "↵ ").replace("`", "'")  # as run_sentence shows a local run's
+    if not run.speculating:
+        return t("spec_engine_off", lang)
+    parts = [t("spec_engine_summary", lang, tokens=len(run.generated), steps=run.steps, tpp=f"{run.tokens_per_pass:.2f}",
+               accepted=sum(run.accepted), drafted=sum(run.drafted), rate=format_prob(run.acceptance_rate),
+               k=run.num_spec_tokens, ms=f"{run.ms:.0f}", text=text)]
+    if local is None:
+        parts.append(t("spec_engine_no_local", lang))
+    else:
+        parts.append(t("spec_engine_local", lang, model=comparison.local_name, k=local.draft_len,
+                       tokens=len(local.generated), passes=local.passes, tpp=f"{local.tokens_per_pass:.2f}",
+                       agree=comparison.agree, compared=comparison.compared))
+    parts.append(t("spec_engine_why", lang))
+    return "\n\n".join(parts)
 
 
 def speed_sentence(report, lang: str) -> str:
@@ -74,6 +114,7 @@ class SpeculativeView:
                                "btn_spec_example", "value")
         self.summary = gr.Markdown(elem_id="tbt-spec-summary")
         self.plot = gr.Plot(label=t("tab_speculative"), elem_id=GRADIO_PLOTS["speculative"], show_label=False)
+        self.engine_text = gr.HTML(elem_id="tbt-spec-engine-text")  # an engine's run: its text, drafts marked
         self.numbers = gr.JSON(label="speculative run", elem_id="tbt-spec-numbers", elem_classes="tbt-hidden")
         self.measure_btn = add(gr.Button(t("btn_spec_measure"), elem_id="tbt-spec-measure"), "btn_spec_measure",
                                "value")
@@ -87,6 +128,9 @@ class SpeculativeView:
         k, n = whole(draft_len, "spec_draft_len"), whole(new_tokens, "spec_new_tokens")
         if not 1 <= n <= MAX_NEW_TOKENS:
             raise SessionError("spec_new_tokens_range", value=n, low=1, high=MAX_NEW_TOKENS)
+        session = self.app.session(request)
+        if not session.capabilities.runs_locally:
+            return self.run_on_engine(session, k, n, view)
         text = self.app.whole_text(request)
         if text.ended:
             raise SessionError("text_ended")
@@ -94,8 +138,20 @@ class SpeculativeView:
             raise SessionError("token_limit", limit=text.max_tokens)
         run = text.run(speculative_decode, cfg, k, max_new_tokens=min(n, text.room))
         self.app.stash.put(request.session_hash, self.tab, (text.ids, run))
-        return [run_sentence(run, view.lang), speculative_figure(run, text.lm.info.name, view.lang),
+        return [run_sentence(run, view.lang), speculative_figure(run, text.lm.info.name, view.lang), "",
                 run_summary(run)]
+
+    def run_on_engine(self, session, k, n, view):
+        """The engine's greedy speculative continuation of the text (its own counts), and this app's rounds on the
+        same model here when it is loaded (at the slider's k); nothing is kept, the session is only read."""
+        twin = self.app.models.loaded_twin(session.lm)
+        comparison = engine_speculate(session, n, twin, k)
+        run, lang = comparison.engine, view.lang
+        if not run.speculating:
+            return [engine_sentence(comparison, lang), None, "", engine_summary(comparison)]
+        figure = engine_spec_figure(run, comparison.engine_name, comparison.local, comparison.local_name, lang)
+        return [engine_sentence(comparison, lang), figure, engine_spec_html(comparison.tokens, run.from_draft, lang),
+                engine_summary(comparison)]
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about speculative decoding: the tab's run on the step's text, at its default draft length
@@ -111,6 +167,8 @@ class SpeculativeView:
     def keep(self, request, cfg, view):
         """The last run becomes the session's text: each token a step recorded with what chose it in the run (the
         accept test, the residual draw or the bonus draw: a SpecChoice, checked again by the session)."""
+        if not self.app.session(request).capabilities.runs_locally:
+            raise Refusal("spec_engine_no_keep")  # the engine's run is only shown
         pending = self.app.stash.take(request.session_hash, self.tab)
         if pending is None:
             raise Refusal("spec_nothing_to_keep")
@@ -127,11 +185,11 @@ class SpeculativeView:
             if taken:
                 session.back(taken)  # all or nothing
             raise
-        return [*self.app.answer(session, cfg, view), t("spec_kept", view.lang, n=taken), None, None]
+        return [*self.app.answer(session, cfg, view), t("spec_kept", view.lang, n=taken), None, "", None]
 
     def discard(self, request: gr.Request, lang="en"):
         self.app.stash.forget(request.session_hash, self.tab)
-        return [t("spec_discarded", lang), None, None]
+        return [t("spec_discarded", lang), None, "", None]
 
     def measure(self, request: gr.Request, draft_len, lang="en"):
         """Wall time per token, speculative against plain, on a repeating text and on prose (the app's own)."""
@@ -142,7 +200,7 @@ class SpeculativeView:
 
     def events(self, page):
         h, page_in = page.handler, page.page_in
-        out = [self.summary, self.plot, self.numbers]
+        out = [self.summary, self.plot, self.engine_text, self.numbers]
 
         def example(request, draft_len, new_tokens, model_name, cfg, view):
             """A new text from the repeating example (code), continued at once by speculative decoding."""
