@@ -172,6 +172,22 @@ def started_for_the_tests(extra: tuple[str, ...] = (), log: str = "vllm") -> Eng
         pytest.fail(str(why))
 
 
+def own_engine(reuse: str, extra: tuple[str, ...], log: str):
+    """A test module's own engine, started with `extra` flags and stopped after the module (a module fixture's
+    generator: `yield from own_engine(...)`); the environment variable `reuse`, in TBT_TEST_ENGINE's form, names a
+    running one to use instead (then not stopped)."""
+    spec = os.environ.get(reuse)
+    if spec:
+        yield running_engine(spec)
+        return
+    server = started_for_the_tests(extra, log)
+    print(f"\nvLLM ({log}) answered after {server.started_s:.0f} s")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 if __name__ == "__main__":  # start one and keep it: TBT_TEST_ENGINE=... pytest tests/test_vllm.py then uses it
     import sys
 

@@ -14,7 +14,6 @@ below are checked clear of any boundary (moving the cut by 1e-3 keeps the same s
 token kept by one side only as a disagreement: a tie would show, not hide.
 """
 import math
-import os
 import random
 import time
 from dataclasses import replace
@@ -24,7 +23,7 @@ import torch
 from transformers.generation.logits_process import (MinPLogitsWarper, RepetitionPenaltyLogitsProcessor,
                                                     TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
-from engine_server import REQUEST_S, free_port, processed_flags, running_engine, started_for_the_tests
+from engine_server import REQUEST_S, free_port, own_engine, processed_flags
 from model.decoding.engine import EngineClient, EngineProcessed, parse_processed, processed_settings
 from model.decoding.engine_processed import (COMMUTE, ENGINE_ORDER, compare_processed, engine_settings,
                                              processed_beside, why_different)
@@ -158,16 +157,7 @@ def test_nothing_is_asked_without_a_processed_engine():
 @pytest.fixture(scope="module")
 def processed_engine():
     """A vLLM returning processed log-probabilities, for this module (or one started elsewhere)."""
-    spec = os.environ.get("TBT_TEST_PROCESSED_ENGINE")
-    if spec:
-        yield running_engine(spec)
-        return
-    server = started_for_the_tests(processed_flags(), log="vllm-processed")
-    print(f"\nprocessed-logprob engine started in {server.started_s:.0f} s")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from own_engine("TBT_TEST_PROCESSED_ENGINE", processed_flags(), "vllm-processed")
 
 
 @pytest.fixture(scope="module")
@@ -223,17 +213,23 @@ SAME = [SamplingConfig(temperature=0.7), SamplingConfig(temperature=0.7, top_k=5
         SamplingConfig(temperature=1.2, top_k=20, order="temperature_last")]
 
 
+def asked_both(cfg, client, local):
+    """The engine's processed answer for cfg, its comparison with the app's record, transformers' processors in
+    vLLM's order on the local full forward, and the engine's largest difference from those."""
+    session, logits = local
+    engine = client.processed_next(session.ids, engine_settings(cfg))
+    result = compare_processed(session.preview(cfg), engine)
+    independent = vllm_order(logits, session.ids, cfg)
+    own = max(abs(math.exp(lp) - float(independent[i])) for i, lp in zip(engine.ids, engine.logprobs))
+    return engine, result, independent, own
+
+
 @pytest.mark.engine
 @pytest.mark.parametrize("cfg", SAME, ids=lambda c: repr({k: v for k, v in vars(c).items()
                                                           if v != getattr(SamplingConfig(), k)}))
 def test_where_the_settings_mean_the_same_the_engine_sampler_is_the_apps(cfg, client, local):
-    session, logits = local
-    dist = session.preview(cfg)
-    engine = client.processed_next(session.ids, engine_settings(cfg))
-    result = compare_processed(dist, engine)
-    kept = clear_of_ties(logits, session.ids, cfg)
-    independent = vllm_order(logits, session.ids, cfg)
-    own = max(abs(math.exp(lp) - float(independent[i])) for i, lp in zip(engine.ids, engine.logprobs))
+    engine, result, independent, own = asked_both(cfg, client, local)
+    kept = clear_of_ties(local[1], local[0].ids, cfg)
     print(f"\n{cfg}: largest |app - engine| {result.max_diff:.2e} over {len(result.tokens)} tokens, "
           f"|engine - transformers in vLLM's order| {own:.2e}; kept {result.app_kept} / {result.engine_kept}")
     assert result.reason is None and result.kept_agree and result.max_diff < 1e-3 and result.agree
@@ -248,12 +244,7 @@ def test_where_the_settings_mean_the_same_the_engine_sampler_is_the_apps(cfg, cl
                                  SamplingConfig(temperature=1.5, top_p=0.8, order="temperature_last")],
                          ids=["min-p after top-p", "temperature last"])
 def test_where_the_order_differs_the_comparison_says_so(cfg, client, local):
-    session, logits = local
-    dist = session.preview(cfg)
-    engine = client.processed_next(session.ids, engine_settings(cfg))
-    result = compare_processed(dist, engine)
-    independent = vllm_order(logits, session.ids, cfg)
-    own = max(abs(math.exp(lp) - float(independent[i])) for i, lp in zip(engine.ids, engine.logprobs))
+    engine, result, independent, own = asked_both(cfg, client, local)
     print(f"\n{cfg}: reason {result.reason}, largest |app - engine| {result.max_diff:.2e}, "
           f"|engine - transformers in vLLM's order| {own:.2e}")
     assert result.reason == "order" and not result.agree

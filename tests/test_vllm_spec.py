@@ -12,14 +12,13 @@ that occurred before, its earliest occurrence, the k tokens after it), and the t
 greedy decoding of the same ids.
 """
 import json
-import os
 import time
 
 import httpx
 import pytest
 import torch
 
-from engine_server import REQUEST_S, free_port, running_engine, spec_flags, started_for_the_tests
+from engine_server import REQUEST_S, free_port, own_engine, spec_flags
 from model.decoding.engine import EngineClient, draft_marks, parse_spec_stream
 from model.decoding.engine_session import load_engine_model
 from model.errors import SessionError
@@ -159,17 +158,7 @@ def test_the_figure_draws_the_counts_and_the_text_marks_the_drafts_tokens():
 # ---- the real engine ---------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def spec_engine():
-    spec = os.environ.get("TBT_TEST_SPEC_ENGINE")
-    if spec:
-        yield running_engine(spec)
-        return
-    t0 = time.monotonic()
-    server = started_for_the_tests(spec_flags(K, LOOKUP_MAX, LOOKUP_MIN), log="vllm-spec")
-    print(f"\nvLLM with n-gram speculation answered after {time.monotonic() - t0:.0f} s")
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from own_engine("TBT_TEST_SPEC_ENGINE", spec_flags(K, LOOKUP_MAX, LOOKUP_MIN), "vllm-spec")
 
 
 @pytest.fixture(scope="module")
