@@ -145,6 +145,7 @@ def test_the_figure_draws_the_counts_and_the_text_marks_the_drafts_tokens():
         assert roles["local_drafted"]["y"] == [2, 0] and roles["local_accepted"]["y"] == [2, 0]
         title = fig["layout"]["title"]["text"]
         assert words in title and "2.00" in title  # (3+1+2)/3
+        assert ("5 passes" if lang == "en" else "共 5 次计算") in title  # every pass: 5 pieces, 3 of them verifying
     alone = engine_spec_chart(run, "vllm:m", lang="en")
     assert {tr["meta"]["role"] for tr in alone["data"]} == {"engine_drafted", "engine_accepted"}
     tokens = [TokenInfo(i, "x", d) for i, d in zip(run.generated, ["a", "<b>", "c", "↵", "d", "e", "f", "g"])]
@@ -303,7 +304,8 @@ def test_the_view_shows_the_engines_run_beside_the_local_one(spec_lm, lm):
         steps, marks, _ = replay(before, run_tokens)
         assert numbers["from_draft"] == marks and numbers["drafted_per_step"] == [d for d, _ in steps]
         assert marked.count("tbt-spec-engine-draft") == sum(marks)
-        assert "verifying passes" in summary and "must write the same text" in summary
+        assert "verified drafts" in summary and "must write the same text" in summary
+        assert f"it took {len(numbers['chunks'])} passes in all" in summary
         zh = a.predict(4, 24, **{**settings, "lang": "zh"}, api_name="/speculative")[0]
         assert "验证计算" in zh and "普通贪心解码一样" in zh
         with pytest.raises(Exception, match="not kept|不会保留"):

@@ -356,8 +356,8 @@ PAGE: dict[str, tuple[str, str]] = {
         "**{passes} 次前向计算写出 {tokens} 个词元**（一个一个写需要 {tokens} 次）：省下 {saved} 次。起草的 {drafted} 个词元中保留了 {accepted} 个（{rate}）。还不是你文本的一部分：可以保留，也可以丢弃。\n\n续写：`{text}`",
     ),
     "spec_engine_summary": (
-        "**The engine wrote {tokens} tokens in {steps} verifying passes** ({tpp} tokens per verifying pass; {accepted} of {drafted} drafts accepted, {rate}; its drafts per step k = {k}, set by the operator) in {ms} ms. The engine's run is not kept in your text.\n\nContinuation: `{text}`",
-        "**推理引擎用 {steps} 次验证计算写出了 {tokens} 个词元**（每次验证 {tpp} 个；起草的 {drafted} 个中接受了 {accepted} 个，{rate}；每步草稿数 k = {k}，由运维人员设定），用时 {ms} 毫秒。引擎的这次续写不会留在你的文本里。\n\n续写：`{text}`",
+        "**The engine wrote {tokens} tokens; {passes}{steps} of its passes verified drafts** ({tpp} tokens per verifying pass; {accepted} of {drafted} drafts accepted, {rate}; its drafts per step k = {k}, set by the operator) in {ms} ms. The engine's run is not kept in your text.\n\nContinuation: `{text}`",
+        "**推理引擎写出了 {tokens} 个词元；{passes}其中 {steps} 次验证计算检查了草稿**（每次验证 {tpp} 个；起草的 {drafted} 个中接受了 {accepted} 个，{rate}；每步草稿数 k = {k}，由运维人员设定），用时 {ms} 毫秒。引擎的这次续写不会留在你的文本里。\n\n续写：`{text}`",
     ),
     "spec_engine_off": (
         "The engine answered, but it was not started with speculative decoding, so it has no draft counts to show: the operator starts vLLM with `--speculative-config '{{\"method\": \"ngram\", \"num_speculative_tokens\": 4, \"prompt_lookup_max\": 3, \"prompt_lookup_min\": 1}}' --per-request-spec-decode-metrics detailed` (docs/operators.md).",
@@ -371,6 +371,8 @@ PAGE: dict[str, tuple[str, str]] = {
         "Beside it, this app's own prompt lookup on {model} (the same model, here, k = {k} from the slider): {tokens} tokens in {passes} passes ({tpp} per pass). The two texts agree on {agree} of {compared} tokens.",
         "旁边是本应用自己在 {model}（同一个模型，在本机上运行，k = {k} 取自滑块）上的提示词查找：{passes} 次计算写出 {tokens} 个词元（每次 {tpp} 个）。两段文本在 {compared} 个词元中有 {agree} 个一致。",
     ),
+    "spec_engine_passes": ("it took {passes} passes in all (a pass without a draft writes one token); ",
+                           "它一共做了 {passes} 次计算（没有草稿的那一次只写一个词元），"),
     "spec_engine_no_local": (
         "Only the engine's run is shown: the same model is not loaded here to run this app's own rounds beside it.",
         "这里只显示引擎的结果：本机没有加载同一个模型，无法在旁边运行本应用自己的推测解码。",

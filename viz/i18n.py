@@ -256,9 +256,10 @@ WORDS: dict[str, tuple[str, str]] = {
     ),
     # the engine's own speculative counts (viz/speculative_engine.py)
     "spec_engine_title": (
-        "On the engine: {tokens} tokens in {steps} verifying passes, {tpp} per verifying pass (k = {k})",
-        "推理引擎：{steps} 次验证计算写出 {tokens} 个词元，每次验证 {tpp} 个（k = {k}）",
+        "On the engine: {tokens} tokens, {passes}{steps} verifying passes, {tpp} per verifying pass (k = {k})",
+        "推理引擎：写出 {tokens} 个词元，{passes}{steps} 次验证计算，每次验证 {tpp} 个（k = {k}）",
     ),
+    "spec_engine_title_passes": ("{passes} passes, ", "共 {passes} 次计算，"),
     "spec_engine_subtitle": (
         "{model}, greedy, n-gram drafts (vLLM's own counts per step) · {rate} of drafts accepted · the request took {ms} ms",
         "{model}，贪心，n-gram 草稿（vLLM 自己按步给出的计数）· 草稿接受率 {rate} · 这次请求用了 {ms} 毫秒",

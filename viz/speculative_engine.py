@@ -44,7 +44,9 @@ def engine_spec_chart(run, model_name: str, local=None, local_name: str | None =
     counted by the engine). Right, when the app ran it: this app's rounds on the local model, the same encoding
     (rounds without a draft at 0). The title: tokens written, verifying steps, tokens per verifying pass."""
     drafted, accepted = list(run.drafted or ()), list(run.accepted or ())
-    title = t("spec_engine_title", lang, tokens=len(run.generated), steps=len(accepted),
+    # every pass the engine took (the prompt's, a step without drafts: one token each), when the stream tells them
+    passes = "" if run.passes is None else t("spec_engine_title_passes", lang, passes=run.passes)
+    title = t("spec_engine_title", lang, tokens=len(run.generated), passes=passes, steps=len(accepted),
               tpp=f"{run.tokens_per_pass:.2f}", k=run.num_spec_tokens)
     subtitle = wrap_text(t("spec_engine_subtitle", lang, model=model_name, rate=format_prob(run.acceptance_rate),
                            ms=f"{run.ms:.0f}"), 110)

@@ -63,7 +63,9 @@ def engine_sentence(comparison, lang: str) -> str:
     text = comparison.text.replace("\n", "↵ ").replace("`", "'")  # as run_sentence shows a local run's
     if not run.speculating:
         return t("spec_engine_off", lang)
-    parts = [t("spec_engine_summary", lang, tokens=len(run.generated), steps=run.steps, tpp=f"{run.tokens_per_pass:.2f}",
+    passes = "" if run.passes is None else t("spec_engine_passes", lang, passes=run.passes)
+    parts = [t("spec_engine_summary", lang, tokens=len(run.generated), passes=passes, steps=run.steps,
+               tpp=f"{run.tokens_per_pass:.2f}",
                accepted=sum(run.accepted), drafted=sum(run.drafted), rate=format_prob(run.acceptance_rate),
                k=run.num_spec_tokens, ms=f"{run.ms:.0f}", text=text)]
     if local is None:
