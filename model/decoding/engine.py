@@ -14,6 +14,7 @@ doubles (1 s up to 16 s) while the engine keeps failing, so a class of clicking 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -277,7 +278,7 @@ class EngineClient:
         and back-off as _call. An error sent inside the stream is the engine's failure on this request."""
         self._refuse_while_failing()
         lines, status, detail = [], 0, ""
-        try:
+        with self._transport():
             with self._http.stream("POST", path, json=payload) as response:
                 status = response.status_code
                 if status >= 400:
@@ -285,10 +286,6 @@ class EngineClient:
                     detail = _detail(response)
                 else:
                     lines = list(response.iter_lines())
-        except httpx.TimeoutException:
-            raise self._fail(SessionError("engine_slow", seconds=round(self.timeout))) from None
-        except httpx.HTTPError:
-            raise self._fail(SessionError("engine_down")) from None
         if status >= 400:
             raise self._fail(fault(status, detail, self.model))
         events = []
@@ -308,26 +305,35 @@ class EngineClient:
                 status = int(error.get("code") or 500) if isinstance(error, dict) else 500
                 message = str(error.get("message", error) if isinstance(error, dict) else error)[:300]
                 raise self._fail(fault(status if status >= 400 else 500, message, self.model))
-        with self._lock:
-            self._failed, self._pause = None, BACKOFF_S[0]
+        self._answered()
         return events
 
     def _call(self, method: str, path: str, payload: dict | None = None) -> dict:
         self._refuse_while_failing()
-        try:
+        with self._transport():
             response = self._http.request(method, path, json=payload)
-        except httpx.TimeoutException:
-            raise self._fail(SessionError("engine_slow", seconds=round(self.timeout))) from None
-        except httpx.HTTPError:
-            raise self._fail(SessionError("engine_down")) from None
         if response.status_code >= 400:
             raise self._fail(fault(response.status_code, _detail(response), self.model))
-        with self._lock:
-            self._failed, self._pause = None, BACKOFF_S[0]
+        self._answered()
         try:
             return response.json()
         except ValueError:
             raise self._fail(SessionError("engine_bad_answer")) from None
+
+    @contextlib.contextmanager
+    def _transport(self):
+        """httpx's failures to reach the engine as its keyed faults, remembered for the back-off."""
+        try:
+            yield
+        except httpx.TimeoutException:
+            raise self._fail(SessionError("engine_slow", seconds=round(self.timeout))) from None
+        except httpx.HTTPError:
+            raise self._fail(SessionError("engine_down")) from None
+
+    def _answered(self) -> None:
+        """The engine answered: the back-off starts again from its shortest pause."""
+        with self._lock:
+            self._failed, self._pause = None, BACKOFF_S[0]
 
     def _fail(self, err: SessionError) -> SessionError:
         """Remember a failure: the same error is raised at once until the back-off has passed (refusals of the
