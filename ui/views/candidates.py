@@ -113,7 +113,7 @@ def engine_sampler(session, dist, lang: str) -> dict | None:
     try:
         beside = processed_beside(session.lm, session.ids, dist)
     except SessionError as err:
-        return {"note": t("processed_fault", lang, why=t(err.key, lang, **err.params))}
+        return {"note": t("processed_fault", lang, why=err.text(lang))}
     if beside is None:
         return None
     return {"probs": beside.engine_probs(), "note": processed_sentence(beside, lang)}
