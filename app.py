@@ -93,6 +93,11 @@ def main(argv=None) -> None:
                          "processed_logprobs (default: $TBT_ENGINE_PROCESSED_URL); it may be --engine-url itself, "
                          "whose steps ask T = 0 with no penalty, where processed and raw are the same numbers; the "
                          "candidates chart then shows the engine's own post-sampler distribution beside the app's")
+    ap.add_argument("--model-process", choices=["auto", "on", "off"],
+                    default={"1": "on", "0": "off"}.get(os.environ.get("TBT_MODEL_PROCESS", ""), "auto"),
+                    help="each local model in a process of its own (its weights, caches, batcher and sampler), the "
+                         "page in this one, so a class uses both cores; auto (default): on when listening beyond "
+                         "this machine (a class's server), off on 127.0.0.1; $TBT_MODEL_PROCESS=1 / 0 for on / off")
     args = ap.parse_args(argv)
     if args.engine_kv_events and not args.engine_url:
         raise SystemExit("--engine-kv-events needs --engine-url (the engine whose events they are)")
@@ -100,7 +105,7 @@ def main(argv=None) -> None:
         raise SystemExit("--engine-processed-url needs --engine-url (the engine model it samples for)")
     reach = Reach(checked_public_url(args.public_url))  # (refused before the model loads)
     logging.basicConfig(level=logging.INFO)
-    models = registry(args.model)
+    models = registry(args.model, models_apart(args.model_process, args.host))
     models.preload()  # load once, at start-up, before the first user arrives
     compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
@@ -110,12 +115,22 @@ def main(argv=None) -> None:
     launch(build(App(models, SessionStore(), Rooms(), reach), models.default), args.host, args.port)
 
 
-def registry(model: str | None) -> ModelRegistry:
+def models_apart(choice: str, host: str | None) -> bool:
+    """Whether the models run in processes of their own: `choice` on / off, or auto: on for a class's server (one
+    that listens beyond this machine), off for one person's (the page on 127.0.0.1: one process, less memory)."""
+    if choice != "auto":
+        return choice == "on"
+    return (host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1") not in ("127.0.0.1", "localhost", "::1")
+
+
+def registry(model: str | None, apart: bool = False) -> ModelRegistry:
     """The operator's one model for everyone (--model), else the page's language chooses: Chinese pages start on
-    Gemma 3 270M (one token per character; it writes Chinese) when it is installed, the others on SmolLM2."""
+    Gemma 3 270M (one token per character; it writes Chinese) when it is installed, the others on SmolLM2.
+    With `apart`, each local model runs in a process of its own (--model-process)."""
     if model:
-        return ModelRegistry(model)
-    return ModelRegistry(DEFAULT_MODEL, by_language={"zh": "gemma3-270m"} if "gemma3-270m" in available_models() else {})
+        return ModelRegistry(model, apart=apart)
+    return ModelRegistry(DEFAULT_MODEL, by_language={"zh": "gemma3-270m"} if "gemma3-270m" in available_models() else {},
+                         apart=apart)
 
 
 def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None,

@@ -329,9 +329,9 @@ def route_load(clients: int, seconds: float, seed: int = 0) -> dict:
             for t in threads:
                 t.start()
             time.sleep(seconds * WARM_FRACTION)
-            warm, cpu_warm = time.monotonic(), (own_cpu_s(), server_cpu_s(server.pid))
+            warm, cpu_warm = time.monotonic(), (own_cpu_s(), sum(server_cpu_s(server.pid).values()))
             time.sleep(max(0.0, deadline - time.monotonic()))
-            end, cpu_end = time.monotonic(), (own_cpu_s(), server_cpu_s(server.pid))
+            end, cpu_end = time.monotonic(), (own_cpu_s(), sum(server_cpu_s(server.pid).values()))
             for t in threads:
                 t.join(timeout=REQUEST_TIMEOUT_S)
     steps = sum(warm <= at <= end for times in done for at in times)

@@ -249,7 +249,8 @@ def read_stats(url: str) -> dict | None:
 
 
 def stats_delta(before: dict | None, after: dict | None) -> dict | None:
-    """What the server did between two reads of its counters: CPU seconds, CPU by part, passes by batch size."""
+    """What the server did between two reads of its counters: CPU seconds, CPU by part, passes by batch size; and
+    under "apart" the same for each model process (--model-process), whose passes are the server's."""
     if not before or not after:
         return None
     parts = {}
@@ -260,23 +261,41 @@ def stats_delta(before: dict | None, after: dict | None) -> dict | None:
     for model, hist in after["batch_sizes"].items():
         old = before["batch_sizes"].get(model, {})
         sizes[model] = {int(k): v - old.get(k, 0) for k, v in hist.items() if v - old.get(k, 0)}
-    return {"process_cpu_s": after["process_cpu_s"] - before["process_cpu_s"], "parts": parts, "batch_sizes": sizes}
+    apart = {name: stats_delta(before.get("apart", {}).get(name), stats) for name, stats in after.get("apart", {}).items()
+             if stats.get("pid") == before.get("apart", {}).get(name, {}).get("pid")}  # not one restarted between
+    for one in apart.values():
+        for model, hist in one["batch_sizes"].items():
+            sizes[model] = {k: sizes.get(model, {}).get(k, 0) + hist.get(k, 0) for k in {*sizes.get(model, {}), *hist}}
+    return {"process_cpu_s": after["process_cpu_s"] - before["process_cpu_s"], "parts": parts, "batch_sizes": sizes,
+            "apart": apart}
 
 
 def cpu_per_step(delta: dict | None) -> dict | None:
     """The server's CPU per step (ms), split: the model's pass, the figures, the rest of the render, the step's
-    bookkeeping, and Gradio with everything else (the process's CPU minus the parts measured)."""
+    bookkeeping, and Gradio with everything else (the process's CPU minus the parts measured). With the model in a
+    process of its own, the pass and the batch's sampling are that process's, and "model process rest" is the
+    rest of its CPU (unpickling, its sessions' threads); "gradio + rest" is then the web process's own."""
     if not delta or not delta["parts"].get("step", {}).get("calls"):
         return None
-    p = lambda name: delta["parts"].get(name, {}).get("cpu_s", 0.0)  # noqa: E731
+    apart = list(delta.get("apart", {}).values())
+    p = lambda name, d=delta: d["parts"].get(name, {}).get("cpu_s", 0.0)  # noqa: E731
+    q = lambda name: p(name) + sum(p(name, one) for one in apart)  # noqa: E731 (a part wherever it ran)
     steps = delta["parts"]["step"]["calls"]
     # derive runs inside step and prefetch (and before a render): counted once, on its own
-    split = {"model pass": p("model pass"), "sampling (derive)": p("derive"), "figures": p("figures"),
+    split = {"model pass": q("model pass"), "sampling (derive)": q("derive"), "figures": p("figures"),
              "render (text, list)": p("render") - p("figures"),
              "step + prefetch": max(0.0, p("step") + p("prefetch") - p("derive"))}
-    split["gradio + rest"] = delta["process_cpu_s"] - sum(split.values())
-    return {"steps": steps, **{k: v / steps * 1000 for k, v in split.items()},
-            "total": delta["process_cpu_s"] / steps * 1000}
+    web_parts = sum(v for k, v in split.items()) - sum(p(n, one) for one in apart for n in ("model pass", "derive"))
+    split["gradio + rest"] = delta["process_cpu_s"] - web_parts
+    if apart:
+        model_cpu = sum(one["process_cpu_s"] for one in apart)
+        split["model process rest"] = model_cpu - sum(p(n, one) for one in apart for n in ("model pass", "derive"))
+    total = delta["process_cpu_s"] + sum(one["process_cpu_s"] for one in apart)
+    out = {"steps": steps, **{k: v / steps * 1000 for k, v in split.items()}, "total": total / steps * 1000}
+    if apart:
+        out["web process"] = delta["process_cpu_s"] / steps * 1000
+        out["model processes"] = (total - delta["process_cpu_s"]) / steps * 1000
+    return out
 
 
 def histogram(sizes: dict[int, int]) -> dict:
@@ -374,12 +393,22 @@ def own_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def server_cpu_s(pid: int) -> float:
-    """CPU seconds of the server process so far (user and system, every thread)."""
+def server_cpu_s(pid: int) -> dict[str, float]:
+    """CPU seconds so far (user and system, every thread) of the server process ("web") and of each process it
+    started ("model <pid>": a model process of --model-process; else its name), by process."""
     import psutil
 
-    t = psutil.Process(pid).cpu_times()
-    return t.user + t.system
+    root = psutil.Process(pid)
+    out = {}
+    for proc in [root, *root.children(recursive=True)]:
+        try:
+            t = proc.cpu_times()
+            name = ("web" if proc is root else f"model {proc.pid}" if "spawn_main" in " ".join(proc.cmdline())
+                    else f"{proc.name()} {proc.pid}")
+        except psutil.Error:  # ended meanwhile
+            continue
+        out[name] = t.user + t.system
+    return out
 
 
 def scenario(n_students: int, play_share: float, minutes: float, seed: int, model: str = LOCAL_MODEL,
@@ -435,11 +464,14 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
     sizes = next(iter(delta["batch_sizes"].values()), {}) if delta else {}
     steady_steps = steady * (deadline - warm)
     window = cpu_end[2] - cpu_warm[2]
+    used = {name: cpu_end[1][name] - cpu_warm[1].get(name, 0.0) for name in cpu_end[1]}
     cpu = {"load_generator_nice": LOAD_NICE,
            "load_generator_ms_per_step": (cpu_end[0] - cpu_warm[0]) / max(1, steady_steps) * 1000,
            "load_generator_cores": (cpu_end[0] - cpu_warm[0]) / window,
-           "server_ms_per_step": (cpu_end[1] - cpu_warm[1]) / max(1, steady_steps) * 1000,
-           "server_cores": (cpu_end[1] - cpu_warm[1]) / window}
+           "server_ms_per_step": sum(used.values()) / max(1, steady_steps) * 1000,
+           "server_cores": sum(used.values()) / window,
+           "by_process": {name: {"ms_per_step": s / max(1, steady_steps) * 1000, "cores": s / window}
+                          for name, s in used.items()}}
     return {"model": model, "scenario": "saturate" if eager else "play" if play_share else "click", **result,
             "students_ask_ahead": ahead,
             "root": str(root) if root else "this checkout", "steady_cpu": cpu,
@@ -546,6 +578,10 @@ def report(results: list[dict], generate: dict | None = None) -> str:
                     + f"; a step ran in a batch of {hist['mean_batch_per_step']:.1f} on average")
         if cpu:
             out += ("\n  server CPU per step (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "steps"))
+        by_process = (r.get("steady_cpu") or {}).get("by_process") or {}
+        if len(by_process) > 1:
+            out += ("\n  CPU by process: " + ", ".join(f"{k} {v['ms_per_step']:.1f} ms/step ({v['cores']:.2f} cores)"
+                                                      for k, v in by_process.items()))
         if r.get("profile"):
             out += ("\n  py-spy, share of the server's samples: "
                     + ", ".join(f"{k} {v:.0%}" for k, v in r["profile"]["share"].items()))
@@ -584,6 +620,9 @@ def main(argv=None) -> None:
                          " as a page does (/next_chart): two events per step, not one")
     ap.add_argument("--rounds", type=int, default=1, help="repeat the whole plan (A B A B with two roots and 2)")
     ap.add_argument("--port", type=int, default=None, help="the server's port (default: a free one in 7850-7899)")
+    ap.add_argument("--model-process", nargs="+", choices=["off", "on"], default=["off"],
+                    help="the server with its model in a process of its own (app.py --model-process): on, off, or "
+                         "both (off on: each scenario on both, in turn)")
     ap.add_argument("--engine", action="store_true",
                     help="start vLLM here and have the students use its model, not the app's own")
     args = ap.parse_args(argv)
@@ -604,14 +643,18 @@ def main(argv=None) -> None:
         plan = [(n, "saturate") for n in args.saturate_students] + [(n, name) for n in args.students
                                                                        for name in args.scenarios]
         labels = {root: chr(ord("A") + i) for i, root in enumerate(args.server_roots)}
-        runs = [(k, n, name, root) for k in range(args.rounds) for n, name in plan for root in args.server_roots]
-        for k, n, name, root in runs:
+        runs = [(k, n, name, root, mode) for k in range(args.rounds) for n, name in plan for root in args.server_roots
+                for mode in args.model_process]
+        for k, n, name, root, mode in runs:
             share = args.play_share if name == "play" else 0.0
             label = labels[root] if len(labels) > 1 else ""
+            label += {"on": "apart", "off": "here"}[mode] if len(args.model_process) > 1 else ""
+            mode_env = {"TBT_MODEL_PROCESS": "1" if mode == "on" else "0"}
             print(f"{label} {n} students, {name} on {model} ({root or 'this checkout'}): {args.minutes:g} min ...",
                   flush=True)
             prof = (f"/tmp/tbt-profile-{args.name}-{label}{k}-{n}-{name}.txt" if args.profile else None)
-            results.append({**scenario(n, share, args.minutes, args.seed, model, env, eager=name == "saturate",
+            results.append({**scenario(n, share, args.minutes, args.seed, model, {**env, **mode_env},
+                                       eager=name == "saturate",
                                        profile=prof, root=root, port=args.port,
                                        ahead=args.ahead), "label": label, "round": k})
             save(args.name, {**about, "generate": gens, "scenarios": results, "complete": False})  # kept if stopped

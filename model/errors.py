@@ -56,6 +56,8 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "session_expired": ("Your session was idle for over {minutes:.0f} minutes and was closed; press Start to begin again.",
                         "你的会话闲置超过 {minutes:.0f} 分钟，已被关闭；请按“开始”重新开始。"),
     "no_session": ("No text yet: type a prompt and press Start.", "还没有文本：请输入提示词并按“开始”。"),
+    "model_restarted": ("The model's process stopped and has been started again; your text is kept: click again.",
+                        "模型的进程停止了，已重新启动；你的文本还在：请再点一次。"),
     "server_full": ("The server is full ({limit} sessions open); try again in a few minutes.",
                     "服务器已满（已打开 {limit} 个会话）；请几分钟后再试。"),
     "opening_too_fast": ("Too many new sessions from your network just now; try again in {seconds} s.",

@@ -16,6 +16,7 @@ import gradio as gr
 from fastapi import HTTPException
 
 from model.decoding.batcher import bench_stats
+from model.decoding.remote import apart_processes
 from model.errors import SessionError
 from ui.controls import GLOBALS, advance, hidden_button, hidden_html
 from ui.events import Event
@@ -90,7 +91,12 @@ def add_route(app) -> None:
     budget), and it runs nothing: it only lets the Play's streaming request, which is queued, go on or stop."""
     app.add_api_route(PROTOCOL["play_route"] + "{token}/{what}", pace_play, methods=["POST"])
     if os.environ.get(BENCH_STATS_ENV) == "1":  # bench mode only (bench/classroom.py sets it): counts and times
-        app.add_api_route(BENCH_STATS_ROUTE, bench_stats, methods=["GET"], include_in_schema=False)
+        app.add_api_route(BENCH_STATS_ROUTE, server_stats, methods=["GET"], include_in_schema=False)
+
+
+def server_stats() -> dict:
+    """This process's bench_stats(), and under "apart" each model process's own (--model-process)."""
+    return {**bench_stats(), "apart": {name: process.stats() for name, process in apart_processes().items()}}
 
 
 BENCH_STATS_ENV = "TBT_BENCH_STATS"

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import torch
 
 from model.decoding.backend import Backend, Capabilities, LocalBackend
+from model.decoding.remote import RemoteBackend, process_of
 from model.decoding.batcher import CPU, StepBatcher
 from model.decoding.door import one_core
 from model.decoding.branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
@@ -34,7 +35,8 @@ def backend_for(lm: LoadedModel | EngineModel, batcher: StepBatcher | None = Non
     runs its weights here, sharing passes with other sessions through `batcher` (None: run alone)."""
     if isinstance(lm, EngineModel):
         return EngineBackend(lm)
-    return LocalBackend(lm, batcher)
+    process = process_of(lm)  # the model in a process of its own (--model-process): its batcher is there
+    return RemoteBackend(lm, process) if process is not None else LocalBackend(lm, batcher)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from model.decoding.engine_session import EngineModel
 from model.decoding.session import DecodeSession
 from model.serving.engine_metrics import MetricsHistory, MetricsReader
 from model.serving.engine_speculative import is_twin
+from model.serving.model_process import ModelProcess, run_apart
 
 MAX_SESSIONS = 120
 IDLE_SECONDS = 30 * 60
@@ -163,8 +164,11 @@ class ModelRegistry:
     """
 
     def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None,
-                 by_language: dict[str, str] | None = None):
+                 by_language: dict[str, str] | None = None, apart: bool = False):
         self.default = default
+        # each local model in a process of its own (model/serving/model_process.py), started as it loads
+        self.apart = apart
+        self._processes: dict[str, ModelProcess] = {}
         # the model a page in a language starts on ({"zh": "gemma3-270m"}); empty: every page on the default
         self.by_language = dict(by_language or {})
         self._models: dict[str, LoadedModel] = dict(preloaded or {})
@@ -212,9 +216,21 @@ class ModelRegistry:
             except ModelLoadError as err:
                 log.error("Could not load model %r: %s", name, err)  # the log may name server paths, the page not
                 raise SessionError(err.key, **err.params) from None
+            if self.apart:
+                self._processes[name] = run_apart(lm)  # before any session can be made on it
             with self._lock:
                 self._models[name] = lm
             return lm
+
+    def processes(self) -> dict[str, ModelProcess]:
+        """The model processes started so far, by model name (empty unless apart)."""
+        with self._lock:
+            return dict(self._processes)
+
+    def stop(self) -> None:
+        """Stop every model process (they would also end with this process)."""
+        for process in self.processes().values():
+            process.stop()
 
     def loaded_twin(self, lm: EngineModel) -> LoadedModel | None:
         """A local model already loaded that is the engine's model here (engine_speculative.is_twin: same shape,
@@ -233,9 +249,11 @@ class ModelRegistry:
                 self._batchers[lm.name] = StepBatcher(lm.model, name=lm.name)
             return DecodeSession(lm, batcher=self._batchers[lm.name])
 
-    def batcher(self, name: str | None = None) -> StepBatcher | None:
-        """The batcher of a model (made with its first session), or None before that or for an engine's model."""
-        return self._batchers.get(self.get(name).name)
+    def batcher(self, name: str | None = None) -> StepBatcher | ModelProcess | None:
+        """The batcher of a model (made with its first session), or None before that or for an engine's model; a
+        model in a process of its own: that process, which answers its batcher's recent_passes()."""
+        name = self.get(name).name
+        return self._processes.get(name) or self._batchers.get(name)
 
     def engine_metrics(self, name: str) -> MetricsHistory | None:
         """The history of the engine's own numbers (its /metrics) for an engine's model, made on first use at the
