@@ -216,9 +216,10 @@ class ModelRegistry:
             except ModelLoadError as err:
                 log.error("Could not load model %r: %s", name, err)  # the log may name server paths, the page not
                 raise SessionError(err.key, **err.params) from None
-            if self.apart:
-                self._processes[name] = run_apart(lm)  # before any session can be made on it
+            process = run_apart(lm) if self.apart else None  # before any session can be made on it
             with self._lock:
+                if process is not None:
+                    self._processes[name] = process
                 self._models[name] = lm
             return lm
 
