@@ -285,16 +285,16 @@ def cpu_per_step(delta: dict | None) -> dict | None:
     split = {"model pass": q("model pass"), "sampling (derive)": q("derive"), "figures": p("figures"),
              "render (text, list)": p("render") - p("figures"),
              "step + prefetch": max(0.0, p("step") + p("prefetch") - p("derive"))}
-    web_parts = sum(v for k, v in split.items()) - sum(p(n, one) for one in apart for n in ("model pass", "derive"))
-    split["gradio + rest"] = delta["process_cpu_s"] - web_parts
+    in_model = sum(p(n, one) for one in apart for n in ("model pass", "derive"))  # of the parts, the model processes'
+    model_cpu = sum(one["process_cpu_s"] for one in apart)
+    split["gradio + rest"] = delta["process_cpu_s"] - (sum(split.values()) - in_model)
     if apart:
-        model_cpu = sum(one["process_cpu_s"] for one in apart)
-        split["model process rest"] = model_cpu - sum(p(n, one) for one in apart for n in ("model pass", "derive"))
-    total = delta["process_cpu_s"] + sum(one["process_cpu_s"] for one in apart)
+        split["model process rest"] = model_cpu - in_model
+    total = delta["process_cpu_s"] + model_cpu
     out = {"steps": steps, **{k: v / steps * 1000 for k, v in split.items()}, "total": total / steps * 1000}
     if apart:
         out["web process"] = delta["process_cpu_s"] / steps * 1000
-        out["model processes"] = (total - delta["process_cpu_s"]) / steps * 1000
+        out["model processes"] = model_cpu / steps * 1000
     return out
 
 
