@@ -4,6 +4,7 @@ page's default settings, as a test sends them with each call.
     with served(lm, SessionStore(max_sessions=10)) as (app, url, demo): ...
     client.predict(**{**DEFAULTS, "temperature": 0}, api_name="/next_token")
 """
+import asyncio
 import contextlib
 from types import MappingProxyType
 
@@ -31,4 +32,16 @@ def served(models, store: SessionStore | None = None, default: str = "smollm2", 
     try:
         yield app, demo.local_url.replace("://0.0.0.0:", "://127.0.0.1:"), demo
     finally:
-        demo.close()
+        close(demo)
+
+
+def close(demo) -> None:
+    """Close a launched page. Gradio's close() sets its asyncio stop event from this thread, while the server's loop
+    may be adding or removing a heartbeat's waiter on it ("deque mutated during iteration", seen once in CI): the
+    event is set on the server's own loop first, so close()'s set() finds it set and touches nothing."""
+    servers = getattr(demo.server, "servers", None) or []
+    if servers:
+        async def stop():
+            demo.app.stop_event.set()
+        asyncio.run_coroutine_threadsafe(stop(), servers[0].get_loop()).result(timeout=10)
+    demo.close()

@@ -260,7 +260,9 @@ def test_a_prompt_sent_twice_hits_the_prefix_cache_by_whole_blocks(engine, reade
 @pytest.mark.engine
 def test_a_class_of_requests_at_once_runs_together(engine, reader):
     before = settled(reader)
-    n, tokens = 6, 40
+    # long enough that the gauges are read while the requests run (with 40 tokens, a CI run on a loaded machine
+    # read /metrics only before and after them)
+    n, tokens = 6, 120
     history = MetricsHistory(reader, poll_s=0.0)
     threads = [threading.Thread(target=complete, args=(engine, fresh_ids(12), tokens)) for _ in range(n)]
     for thread in threads:
