@@ -461,6 +461,9 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
                        play_share)
     delta = stats_delta(stats_warm, stats_end)
     steady = sum(warm <= at <= deadline for s in students for at in s.step_done_at) / (deadline - warm)
+    # the steps of the steady window alone (every student has a text): the class starting is left out
+    result["step_latency_steady_s"] = stats([x for s in students for x, at in zip(s.step_latency_s, s.step_done_at)
+                                             if warm <= at <= deadline])
     sizes = next(iter(delta["batch_sizes"].values()), {}) if delta else {}
     steady_steps = steady * (deadline - warm)
     window = cpu_end[2] - cpu_warm[2]
@@ -510,12 +513,14 @@ def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
             "cpu_ms_per_token": {k: statistics.median(v) for k, v in cpu.items()}}
 
 
+def stats(values) -> dict:
+    """n, median, p95 and max of some latencies."""
+    return {"n": len(values), "median": statistics.median(values) if values else None,
+            "p95": percentile(values, 95), "max": max(values, default=None)}
+
+
 def summarise(students, elapsed, minutes, hung, rss_start, rss_end, rss_peak, traces, others, play_share) -> dict:
     """The figures of one scenario."""
-    def stats(values):
-        return {"n": len(values), "median": statistics.median(values) if values else None,
-                "p95": percentile(values, 95), "max": max(values, default=None)}
-
     steps = [x for s in students for x in s.step_latency_s]
     errors = Counter(e for s in students for e in s.errors)
     phases = {}
@@ -557,7 +562,8 @@ def report(results: list[dict], generate: dict | None = None) -> str:
         hist = r.get("batch_sizes") or {}
         steady = r.get("steady_steps_per_s")
         cpu = r.get("steady_cpu") or {}
-        rows.append([r.get("label", ""), r["students"], name, lat["n"], lat["median"], lat["p95"], r["step_errors"], r["starts_refused"],
+        rows.append([r.get("label", ""), r["students"], name, lat["n"], lat["median"], lat["p95"],
+                     (r.get("step_latency_steady_s") or {}).get("p95"), r["step_errors"], r["starts_refused"],
                      r["steps_per_s"], steady, f"{steady / gen:.2f}" if gen and steady else "-",
                      f"{hist['mean_batch_per_step']:.1f}" if hist.get("mean_batch_per_step") else "-",
                      ph["queue_wait"]["median"], ph["fn_call"]["median"], ph["postprocess"]["median"],
@@ -567,7 +573,7 @@ def report(results: list[dict], generate: dict | None = None) -> str:
     if gen:
         runs = "; ".join(", ".join(f"{k} {v:.1f}" for k, v in m.items()) for m in generate["runs"])
         out = f"single-stream generate: {gen:.1f} tokens/s (before; after: {runs})\n\n"
-    out += table(["server", "students", "scenario", "steps", "median s", "p95 s", "step err", "Starts refused", "steps/s",
+    out += table(["server", "students", "scenario", "steps", "median s", "p95 s", "steady p95 s", "step err", "Starts refused", "steps/s",
                   "steady/s", "x generate", "batch", "queue ms", "handler ms", "post ms", "server CPU ms/step", "load gen CPU ms/step", "others CPU",
                   "target"], rows)
     for r in results:
@@ -591,7 +597,8 @@ def report(results: list[dict], generate: dict | None = None) -> str:
     errors = [(r["students"], r.get("scenario"), msg, n) for r in results for msg, n in r["errors"].items()]
     if errors:
         out += "\n\nErrors:\n" + "\n".join(f"  {s} students ({p}): {n} x {msg}" for s, p, msg, n in errors)
-    return out + ("\n(steps/s: over the whole run; steady/s: after the first seconds, the x generate ratio's;"
+    return out + ("\n(p95 s: every step of the run; steady p95 s: the steps after every student had a text;"
+                  " steps/s: over the whole run; steady/s: after the first seconds, the x generate ratio's;"
                   " batch: the mean batch a step ran in; queue / handler / post: medians of the server's phases for"
                   " /next_token, GRADIO_PROFILING; server / load gen CPU: per step served in the steady window,"
                   " the server process and this one, whose threads are the students)")

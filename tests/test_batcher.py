@@ -135,3 +135,52 @@ def test_sessions_computing_ahead_in_one_pass_get_their_next_distribution_from_o
     assert derives == []  # not one session derived its own
     forced = sessions[0].preview(settings[0], force_token=5)  # a forced token: the session's own derive()
     assert derives == [settings[0]] and forced.forced and forced.chosen.id == 5
+
+
+def test_passes_computed_ahead_gather_into_one_batch_and_a_waited_one_goes_at_once(lm):
+    """With gather_s, while a class steps, prefetches nobody waits for yet wait for others to share their pass (one batch of four, not
+    four passes); a run's pass may go meanwhile; the moment a step needs its pass, it goes, with what is queued.
+    Each session writes what it writes alone."""
+    cfg = SamplingConfig(seed=7)
+    alone = started(lm)
+    for s in alone:
+        s.step(cfg)
+    lone = StepBatcher(lm.model, gather_s=3600.0)
+    lone.recent_s = 3600.0  # "lately", on a machine of any speed
+    solo, first, second = started(lm, lone)[:3]
+    assert solo.prefetch(cfg) and solo.backend.held().job.done.wait(120)  # no other session lately: it goes
+    assert first.prefetch(cfg) and first.backend.held().job.done.wait(120)  # one other: not yet a class
+    assert second.prefetch(cfg)  # two others lately (gather_after=2): a class steps, it gathers
+    assert lone.batch_sizes == [1, 1] and not lone.has_pending()
+    assert second.backend.held().wait(120) and lone.batch_sizes == [1, 1, 1]  # waited for: it goes at once
+
+    # longer than any test: only a full batch or a waiter ends it; gather_after=0: as if a class were stepping
+    batcher = StepBatcher(lm.model, gather_s=3600.0, gather_after=0)
+    sessions = started(lm, batcher)
+    for s in sessions[:3]:
+        assert s.prefetch(cfg)
+    assert batcher.batch_sizes == [] and not batcher.has_pending()  # gathering: not yet a step the door waits for
+    with batcher.door.turn():  # a whole-text run's pass goes while they gather
+        pass
+    batcher.max_batch = 4
+    assert sessions[3].prefetch(cfg)  # the fourth fills the batch: it goes without anyone waiting
+    assert all(s.backend.held().wait(120) for s in sessions)
+    assert batcher.batch_sizes == [4]
+
+    for s in sessions:
+        s.step(cfg)  # takes its pass computed ahead: no pass of its own
+    assert batcher.batch_sizes == [4]
+    for s in sessions:
+        assert s.prefetch(cfg)  # the next steps ahead, gathering (four of the five a batch now holds)
+    batcher.max_batch = 5
+    done = threading.Event()
+    threading.Thread(target=lambda: (sessions[0].step(cfg), sessions[0].step(cfg), done.set()), daemon=True).start()
+    assert done.wait(120)  # its step waited: the queued four went at once, then its next step alone (no prefetch)
+    assert batcher.batch_sizes == [4, 4, 1]
+    for s, a in zip(sessions[1:], alone[1:]):
+        s.step(cfg)
+        a.step(cfg)
+        assert s.ids == a.ids
+    alone[0].step(cfg)
+    alone[0].step(cfg)
+    assert sessions[0].ids == alone[0].ids

@@ -24,6 +24,10 @@ from model.decoding.door import door_of
 from model.decoding.records import Distribution
 
 
+RECENT_SUBMITS = 512  # submissions remembered to tell whether a class is stepping (StepBatcher.gather_after)
+RECENT_S = 1.0  # ... within this long before the first queued job
+
+
 @dataclass(eq=False)  # a job is itself: compared by identity, so cancel() removes this one and no other
 class _Job:
     """One token for one cache, queued for the worker; `done` is set once `result` or `error` is in (and `dist`, if
@@ -36,6 +40,8 @@ class _Job:
     result: tuple | None = None
     error: BaseException | None = None
     dist: Distribution | None = None  # derive() of the result's logits under `sample`, from the batch's sampler
+    queued: float = field(default_factory=time.perf_counter)  # when submitted
+    urgent: bool = False  # somebody waits for it (a step); a pass computed ahead nobody waits for yet is not
 
 
 def forward_one(model, cache: DynamicCache, token_id: int):
@@ -213,12 +219,23 @@ class StepBatcher:
     Request threads call forward() and wait (or submit() and collect the job later, to compute ahead); one
     worker thread runs the model, so the model is never run twice at once and the 2 cores are not oversubscribed.
     Its passes go through the model's door (door.py) ahead of any whole-text run's.
+
+    With `gather_s` > 0, while a class is stepping (at least `gather_after` other sessions submitted in the last
+    second), passes computed ahead that nobody waits for yet (prefetches) wait up to gather_s for others to share
+    their pass, unless the batch is full; a job somebody waits for (wait(), hurry()) goes at once, with whatever is
+    queued. A model process that never waits for an interpreter shared with the web otherwise runs a pass for every
+    prefetch as soon as it comes: near its core's limit, small and dear batches (docs/performance.md). Alone, a
+    presenter's prefetch goes at once: its head start is what makes a quick next click quick.
     """
 
-    def __init__(self, model, max_batch: int = 16, name: str = ""):
+    def __init__(self, model, max_batch: int = 16, name: str = "", gather_s: float = 0.0, gather_after: int = 2):
         self.model = model
         self.name = name or type(model).__name__
         self.max_batch = max_batch
+        self.gather_s = gather_s
+        self.gather_after = gather_after
+        self.recent_s = RECENT_S
+        self._submitted: deque[tuple[float, int]] = deque(maxlen=RECENT_SUBMITS)  # (when, id of its cache)
         self._pending: list[_Job] = []
         self._cond = threading.Condition()
         self.batch_sizes: list[int] = []  # every batch run, in order, for the tests
@@ -241,6 +258,8 @@ class StepBatcher:
         """
         job = _Job(cache, token_id, sample)
         with self._cond:
+            if self.gather_s:
+                self._submitted.append((job.queued, id(cache)))
             self._pending.append(job)
             self._cond.notify()
         return job
@@ -249,6 +268,7 @@ class StepBatcher:
         """Wait for a submitted job: True once it has run (result or error in), False if it was still queued
         after `timeout` seconds and has been taken back (it never runs). A job the worker has already taken is
         waited for to the end, so that nothing writes into its cache after this returns."""
+        self.hurry(job)
         if job.done.wait(timeout):
             return True
         if self.cancel(job):
@@ -256,9 +276,33 @@ class StepBatcher:
         job.done.wait()  # running: one forward pass from the end
         return True
 
+    def hurry(self, job: _Job) -> None:
+        """Somebody waits for `job`: its pass goes at once, with whatever is queued (see gather_s)."""
+        if self.gather_s and not job.urgent:
+            with self._cond:
+                job.urgent = True
+                self._cond.notify()
+
     def has_pending(self) -> bool:
-        """True while steps are queued for the next pass (the door lets them go before a run's pass)."""
-        return bool(self._pending)
+        """True while steps are queued for the next pass and not gathering others (the door lets them go before
+        a run's pass; a run's pass may go while prefetches gather)."""
+        return bool(self._pending) and self._gather_left() <= 0
+
+    def _gather_left(self) -> float:
+        """Seconds the queued jobs may still wait for others to share their pass: 0 once the batch is full, one of
+        them is waited for, the first has waited gather_s, or no class is stepping (fewer than gather_after other
+        sessions submitted in the last second: nobody to share with)."""
+        pending = self._pending
+        if not self.gather_s or not pending or len(pending) >= self.max_batch:
+            return 0.0
+        if any(job.urgent for job in pending):
+            return 0.0
+        left = pending[0].queued + self.gather_s - time.perf_counter()
+        if left <= 0:
+            return 0.0
+        since = pending[0].queued - self.recent_s
+        others = {cache for at, cache in self._submitted if at >= since} - {id(job.cache) for job in pending}
+        return left if len(others) >= self.gather_after else 0.0
 
     def cancel(self, job: _Job) -> bool:
         """Take back a job the worker has not started: True if it was still queued (it will never run)."""
@@ -289,8 +333,8 @@ class StepBatcher:
         torch.set_num_threads(DECODE_THREADS)  # this thread's setting: a prefill elsewhere sets its own
         while True:
             with self._cond:
-                while not self._pending:
-                    self._cond.wait()
+                while not self._pending or (left := self._gather_left()) > 0:
+                    self._cond.wait(left if self._pending else None)
                 jobs, self._pending = self._pending[: self.max_batch], self._pending[self.max_batch :]
             self.batch_sizes.append(len(jobs))
             self.batch_histogram[len(jobs)] += 1

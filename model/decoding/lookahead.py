@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.decoding.batcher import _Job
+from model.decoding.batcher import StepBatcher, _Job
 from model.decoding.cache_surgery import crop_to
 
 SETTLE_TIMEOUT_S = 120.0  # a prefetch still queued after this is taken back (as a step's forward times out)
@@ -24,9 +24,12 @@ class Ahead:
     ids: list[int]
     cached: int
     job: _Job
+    batcher: StepBatcher
 
     def wait(self, timeout: float) -> bool:
-        """Wait for the pass; True if it finished without error (its logits are then `logits`)."""
+        """Wait for the pass (somebody needs it now: it no longer gathers others); True if it finished without
+        error (its logits are then `logits`)."""
+        self.batcher.hurry(self.job)
         return self.job.done.wait(timeout) and self.job.error is None
 
     @property
@@ -62,7 +65,7 @@ class LookAhead:
                 return False
             self.settle()  # a finished pass for a token no longer chosen: make room
         job = self.batcher.submit(self.cache, token, self.next_row(ids, token, cfg))
-        self._ahead = Ahead(token, list(ids), self.cache.get_seq_length(), job)
+        self._ahead = Ahead(token, list(ids), self.cache.get_seq_length(), job, self.batcher)
         return True
 
     def settle(self, token: int | None = None) -> tuple | None:

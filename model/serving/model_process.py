@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 # A process that runs only the model fills bigger batches than one that also serves the page: 48 students
 # saturating it, 70.0 steps/s at 32 against 63.1 at 16 (bench.classroom --model-process on, one sitting)
 MAX_BATCH = 32
+# A pass computed ahead (a student's next step, while they read) waits this long for others to share it, unless
+# somebody waits for it: the class's passes fill up instead of running one or two prefetches each (StepBatcher)
+GATHER_S = 0.2
 START_TIMEOUT_S = 600.0  # the first start converts the GGUF weights (minutes on a slow day)
 
 
@@ -145,7 +148,7 @@ def serve(name: str, address: str, authkey: bytes, ready, parent: int) -> None:
     logging.basicConfig(level=logging.WARNING)
     try:
         lm = load_model(name)
-        batcher = StepBatcher(lm.model, name=lm.name, max_batch=MAX_BATCH)
+        batcher = StepBatcher(lm.model, name=lm.name, max_batch=MAX_BATCH, gather_s=GATHER_S)
         listener = Listener(address, family="AF_UNIX", authkey=authkey)
     except Exception as err:  # noqa: BLE001 (said to the web process, which refuses to start with it)
         ready.send(("err", repr(err)))
