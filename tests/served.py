@@ -40,7 +40,7 @@ def close(demo) -> None:
     may be adding or removing a heartbeat's waiter on it ("deque mutated during iteration", seen once in CI): the
     event is set on the server's own loop first, so close()'s set() finds it set and touches nothing."""
     servers = getattr(demo.server, "servers", None) or []
-    if servers:
+    if servers and demo.is_running:
         async def stop():
             demo.app.stop_event.set()
         asyncio.run_coroutine_threadsafe(stop(), servers[0].get_loop()).result(timeout=10)

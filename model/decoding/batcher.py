@@ -285,11 +285,15 @@ class StepBatcher:
 
     def has_pending(self) -> bool:
         """True while steps are queued for the next pass and not gathering others (the door lets them go before
-        a run's pass; a run's pass may go while prefetches gather)."""
-        return bool(self._pending) and self._gather_left() <= 0
+        a run's pass; a run's pass may go while prefetches gather). Called from the door's threads: with gathering,
+        under the batcher's lock (its record of submissions must not change while it is read)."""
+        if not self.gather_s:
+            return bool(self._pending)
+        with self._cond:
+            return bool(self._pending) and self._gather_left() <= 0
 
     def _gather_left(self) -> float:
-        """Seconds the queued jobs may still wait for others to share their pass: 0 once the batch is full, one of
+        """(The batcher's lock held.) Seconds the queued jobs may still wait for others to share their pass: 0 once the batch is full, one of
         them is waited for, the first has waited gather_s, or no class is stepping (fewer than gather_after other
         sessions submitted in the last second: nobody to share with)."""
         pending = self._pending
