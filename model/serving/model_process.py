@@ -39,6 +39,10 @@ MAX_BATCH = 32
 # somebody waits for it: the class's passes fill up instead of running one or two prefetches each (StepBatcher)
 GATHER_S = 0.2
 START_TIMEOUT_S = 600.0  # the first start converts the GGUF weights (minutes on a slow day)
+# A process killed closes its sockets before it can be reaped: a session that met the death waits this long for
+# the process to be gone before it starts the next (else it would find it "alive", start nothing, and meet the
+# death again on its next click).
+DYING_S = 5.0
 
 
 class Link:
@@ -100,8 +104,12 @@ class ModelProcess:
         return Link(Client(self.address, family="AF_UNIX", authkey=self._authkey))
 
     def ensure(self) -> None:
-        """Start the process again if it is gone (called by a session that met its death)."""
+        """Start the process again if it is gone (called by a session that met its death: a process still dying
+        is waited for, up to DYING_S)."""
         with self._lock:
+            deadline = time.monotonic() + DYING_S
+            while self.process is not None and self.process.is_alive() and time.monotonic() < deadline:
+                self.process.join(0.05)
             if self.process is not None and not self.process.is_alive():
                 log.error("model process of %s ended (exit code %s): starting it again",
                           self.name, self.process.exitcode)
