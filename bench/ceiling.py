@@ -20,7 +20,9 @@ the same run (bench.classroom's measurement, before and after; its CPU per token
 - route:  a bare HTTP route on the same uvicorn (the stand-in's ROUTE, a Starlette route outside Gradio's event
           protocol): the same step's payload back for the same inputs, one POST per step (a keep-alive
           connection per client, as a browser's): the floor of a request.
-- app:    the app itself, bench.classroom's saturation scenario (called, not copied).
+- app:    the app itself, bench.classroom's saturation scenario (called, not copied), in one process.
+- apart:  the same with its model in a process of its own (app.py --model-process on, issue 31): the web process
+          and the model process, each one's CPU per step.
 - core:   what a model process of its own would keep (issue 31): N sessions' caches stepped by one loop in one
           thread, each step one batched pass (batcher.forward_batch) and the batch's sampling (derive_batch), no
           handler, no render, no other thread: the most steps/s a model process could give on its core.
@@ -46,7 +48,7 @@ from bench.appserver import AppServer, OthersWatch
 from bench.classroom import (DEFAULTS, LOCAL_MODEL, PROMPTS, REQUEST_TIMEOUT_S, cpu_per_step, ended, error_text,
                              generate_tok_s, histogram, own_cpu_s, percentile, scenario, server_cpu_s, stats_delta)
 
-PARTS = ("model", "gradio", "route", "app", "core")
+PARTS = ("model", "gradio", "route", "app", "apart", "core")
 STEP_APIS = ("start", "next_token", "reset")  # the events the simulated students call (bench.classroom)
 CAPTURE_STEPS = 16  # the stand-in's step: a text this many steps long (a saturated minute's texts: 10-40 steps)
 ROUTE = "/tbt/ceiling/step"  # the stand-in's bare route
@@ -367,12 +369,15 @@ def run_part(part: str, clients: int, seconds: float, seed: int) -> dict:
     if part == "route":
         return route_load(clients, seconds, seed)
     command = STANDIN if part == "gradio" else None
-    return from_scenario(part, clients, scenario(clients, 0.0, seconds / 60, seed, eager=True, command=command))
+    env = {"TBT_MODEL_PROCESS": "1" if part == "apart" else "0"}
+    return from_scenario(part, clients, scenario(clients, 0.0, seconds / 60, seed, env=env, eager=True,
+                                                 command=command))
 
 
 # ---- the report --------------------------------------------------------------------------------------------------
 NAMES = {"model": "model side alone (no web)", "gradio": "Gradio alone (no model)",
-         "route": "bare HTTP route (no Gradio, no model)", "app": "the app",
+         "route": "bare HTTP route (no Gradio, no model)", "app": "the app, one process",
+         "apart": "the app, its model apart",
          "core": "model process's own work (pass + batch sampling)"}
 
 
@@ -395,8 +400,23 @@ def summary(results: list[dict], generate: dict) -> list[dict]:
                          "server_cores": [r["server_cores"] for r in runs], "mean_batch": batch,
                          "others_cpu_share": [r["others_cpu_share"] for r in runs],
                          "p95_s": [r["latency_s"]["p95"] for r in runs], "errors": [r["errors"] for r in runs],
-                         "two_cores_steps_per_s": [2000 / c if c else None for c in cpu]})
+                         "two_cores_steps_per_s": [2000 / c if c else None for c in cpu],
+                         "by_process": [by_process(r) for r in runs],
+                         "parts_ms": [r.get("cpu_per_step_ms") or {} for r in runs]})
     return rows
+
+
+def by_process(run: dict) -> dict[str, tuple[float, float]]:
+    """A run's server CPU by process: {"web" or "model process": (ms per step, cores)}, the processes that ran."""
+    procs = ((run.get("classroom") or {}).get("steady_cpu") or {}).get("by_process") or {}
+    out: dict[str, list[float]] = {}
+    for name, v in procs.items():
+        key = "web" if name == "web" else "model process" if name.startswith("model ") else None
+        if key and v["ms_per_step"] > 0.05:
+            out.setdefault(key, [0.0, 0.0])
+            out[key][0] += v["ms_per_step"]
+            out[key][1] += v["cores"]
+    return {k: tuple(v) for k, v in out.items()}
 
 
 def fmt(values, spec=".1f", sep=", ") -> str:
@@ -416,6 +436,13 @@ def report(rows: list[dict], generate: dict) -> str:
                    fmt(r["server_ms_per_step"]), fmt(r["cpu_x_generate"], ".2f"), fmt(r["two_cores_steps_per_s"]),
                    fmt(r["load_generator_ms_per_step"]), fmt(r["server_cores"], ".2f"), fmt(r["mean_batch"]),
                    fmt(r["others_cpu_share"], ".0%"), fmt(r["p95_s"], ".2f"), fmt(r["errors"], "d")] for r in rows])
+    split = [f"  {NAMES[r['part']]}, {r['clients']} clients: "
+             + " | ".join("; ".join(f"{k} {ms:.1f} ms ({cores:.2f} cores)" for k, (ms, cores) in p.items())
+                          + " -- " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "steps")
+                          for p, parts in zip(r["by_process"], r["parts_ms"]))
+             for r in rows if r["part"] in ("app", "apart", "core")]
+    if split:
+        out += "\n\nCPU per step by process, and by part (ms; each round):\n" + "\n".join(split) + "\n"
     return out + ("\n(steps/s: each round's, the steady window; x generate: over the day's generate; server CPU: the"
                   " server process's (model: the one process, its client threads included) per step; CPU x"
                   " generate's token: over generate's CPU per token; 2 cores' steps/s: 2000 / server CPU ms, what"
