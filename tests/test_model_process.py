@@ -17,6 +17,7 @@ from model.decoding.records import SamplingConfig
 from model.decoding.remote import RemoteBackend, serve_apart
 from model.decoding.session import DecodeSession
 from model.errors import SessionError
+from model.serving import model_process
 from model.serving.model_process import ModelProcess
 
 pytestmark = pytest.mark.model
@@ -119,7 +120,10 @@ def test_branches_and_a_trace_apart(lm, apart):
     assert_same_records(replayed, reference)
 
 
-def test_a_killed_model_process_is_started_again_and_the_texts_kept(lm, apart):
+def test_a_killed_model_process_is_started_again_and_the_texts_kept(lm, apart, monkeypatch):
+    # A session that met the death waits for the process to be gone (it closes its sockets before it can be
+    # reaped), never for one started since: made long, a wait for the wrong process would hang the test.
+    monkeypatch.setattr(model_process, "DYING_S", 600.0)
     greedy = SamplingConfig(temperature=0)
     reference = here(lm)
     reference.start(PROMPT)
@@ -143,7 +147,7 @@ def test_a_killed_model_process_is_started_again_and_the_texts_kept(lm, apart):
 
     stepping = threading.Thread(target=class_steps)
     stepping.start()
-    pid = apart.process.pid
+    pid, generation = apart.process.pid, apart.generation
     os.kill(pid, signal.SIGKILL)
     apart.process.join(10)
     killed.set()
@@ -157,6 +161,10 @@ def test_a_killed_model_process_is_started_again_and_the_texts_kept(lm, apart):
     stepping.join(120)
     assert not stepping.is_alive()
     assert apart.process.pid != pid and apart.process.is_alive() and apart.restarts == 1
+    late = threading.Thread(target=apart.ensure, args=(generation,))  # one more session that met that death
+    late.start()
+    late.join(60)
+    assert not late.is_alive() and apart.generation == generation + 1 and apart.restarts == 1
     assert [e.key for e in told] == ["model_restarted"]  # told once, in its language's key
     for session in (a, b):
         assert session.ids == reference.ids

@@ -89,6 +89,7 @@ class RemoteBackend:
         self.capabilities = Capabilities(attention=True, cache_tensors=True, runs_locally=True, prefetch=True)
         self.key = uuid.uuid4().hex  # this backend's name in the model process (adopt() names another by it)
         self._conn = None
+        self._seen = None  # the generation of the model process our connection goes to (ModelProcess.generation)
         self._talk = threading.Lock()  # one call at a time on the link (a preview waits on the pass ahead unlocked)
         self._ahead: RemoteAhead | None = None  # the pass the model process runs ahead for us, as it said
         self._lost = False  # the process restarted since our state was made: rebuild it from the next call's ids
@@ -100,6 +101,7 @@ class RemoteBackend:
     # ---- the link ------------------------------------------------------------------------------------
     def _link(self):
         if self._conn is None:
+            seen = self.process.generation
             conn = self.process.connect()
             try:
                 conn.send(("hello", (self.key,)))
@@ -107,7 +109,7 @@ class RemoteBackend:
             except BaseException:
                 conn.close()
                 raise
-            self._conn = conn
+            self._conn, self._seen = conn, seen
             weakref.finalize(self, conn.close)  # the model process then frees this session's cache
         return self._conn
 
@@ -115,14 +117,15 @@ class RemoteBackend:
         with self._talk:
             if op not in ("prefetch", "ahead"):
                 self._ahead = None  # every other call settles the pass ahead there: taken, or thrown away
+            seen = self.process.generation
             try:
                 conn = self._link()
             except (OSError, EOFError):  # no process to connect to: start it again, then connect
-                self.process.ensure()
+                self.process.ensure(seen)
                 try:
                     conn = self._link()
                 except (OSError, EOFError):
-                    return self._died()
+                    return self._died(seen)
             try:
                 conn.send((op, args))
             except (OSError, EOFError):
@@ -141,15 +144,16 @@ class RemoteBackend:
             raise SessionError(key, **params)
         raise RuntimeError(f"model process: {text}")
 
-    def _died(self):
-        """The model process went away under this call: it is started again, and our state must be rebuilt."""
+    def _died(self, seen: int | None = None):
+        """The model process went away under this call: it is started again (unless another call did already:
+        `seen`, the generation it went to, our connection's if None), and our state must be rebuilt."""
         if self._conn is not None:
             self._conn.close()
         self._conn = None
         self._lost = True
         self._next = None
         self._ahead = None
-        self.process.ensure()
+        self.process.ensure(self._seen if seen is None else seen)
         raise SessionError("model_restarted")
 
     def _hold(self, ids: list[int]) -> None:

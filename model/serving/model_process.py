@@ -71,8 +71,8 @@ class ModelProcess:
         self._authkey = secrets.token_bytes(32)
         self._lock = threading.Lock()
         self.process: multiprocessing.Process | None = None
-        self.address = ""
         self.restarts = 0  # starts after the first
+        self._current = (0, "")  # (generation, address) of the process that listens: set once it does
 
     def start(self) -> "ModelProcess":
         """Start the process and wait until its model is loaded and it listens; RuntimeError if it cannot."""
@@ -82,10 +82,10 @@ class ModelProcess:
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no torch threads or locks forked
-        self.address = os.path.join(self._dir, f"model-{self.restarts}.sock")
+        address = os.path.join(self._dir, f"model-{self.restarts}.sock")
         ready_here, ready_there = ctx.Pipe(duplex=False)
         self.process = ctx.Process(target=serve, name=f"tbt-model-{self.name}", daemon=True,
-                                   args=(self.name, self.address, self._authkey, ready_there, os.getpid()))
+                                   args=(self.name, address, self._authkey, ready_there, os.getpid()))
         self.process.start()
         ready_there.close()
         if not ready_here.poll(START_TIMEOUT_S):
@@ -97,16 +97,25 @@ class ModelProcess:
             status, detail = "err", f"exit code {self.process.exitcode}"
         if status != "ok":
             raise RuntimeError(f"the model process of {self.name} could not start: {detail}")
+        self._current = (self.restarts, address)  # connections go to it from now on
         log.info("model process of %s: pid %d", self.name, self.process.pid)
+
+    @property
+    def generation(self) -> int:
+        """Which start of the process connections go to now (0 the first, then one more each restart)."""
+        return self._current[0]
 
     def connect(self) -> Link:
         """A new connection (a session's); OSError if the process is not there."""
-        return Link(Client(self.address, family="AF_UNIX", authkey=self._authkey))
+        return Link(Client(self._current[1], family="AF_UNIX", authkey=self._authkey))
 
-    def ensure(self) -> None:
-        """Start the process again if it is gone (called by a session that met its death: a process still dying
-        is waited for, up to DYING_S)."""
+    def ensure(self, seen: int | None = None) -> None:
+        """Start the process again if it is gone: called by a session that met the death of the process of
+        generation `seen` (None: of the current one). If a later one is up, there is nothing to do; the one it saw
+        die is waited for while it is still dying (up to DYING_S)."""
         with self._lock:
+            if seen is not None and seen != self.generation:
+                return  # another session's call started it again already
             deadline = time.monotonic() + DYING_S
             while self.process is not None and self.process.is_alive() and time.monotonic() < deadline:
                 self.process.join(0.05)
