@@ -45,8 +45,9 @@ import time
 
 from bench import save, table
 from bench.appserver import AppServer, OthersWatch
-from bench.classroom import (DEFAULTS, LOCAL_MODEL, PROMPTS, REQUEST_TIMEOUT_S, cpu_per_step, ended, error_text,
-                             generate_tok_s, histogram, own_cpu_s, percentile, scenario, server_cpu_s, stats_delta)
+from bench.classroom import (DEFAULTS, LOCAL_MODEL, PROMPTS, REQUEST_TIMEOUT_S, cpu_lines, cpu_per_step, ended,
+                             error_text, generate_tok_s, histogram, own_cpu_s, percentile, scenario, server_cpu_s,
+                             stats_delta)
 
 PARTS = ("model", "gradio", "route", "app", "apart", "core")
 STEP_APIS = ("start", "next_token", "reset")  # the events the simulated students call (bench.classroom)
@@ -400,30 +401,15 @@ def summary(results: list[dict], generate: dict) -> list[dict]:
                          "server_cores": [r["server_cores"] for r in runs], "mean_batch": batch,
                          "others_cpu_share": [r["others_cpu_share"] for r in runs],
                          "p95_s": [r["latency_s"]["p95"] for r in runs], "errors": [r["errors"] for r in runs],
-                         "two_cores_steps_per_s": [2000 / c if c else None for c in cpu],
-                         "by_process": [by_process(r) for r in runs],
-                         "parts_ms": [r.get("cpu_per_step_ms") or {} for r in runs]})
+                         "two_cores_steps_per_s": [2000 / c if c else None for c in cpu]})
     return rows
-
-
-def by_process(run: dict) -> dict[str, tuple[float, float]]:
-    """A run's server CPU by process: {"web" or "model process": (ms per step, cores)}, the processes that ran."""
-    procs = ((run.get("classroom") or {}).get("steady_cpu") or {}).get("by_process") or {}
-    out: dict[str, list[float]] = {}
-    for name, v in procs.items():
-        key = "web" if name == "web" else "model process" if name.startswith("model ") else None
-        if key and v["ms_per_step"] > 0.05:
-            out.setdefault(key, [0.0, 0.0])
-            out[key][0] += v["ms_per_step"]
-            out[key][1] += v["cores"]
-    return {k: tuple(v) for k, v in out.items()}
 
 
 def fmt(values, spec=".1f", sep=", ") -> str:
     return sep.join("-" if v is None else format(v, spec) for v in values) or "-"
 
 
-def report(rows: list[dict], generate: dict) -> str:
+def report(rows: list[dict], generate: dict, results: list[dict]) -> str:
     gen = generate["median"]
     out = (f"single-stream generate (the day's: median of before and after, {generate['setting']}): {gen:.1f} tokens/s,"
            f" CPU {generate['cpu_ms_per_token']:.1f} ms a token; 4 x generate = {4 * gen:.1f} steps/s\n"
@@ -436,13 +422,11 @@ def report(rows: list[dict], generate: dict) -> str:
                    fmt(r["server_ms_per_step"]), fmt(r["cpu_x_generate"], ".2f"), fmt(r["two_cores_steps_per_s"]),
                    fmt(r["load_generator_ms_per_step"]), fmt(r["server_cores"], ".2f"), fmt(r["mean_batch"]),
                    fmt(r["others_cpu_share"], ".0%"), fmt(r["p95_s"], ".2f"), fmt(r["errors"], "d")] for r in rows])
-    split = [f"  {NAMES[r['part']]}, {r['clients']} clients: "
-             + " | ".join("; ".join(f"{k} {ms:.1f} ms ({cores:.2f} cores)" for k, (ms, cores) in p.items())
-                          + " -- " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "steps")
-                          for p, parts in zip(r["by_process"], r["parts_ms"]))
-             for r in rows if r["part"] in ("app", "apart", "core")]
-    if split:
-        out += "\n\nCPU per step by process, and by part (ms; each round):\n" + "\n".join(split) + "\n"
+    for r in results:  # the server's parts, and (apart) each process's CPU
+        procs = ((r.get("classroom") or {}).get("steady_cpu") or {}).get("by_process")
+        lines = cpu_lines(r.get("cpu_per_step_ms"), procs)
+        if lines:
+            out += f"\n\n{NAMES[r['part']]}, {r['clients']} clients, round {r['round']}:{lines}"
     return out + ("\n(steps/s: each round's, the steady window; x generate: over the day's generate; server CPU: the"
                   " server process's (model: the one process, its client threads included) per step; CPU x"
                   " generate's token: over generate's CPU per token; 2 cores' steps/s: 2000 / server CPU ms, what"
@@ -496,7 +480,7 @@ def main(argv=None) -> None:
                 "cpu_ms_per_token": statistics.median(g["cpu_ms_per_token"][g["setting"]] for g in gens),
                 "measured": gens}
     rows = summary([r for r in results if "failed" not in r], generate)
-    print(report(rows, generate))
+    print(report(rows, generate, [r for r in results if "failed" not in r]))
     print(f"wrote {save(name, {**about, 'generate': generate, 'summary': rows, 'runs': results, 'complete': True})}")
 
 

@@ -484,6 +484,17 @@ def scenario(n_students: int, play_share: float, minutes: float, seed: int, mode
             "profile_detail": profile_detail(profile, cpu["server_ms_per_step"]) if profile else None}
 
 
+def cpu_lines(parts: dict | None, by_process: dict | None) -> str:
+    """A run's server CPU per step as report lines: by part (cpu_per_step), and by process when more than one ran."""
+    out = ""
+    if parts:
+        out += "\n  server CPU per step (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in parts.items() if k != "steps")
+    if by_process and len(by_process) > 1:
+        out += "\n  CPU by process: " + ", ".join(f"{k} {v['ms_per_step']:.1f} ms/step ({v['cores']:.2f} cores)"
+                                                 for k, v in by_process.items())
+    return out
+
+
 def generate_tok_s(runs: int = 3, new_tokens: int = 64) -> dict:
     """Single-stream `model.generate` tokens/s on this machine now (bench.engine's run, greedy, prefill included),
     in a subprocess of its own so this process never holds the model: on torch's default threads (2 here) and on
@@ -582,12 +593,7 @@ def report(results: list[dict], generate: dict | None = None) -> str:
             out += (f"\n\n{r.get('label', '')} {r['students']} {r.get('scenario')}: passes by batch size (steady window) "
                     + ", ".join(f"{k}: {v}" for k, v in hist["passes"].items())
                     + f"; a step ran in a batch of {hist['mean_batch_per_step']:.1f} on average")
-        if cpu:
-            out += ("\n  server CPU per step (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items() if k != "steps"))
-        by_process = (r.get("steady_cpu") or {}).get("by_process") or {}
-        if len(by_process) > 1:
-            out += ("\n  CPU by process: " + ", ".join(f"{k} {v['ms_per_step']:.1f} ms/step ({v['cores']:.2f} cores)"
-                                                      for k, v in by_process.items()))
+        out += cpu_lines(cpu, (r.get("steady_cpu") or {}).get("by_process"))
         if r.get("profile"):
             out += ("\n  py-spy, share of the server's samples: "
                     + ", ".join(f"{k} {v:.0%}" for k, v in r["profile"]["share"].items()))

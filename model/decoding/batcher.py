@@ -293,9 +293,9 @@ class StepBatcher:
             return bool(self._pending) and self._gather_left() <= 0
 
     def _gather_left(self) -> float:
-        """(The batcher's lock held.) Seconds the queued jobs may still wait for others to share their pass: 0 once the batch is full, one of
-        them is waited for, the first has waited gather_s, or no class is stepping (fewer than gather_after other
-        sessions submitted in the last second: nobody to share with)."""
+        """(The batcher's lock held.) Seconds the queued jobs may still wait for others to share their pass: 0 once
+        the batch is full, one of them is waited for, the first has waited gather_s, or no class is stepping (fewer
+        than gather_after other sessions submitted in the last second: nobody to share with)."""
         pending = self._pending
         if not self.gather_s or not pending or len(pending) >= self.max_batch:
             return 0.0
