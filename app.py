@@ -1,5 +1,5 @@
 """Token by Token: the Gradio page. `python app.py` loads the model and serves it; the page is built in ui/,
-one module per view, over model/ (the engine) and viz/ (the pictures)."""
+one module per view, over model/ (the model's core and the sessions) and viz/ (the pictures)."""
 from __future__ import annotations
 
 import argparse
@@ -9,11 +9,11 @@ import os
 import gradio as gr
 
 from model.classroom.rooms import Rooms
-from model.decoding.engine import EngineClient
-from model.decoding.engine_session import load_engine_model
+from model.vllm.client import EngineClient
+from model.vllm.session import load_engine_model
 from model.decoding.loading import DEFAULT_MODEL, available_models
 from model.inside.tokenizers import SUBWORD_EXAMPLE, compare
-from model.serving.kv_events import KVEventSubscriber
+from model.vllm.kv_events import KVEventSubscriber
 from model.serving.sessions import ModelRegistry, SessionStore
 from ui.controls import Page
 from ui.events import Event, wire
@@ -55,6 +55,7 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
         wire([*page.events(), *player.events(page), *opened, *(row for view in views for row in view.events(page))])
         page.on_load(demo)
         demo.tbt_store = app.store  # launch() tells it which sessions have a page connected
+        demo.tbt_models = app.models  # and, in bench mode, asks the core processes for their counters
         demo.tbt_reach = app.reach  # and where the server listens (a room's join link)
         for view in views:  # (what a view keeps per user is in app.stash: the page's own unload drops it)
             if hasattr(view, "unload"):
@@ -95,8 +96,8 @@ def main(argv=None) -> None:
                          "candidates chart then shows the engine's own post-sampler distribution beside the app's")
     ap.add_argument("--model-process", choices=["auto", "on", "off"],
                     default={"1": "on", "0": "off"}.get(os.environ.get("TBT_MODEL_PROCESS", ""), "auto"),
-                    help="each local model in a process of its own (its weights, caches, batcher and sampler), the "
-                         "page in this one, so a class uses both cores; auto (default): on when listening beyond "
+                    help="each local model's core in a process of its own (its weights, caches, scheduler and "
+                         "sampler), the page in this one, so a class uses both cores; auto (default): on when listening beyond "
                          "this machine (a class's server), off on 127.0.0.1; $TBT_MODEL_PROCESS=1 / 0 for on / off")
     args = ap.parse_args(argv)
     if args.engine_kv_events and not args.engine_url:
@@ -105,7 +106,7 @@ def main(argv=None) -> None:
         raise SystemExit("--engine-processed-url needs --engine-url (the engine model it samples for)")
     reach = Reach(checked_public_url(args.public_url))  # (refused before the model loads)
     logging.basicConfig(level=logging.INFO)
-    models = registry(args.model, models_apart(args.model_process, args.host))
+    models = registry(args.model, cores_of_their_own(args.model_process, args.host))
     models.preload()  # load once, at start-up, before the first user arrives
     compare(SUBWORD_EXAMPLE)  # the tokenizers view's tokenizers, read now too
     if args.engine_url:
@@ -115,22 +116,22 @@ def main(argv=None) -> None:
     launch(build(App(models, SessionStore(), Rooms(), reach), models.default), args.host, args.port)
 
 
-def models_apart(choice: str, host: str | None) -> bool:
-    """Whether the models run in processes of their own: `choice` on / off, or auto: on for a class's server (one
-    that listens beyond this machine), off for one person's (the page on 127.0.0.1: one process, less memory)."""
+def cores_of_their_own(choice: str, host: str | None) -> bool:
+    """Whether the models' cores run in processes of their own: `choice` on / off, or auto: on for a class's server
+    (one that listens beyond this machine), off for one person's (the page on 127.0.0.1: one process, less memory)."""
     if choice != "auto":
         return choice == "on"
     return (host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1") not in ("127.0.0.1", "localhost", "::1")
 
 
-def registry(model: str | None, apart: bool = False) -> ModelRegistry:
+def registry(model: str | None, processes: bool = False) -> ModelRegistry:
     """The operator's one model for everyone (--model), else the page's language chooses: Chinese pages start on
     Gemma 3 270M (one token per character; it writes Chinese) when it is installed, the others on SmolLM2.
-    With `apart`, each local model runs in a process of its own (--model-process)."""
+    With `processes`, each local model's core runs in a process of its own (--model-process)."""
     if model:
-        return ModelRegistry(model, apart=apart)
+        return ModelRegistry(model, processes=processes)
     return ModelRegistry(DEFAULT_MODEL, by_language={"zh": "gemma3-270m"} if "gemma3-270m" in available_models() else {},
-                         apart=apart)
+                         processes=processes)
 
 
 def add_engine(models: ModelRegistry, url: str, name: str | None, folder: str | None,

@@ -112,9 +112,9 @@ def capture(fns, steps: int = CAPTURE_STEPS) -> dict[str, list]:
 # ---- (model) the model side alone --------------------------------------------------------------------------------
 def model_side(clients: int, seconds: float) -> dict:
     """N sessions stepping through the app's /next_token handler from N threads of this process, each asking again
-    as soon as its step returned: steps/s, this process's CPU per step (its split: model.decoding.batcher.CPU), batch sizes,
+    as soon as its step returned: steps/s, this process's CPU per step (its split: model.runtime.CPU), batch sizes,
     over the steady window (after WARM_FRACTION of the run)."""
-    from model.decoding.batcher import bench_stats
+    from model.runtime import bench_stats
 
     demo, fns = app_blocks()
     keys = [f"ceiling-{i}" for i in range(clients)]
@@ -183,8 +183,9 @@ def core_side(clients: int, seconds: float) -> dict:
     import torch
 
     from model.decoding.batch_sampling import SampleRow, derive_batch
-    from model.decoding.batcher import DECODE_THREADS, forward_batch
-    from model.decoding.door import prefill
+    from model.decoding.batching import forward_batch
+    from model.decoding.scheduler import DECODE_THREADS
+    from model.decoding.passes import prefill
     from model.decoding.loading import load_model
     from model.decoding.records import SamplingConfig
 

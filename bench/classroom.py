@@ -237,7 +237,7 @@ class RssMonitor(threading.Thread):
 
 
 def read_stats(url: str) -> dict | None:
-    """The server's bench-mode counters (model/decoding/batcher.py bench_stats), or None if it does not answer them."""
+    """The server's bench-mode counters (model/runtime.py bench_stats), or None if it does not answer them."""
     import json
     import urllib.request
 
@@ -250,7 +250,7 @@ def read_stats(url: str) -> dict | None:
 
 def stats_delta(before: dict | None, after: dict | None) -> dict | None:
     """What the server did between two reads of its counters: CPU seconds, CPU by part, passes by batch size; and
-    under "apart" the same for each model process (--model-process), whose passes are the server's."""
+    under "cores" the same for each core process (--model-process), whose passes are the server's."""
     if not before or not after:
         return None
     parts = {}
@@ -261,13 +261,13 @@ def stats_delta(before: dict | None, after: dict | None) -> dict | None:
     for model, hist in after["batch_sizes"].items():
         old = before["batch_sizes"].get(model, {})
         sizes[model] = {int(k): v - old.get(k, 0) for k, v in hist.items() if v - old.get(k, 0)}
-    apart = {name: stats_delta(before.get("apart", {}).get(name), stats) for name, stats in after.get("apart", {}).items()
-             if stats.get("pid") == before.get("apart", {}).get(name, {}).get("pid")}  # not one restarted between
+    apart = {name: stats_delta(before.get("cores", {}).get(name), stats) for name, stats in after.get("cores", {}).items()
+             if stats.get("pid") == before.get("cores", {}).get(name, {}).get("pid")}  # not one restarted between
     for one in apart.values():
         for model, hist in one["batch_sizes"].items():
             sizes[model] = {k: sizes.get(model, {}).get(k, 0) + hist.get(k, 0) for k in {*sizes.get(model, {}), *hist}}
     return {"process_cpu_s": after["process_cpu_s"] - before["process_cpu_s"], "parts": parts, "batch_sizes": sizes,
-            "apart": apart}
+            "cores": apart}
 
 
 def cpu_per_step(delta: dict | None) -> dict | None:
@@ -277,7 +277,7 @@ def cpu_per_step(delta: dict | None) -> dict | None:
     rest of its CPU (unpickling, its sessions' threads); "gradio + rest" is then the web process's own."""
     if not delta or not delta["parts"].get("step", {}).get("calls"):
         return None
-    apart = list(delta.get("apart", {}).values())
+    apart = list(delta.get("cores", {}).values())
     p = lambda name, d=delta: d["parts"].get(name, {}).get("cpu_s", 0.0)  # noqa: E731
     q = lambda name: p(name) + sum(p(name, one) for one in apart)  # noqa: E731 (a part wherever it ran)
     steps = delta["parts"]["step"]["calls"]
@@ -307,7 +307,7 @@ def histogram(sizes: dict[int, int]) -> dict:
 
 
 PROFILE_PARTS = [  # (part, a substring of a frame): a sample counts for the first part one of its frames names
-    ("model pass", "model/decoding/batcher.py"), ("figures", "/viz/"), ("render (text, list)", "ui/state.py"),
+    ("model pass", "model/decoding/scheduler.py"), ("figures", "/viz/"), ("render (text, list)", "ui/state.py"),
     ("step + prefetch", "model/"), ("app handlers", "/ui/"),
     ("gradio + web", ("gradio", "fastapi", "starlette", "uvicorn", "anyio", "asyncio", "h11", "httpx", "pydantic",
                       "orjson", "json", "websockets", "sse")),
@@ -337,7 +337,7 @@ def profile_parts(path: str) -> dict:
 
 
 PROFILE_DETAIL = [  # (part, substrings of a stack): a sample counts for the first part whose marks its stack contains
-    ("model pass", ("forward_batch", "StepBatcher._run")),
+    ("model pass", ("forward_batch", "Scheduler._work")),
     ("sampling (derive)", ("derive (model/decoding/sampling.py",)),
     ("figures", ("App._chart",)),
     ("render (text, force list)", ("App.render",)),
@@ -640,7 +640,7 @@ def main(argv=None) -> None:
                     help="start vLLM here and have the students use its model, not the app's own")
     args = ap.parse_args(argv)
     if args.engine:
-        from model.decoding.engine_session import engine_model_name  # torch and transformers: only when needed
+        from model.vllm.session import engine_model_name  # torch and transformers: only when needed
 
         engine = start_engine()
         model, env = engine_model_name(engine.model), engine_env(engine)

@@ -18,7 +18,7 @@ and after, so every figure can be read as a ratio to it:
   precision   bf16 against fp32 on the teaching prompts: the largest difference of any probability over the prompt's
               last position and 32 greedy steps (the fp32 path, fed to both), whether the greedy choice differs
               anywhere, and whether bf16's greedy `generate` equals fp32's.
-  heap        (--heap, alone) glibc malloc's default against model.decoding.batcher.keep_freed_memory(), forked arms.
+  heap        (--heap, alone) glibc malloc's default against model.runtime.keep_freed_memory(), forked arms.
   compile     (--compile) torch.compile of the model: the time of the first batched passes (compiling) and of
               the passes after, against eager, in a subprocess with a time limit.
 """
@@ -35,7 +35,7 @@ import torch
 from transformers import DynamicCache
 
 from bench import PROMPT, CpuWatch, save, table
-from model.decoding.batcher import batch_cache, forward_batch, forward_one
+from model.decoding.batching import batch_cache, forward_batch, forward_one
 from model.decoding.loading import load_model
 from model.decoding.records import SamplingConfig
 from model.decoding.sampling import derive
@@ -298,13 +298,13 @@ def measure_precision(lm, lm16, paths) -> dict:
 
 
 def measure_heap(lm, rounds: int = 2) -> dict:
-    """glibc malloc's default against model.decoding.batcher.keep_freed_memory(), A B A B: each arm a forked child of this
+    """glibc malloc's default against model.runtime.keep_freed_memory(), A B A B: each arm a forked child of this
     process (mallopt cannot be undone; the parent has run passes first, as a server has), batch 16 and batch 1
     at 64 and 256 cached tokens, CPU ms of a pass (median of 3 after a warm one)."""
     import json
     import os
 
-    from model.decoding.batcher import keep_freed_memory
+    from model.runtime import keep_freed_memory
 
     caches = {n: [prefill(lm.model, prompt_ids(lm, n)[: n - i]) for i in range(BATCH)] for n in (64, 256)}
 
@@ -346,7 +346,7 @@ COMPILE_CODE = r"""
 import json, statistics, sys, time, torch
 sys.path.insert(0, '.')
 from bench.precision import BATCH, prefill, prompt_ids
-from model.decoding.batcher import forward_batch
+from model.decoding.batching import forward_batch
 from model.decoding.loading import load_model
 torch.set_num_threads(1)
 lm = load_model()

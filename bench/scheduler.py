@@ -1,8 +1,9 @@
-"""A bystander's Next token while another student's heavy view runs on the same model (the model's door, issue 30).
+"""A bystander's Next token while another student's heavy view runs on the same model (the model's scheduler, issue 30).
 
     .venv/bin/python -m bench.scheduler                        # both models, every view that runs the model itself
     .venv/bin/python -m bench.scheduler --models smollm2 --views lens consistency --seconds 15
     .venv/bin/python -m bench.scheduler --root /tmp/old-checkout --name scheduler_before   # the same, on another app
+    .venv/bin/python -m bench.scheduler --model-process off on      # the model's core in the page's process, then apart
 
 The app runs as its own server (bench.appserver). A bystander's page steps Next token every PACE_S on a short
 prompt, and its wait for each answer is timed: first with nothing else running (the baseline), then while a
@@ -136,7 +137,7 @@ def chunk_costs(models: list[str], repeats: int = 3) -> list[dict]:
     """A 448-token prefill of each model in one pass and in chunks: the longest chunk's pass and the total (ms)."""
     import torch
 
-    from model.decoding.door import prefill
+    from model.decoding.passes import prefill
     from model.decoding.loading import load_model
 
     rows = []
@@ -167,6 +168,9 @@ def main(argv=None) -> None:
     ap.add_argument("--root", help="another checkout's app to measure (default: this one)")
     ap.add_argument("--name", default=f"scheduler_{time.strftime('%Y%m%d')}")
     ap.add_argument("--chunks", action="store_true", help="what a chunked prefill costs, per chunk size")
+    ap.add_argument("--model-process", nargs="+", choices=["off", "on"], default=["off"],
+                    help="each model's core in the page's process (off) or a process of its own (on); both: one "
+                         "server each, one after the other (TBT_MODEL_PROCESS)")
     args = ap.parse_args(argv)
     if args.chunks:
         with OthersWatch() as others:
@@ -175,22 +179,25 @@ def main(argv=None) -> None:
         print("saved", save(args.name.replace("scheduler", "chunks"), {"chunks": rows, "others_share": others.share}))
         return
     rows, results = [], []
-    with AppServer(root=args.root, startup_timeout_s=600) as srv:
-        for model in args.models:
-            base = phase(srv.url, model, None, args.seconds)
-            results.append(base)
-            for view in [None, *args.views]:
-                r = base if view is None else phase(srv.url, model, view, args.seconds)
-                if view is not None:
-                    results.append(r)
-                extra = None if r["p95_s"] is None else r["p95_s"] - base["p95_s"]
-                rows.append([model, r["view"], r["steps"], r["p50_s"], r["p95_s"], r["max_s"], extra,
-                             r["view_runs"], r["view_run_s"] or 0.0, len(r["errors"]), r["others_share"]])
-                print(table(["model", "while", "steps", "p50 s", "p95 s", "max s", "p95 - base", "runs",
-                             "run s", "errors", "others"], rows[-1:]), flush=True)
+    header = ["core", "model", "while", "steps", "p50 s", "p95 s", "max s", "p95 - base", "runs", "run s", "errors",
+              "others"]
+    for mode in args.model_process:
+        env = {"TBT_MODEL_PROCESS": "1" if mode == "on" else "0"}
+        where = "own process" if mode == "on" else "page's process"
+        with AppServer(root=args.root, startup_timeout_s=600, env=env) as srv:
+            for model in args.models:
+                base = phase(srv.url, model, None, args.seconds)
+                results.append({**base, "model_process": mode})
+                for view in [None, *args.views]:
+                    r = base if view is None else phase(srv.url, model, view, args.seconds)
+                    if view is not None:
+                        results.append({**r, "model_process": mode})
+                    extra = None if r["p95_s"] is None else r["p95_s"] - base["p95_s"]
+                    rows.append([where, model, r["view"], r["steps"], r["p50_s"], r["p95_s"], r["max_s"], extra,
+                                 r["view_runs"], r["view_run_s"] or 0.0, len(r["errors"]), r["others_share"]])
+                    print(table(header, rows[-1:]), flush=True)
     print()
-    print(table(["model", "while", "steps", "p50 s", "p95 s", "max s", "p95 - base", "runs", "run s", "errors",
-                 "others"], rows))
+    print(table(header, rows))
     for r in results:
         for e in r["errors"][:2]:
             print(f"{r['model']} {r['view']}: {e}")

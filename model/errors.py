@@ -113,7 +113,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
                               "要评分的文本太长：{n} 个词元（最多 {limit} 个）；请缩短它。"),
     "score_too_short": ("The text to score is a single token: the first token has nothing before it to predict it from, so paste at least two.",
                         "要评分的文本只有一个词元：第一个词元前面没有可用来预测它的内容，请至少粘贴两个词元。"),
-    # Speculative decoding and the paged KV-cache model (model/serving/speculative.py, model/serving/paged.py)
+    # Speculative decoding and the paged KV-cache model (model/speed/speculative.py, model/speed/paged.py)
     "spec_no_prompt": ("Speculative decoding needs a text to continue: start with a prompt first.",
                        "推测解码需要一段要续写的文本：请先输入提示词并开始。"),
     "spec_draft_len_range": ("Draft length must be a whole number from {low} to {high}, got {value!r}.",
@@ -164,7 +164,7 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "trace_branch_damaged": ("The trace is damaged at branch {branch!r}: its number, parent, fork point or steps do "
                              "not fit the tree of branches.",
                              "记录文件在分支 {branch!r} 处已损坏：它的编号、父分支、分叉点或步骤与分支树不符。"),
-    # An engine's model (model/decoding/engine.py, model/decoding/engine_session.py): the engine's faults, one sentence each
+    # An engine's model (model/vllm/client.py, model/vllm/session.py): the engine's faults, one sentence each
     "engine_needs_local": ("This view runs the model itself, which {model} on an engine cannot do here; choose a local "
                            "model for it.", "这个视图需要在本机运行模型，而引擎上的 {model} 做不到；请为它选择一个本地模型。"),
     "engine_down": ("The engine serving this model does not answer; ask the operator to start it, then try again.",

@@ -190,7 +190,7 @@ def engine():
 def engine_lm(engine):
     """The engine's model, asked with a test's patience (engine_server.REQUEST_S: it shares the cores of the run)."""
     from engine_server import REQUEST_S
-    from model.decoding.engine import EngineClient
-    from model.decoding.engine_session import load_engine_model
+    from model.vllm.client import EngineClient
+    from model.vllm.session import load_engine_model
 
     return load_engine_model(EngineClient(engine.url, engine.model, timeout=REQUEST_S), engine.folder)

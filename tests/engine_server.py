@@ -23,13 +23,13 @@ ENGINE_VENV = Path(os.environ.get("TBT_ENGINE_VENV") or Path.home() / ".cache" /
 ENGINE_PYTHON = ENGINE_VENV / "bin" / "python"
 STAMP = ENGINE_VENV / ".installed"
 WARM_UP_S = 360  # vLLM's start on 2 shared cores: about 2 minutes; 6 allowed
-# A test's wait for one answer. The app's own (model/decoding/engine.py TIMEOUT_S, 30 s) is for an engine on its own machine;
+# A test's wait for one answer. The app's own (model/vllm/client.py TIMEOUT_S, 30 s) is for an engine on its own machine;
 # here vLLM shares 2 cores with the model, the servers and Chromium of the same run (and other work): a fresh run on
 # a loaded machine saw "The engine did not answer within 30 s" for an answer that is well under a second when quiet.
 REQUEST_S = 180.0
 CONTEXT = 256  # tokens: small, so that a prompt over it is quick to write (and the cache is small)
 LOG = ROOT / "tests" / "artifacts" / "vllm.log"
-MAX_LOGPROBS = 100  # what the app asks for (model/decoding/engine.py TOP_N), as docs/operators.md tells an operator
+MAX_LOGPROBS = 100  # what the app asks for (model/vllm/client.py TOP_N), as docs/operators.md tells an operator
 
 
 @dataclass

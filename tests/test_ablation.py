@@ -9,7 +9,6 @@ import threading
 import pytest
 import torch
 
-from model.decoding.batcher import StepBatcher
 from model.decoding.loading import available_models, load_model
 from model.decoding.records import SamplingConfig
 from model.decoding.sampling import derive
@@ -153,10 +152,9 @@ def test_continuations_against_full_passes(lm):
 
 
 def test_another_session_steps_unchanged_during_an_ablation(lm):
-    """The model is shared: a session stepping on a batcher while this run's hooks come and go sees the
-    numbers of a full forward pass of its own text, to float error."""
-    batcher = StepBatcher(lm.model)
-    other = DecodeSession(lm, batcher=batcher)
+    """The model is shared: a session stepping (and computing ahead, as a server's) while this run's hooks come and
+    go sees the numbers of a full forward pass of its own text, to float error."""
+    other = DecodeSession(lm, ahead=True)
     other.start("Once upon a time, in a small village,")
     running = threading.Event()
     done = threading.Event()
@@ -179,7 +177,7 @@ def test_another_session_steps_unchanged_during_an_ablation(lm):
         during += not done.is_set()
         seen.append((list(other.ids), other.next_logits.float()))
     worker.join()
-    # the references once the run is over: a pass here, outside the door, would meet the run's hooks
+    # the references once the run is over: a pass here, outside the scheduler, would meet the run's hooks
     worst = max(float((logits - _full_last(lm.model, ids)).abs().max()) for ids, logits in seen)
     assert during >= 3  # the other session's steps ran while the ablation did
     assert worst < 1e-3, worst  # zeroing layer 0's MLP moves logits by whole units: none reached this session

@@ -90,8 +90,8 @@ def test_rederive_redraws_without_a_forward_pass(client, server, lm, monkeypatch
                         lambda *a, **k: calls.append(threading.current_thread().name) or real(*a, **k))
     hot = call(client, "/rederive", temperature=1.8)
     cold = call(client, "/rederive", temperature=0.2)
-    # The only passes are the next step's, computed ahead in the batcher's worker: none on the request's path.
-    assert set(calls) <= {"step-batcher"}
+    # The only passes are the next step's, computed ahead in the scheduler's worker: none on the request's path.
+    assert set(calls) <= {"scheduler-smollm2"}
     bars = lambda fig: [t for t in fig["data"] if t.get("type") == "bar" and t.get("orientation") == "h"]  # noqa: E731
     assert figure(hot, 0) != figure(cold, 0)
     assert bars(figure(cold, 0)) and bars(figure(hot, 0))
@@ -243,15 +243,26 @@ def test_a_closed_or_expired_session_gives_its_memory_back(monkeypatch, lm):
     monkeypatch.setattr(sessions, "return_freed_memory", lambda: trims.append(1))
     now = [0.0]
     store = SessionStore(idle_seconds=60, clock=lambda: now[0])
-    store.put("a", object()), store.put("b", object())
+    a, b = Closing(), Closing()
+    store.put("a", a), store.put("b", b)
     store.drop("a")
-    assert trims == [1] and len(store) == 1
+    assert trims == [1] and len(store) == 1 and (a.closed, b.closed) == (1, 0)  # its core's share freed at once
     store.drop("a")  # nothing left to free
-    assert trims == [1]
+    assert trims == [1] and a.closed == 1
     now[0] = 61
     with pytest.raises(sessions.SessionExpired):
         store.get("b")
-    assert trims == [1, 1] and len(store) == 0
+    assert trims == [1, 1] and len(store) == 0 and b.closed == 1
+
+
+class Closing:
+    """A stored session as the store sees it: closed when it goes (DecodeSession.close)."""
+
+    def __init__(self):
+        self.closed = 0
+
+    def close(self):
+        self.closed += 1
 
 
 @pytest.mark.server

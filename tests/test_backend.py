@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from model.decoding.backend import Capabilities, LocalBackend
-from model.decoding.engine_session import EngineBackend
+from cores import sequence
+from model.decoding.backend import Capabilities, CoreBackend
+from model.vllm.session import EngineBackend
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 
@@ -57,19 +58,19 @@ def test_views_read_declared_capabilities_not_attribute_probes():
 def test_an_engine_declares_that_it_gives_only_the_logits():
     assert EngineBackend.capabilities == Capabilities(attention=False, cache_tensors=False, runs_locally=False,
                                                       prefetch=False)
-    assert EngineBackend.batcher is None
 
 
 @pytest.mark.model
-def test_a_local_model_declares_its_weights_cache_and_attention_and_prefetch_with_a_batcher(lm):
-    from model.decoding.batcher import StepBatcher
+def test_a_local_model_declares_its_weights_cache_and_attention_and_computes_ahead_for_a_server(lm):
+    from model.decoding.core import core_of
 
-    alone, shared = DecodeSession(lm), DecodeSession(lm, batcher=StepBatcher(lm.model))
-    assert isinstance(alone.backend, LocalBackend) and alone.lm is lm
-    assert alone.capabilities == Capabilities(attention=True, cache_tensors=True, runs_locally=True, prefetch=False)
-    assert shared.capabilities.prefetch and shared.batcher is shared.backend.batcher
+    alone, shared = DecodeSession(lm), DecodeSession(lm, ahead=True)
+    assert isinstance(alone.backend, CoreBackend) and alone.lm is lm and alone.backend.core is core_of(lm)
+    assert alone.capabilities == Capabilities(attention=True, cache_tensors=True, runs_locally=True, prefetch=True)
+    assert shared.computes_ahead and not alone.computes_ahead
+    assert shared.backend.core is alone.backend.core and shared.backend.key != alone.backend.key  # one core
     alone.start("The capital of France is")
-    assert not alone.prefetch(GREEDY) and alone.preview_ahead(GREEDY) is None  # nothing to run it in
+    assert not alone.prefetch(GREEDY) and alone.preview_ahead(GREEDY) is None  # not a server's session
     assert alone.prefill.attention is not None and alone.prefill.kv.measured == alone.prefill.kv.formula
 
 
@@ -78,8 +79,8 @@ def test_an_engine_model_gets_the_engine_backend_from_the_one_session(lm):
     """No engine runs here: its backend is chosen, says what it cannot do, and a refusal changes nothing."""
     from engine_server import free_port
 
-    from model.decoding.engine import EngineClient
-    from model.decoding.engine_session import load_engine_model
+    from model.vllm.client import EngineClient
+    from model.vllm.session import load_engine_model
     from model.errors import SessionError
     from model.decoding.loading import resolve
     from model.serving.sessions import ModelRegistry
@@ -89,7 +90,7 @@ def test_an_engine_model_gets_the_engine_backend_from_the_one_session(lm):
     models.add_engine(down)
     session = models.new_session(down.name)
     assert type(session) is DecodeSession and isinstance(session.backend, EngineBackend) and session.lm is down
-    assert session.capabilities == EngineBackend.capabilities and session.batcher is None
+    assert session.capabilities == EngineBackend.capabilities and models.core(down.name) is None
     with pytest.raises(SessionError) as err:
         session.start("Hello")
     assert err.value.key == "engine_down" and not session.started
@@ -107,7 +108,7 @@ def test_records_made_elsewhere_are_taken_with_one_prefill_and_go_on_as_their_ow
     follower = DecodeSession(lm)
     follower.take_records(teacher.prefill, teacher.steps, teacher.ids)
     assert follower.ids == teacher.ids and follower.steps == teacher.steps and follower.ids is not teacher.ids
-    assert follower.backend.cache.get_seq_length() == len(teacher.ids)
+    assert sequence(follower).cache.get_seq_length() == len(teacher.ids)
     assert torch.allclose(follower.next_logits, teacher.next_logits, atol=1e-4, rtol=1e-4)
     assert torch.allclose(follower._prefill_logits, teacher._prefill_logits, atol=1e-4, rtol=1e-4)
     follower.back(2)

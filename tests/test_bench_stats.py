@@ -1,11 +1,11 @@
-"""The classroom benchmark's server counters: the CPU split by part and the batch sizes (model/decoding/batcher.py), and how
+"""The classroom benchmark's server counters: the CPU split by part and the batch sizes (model/runtime.py), and how
 bench/classroom.py turns two reads of them into a histogram and CPU per step."""
 import time
 
 import pytest
 
 from bench.classroom import cpu_per_step, histogram, stats_delta
-from model.decoding.batcher import CpuSplit
+from model.runtime import CpuSplit
 
 pytestmark = pytest.mark.unit
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import viz
-from model.decoding.backend import LocalBackend
+from cores import sequence
+from model.decoding.sequence import Sequence
 from model.decoding.branches import MAX_BRANCHES, Repeat, repeated_mask, repeated_ngrams
 from model.decoding.records import SamplingConfig, attention_matrix
 from model.decoding.session import DecodeSession, SessionError
@@ -99,7 +100,7 @@ def test_switching_back_and_forth_shows_exactly_what_each_branch_showed(forked):
     assert views_of(s) == old_views
     assert views_of(s) != new_views  # the comparison can tell the two apart
     s.step(SAMPLED)  # the recomputed cache goes on like any other
-    assert len(s.steps) == 7 and s.backend.cache.get_seq_length() == len(s.ids)
+    assert len(s.steps) == 7 and sequence(s).cache.get_seq_length() == len(s.ids)
 
 
 @pytest.mark.model
@@ -223,8 +224,9 @@ def test_a_bad_branch_is_refused_before_any_pass(lm, forked_trace, mangle, monke
     mangle(trace)
     other = DecodeSession(lm)
     other.start("Unrelated")
-    monkeypatch.setattr(LocalBackend, "_prefill", lambda *a, **k: pytest.fail("a pass ran"))
-    monkeypatch.setattr(LocalBackend, "_forward_one", lambda *a, **k: pytest.fail("a pass ran"))
+    monkeypatch.setattr(Sequence, "_prefill", lambda *a, **k: pytest.fail("a pass ran"))
+    monkeypatch.setattr(Sequence, "advance", lambda *a, **k: pytest.fail("a pass ran"))
+    monkeypatch.setattr(Sequence, "follow", lambda *a, **k: pytest.fail("a pass ran"))
     with pytest.raises(SessionError, match="damaged|branches"):
         replay(other, trace)
     assert other.prefill.prompt == "Unrelated"

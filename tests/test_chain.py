@@ -197,10 +197,10 @@ def test_teacher_forcing_argmax_rank_and_cross_entropy_equal_an_independent_comp
 
 
 @pytest.mark.model
-def test_the_pass_holds_the_models_door(lm):
-    from model.decoding.door import door_of
+def test_the_pass_holds_the_models_scheduler(lm):
+    from model.decoding.scheduler import scheduler_of
 
-    door, calls = door_of(lm.model), []
+    door, calls = scheduler_of(lm.model), []
     hook = lm.model.register_forward_pre_hook(lambda module, args: calls.append(door.held()))
     try:
         teacher_forcing(lm, lm.tokenizer("Hello there, world")["input_ids"])

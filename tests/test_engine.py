@@ -9,6 +9,7 @@ from model.decoding.kv import kv_cache_bytes
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession, SessionBusy, SessionError
 from model.decoding.trace import replay, to_trace
+from cores import sequence
 
 GREEDY = SamplingConfig(temperature=0)
 SAMPLED = SamplingConfig(temperature=0.9, top_k=40, top_p=0.95, min_p=0.02, repetition_penalty=1.1, seed=7)
@@ -83,7 +84,7 @@ def test_back_then_step_reproduces(session):
     kv_before = session.steps[-1].kv
     session.back(3)
     assert len(session.steps) == 3 and len(session.ids) == session.prompt_len + 3
-    assert session.backend.cache.get_seq_length() == len(session.ids)
+    assert sequence(session).cache.get_seq_length() == len(session.ids)
     again = [session.step(SAMPLED) for _ in range(3)]
     for old, new in zip(records[3:], again):
         assert new.token.id == old.token.id and new.distribution.u == old.distribution.u
@@ -169,7 +170,7 @@ def test_multibyte_characters_decode(lm, session, prompt):
 
 
 def snapshot(s):
-    return (list(s.ids), len(s.steps), s.backend.cache.get_seq_length(), s.prefill.prompt if s.prefill else None,
+    return (list(s.ids), len(s.steps), sequence(s).cache.get_seq_length(), s.prefill.prompt if s.prefill else None,
             None if s._next_logits is None else float(s._next_logits.sum()))
 
 
@@ -221,7 +222,7 @@ def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monk
     seen = []  # each layer's cached length at the fault: the earlier layers have appended the new token already
 
     def broken(*a, **k):  # this one layer (not its class, which every layer shares) fails
-        seen.append([layer.keys.shape[-2] for layer in session.backend.cache.layers])
+        seen.append([layer.keys.shape[-2] for layer in sequence(session).cache.layers])
         raise RuntimeError("injected fault")
 
     monkeypatch.setattr(last, "forward", broken)
@@ -231,7 +232,7 @@ def test_a_step_that_fails_midway_leaves_the_session_as_it_was(lm, session, monk
     n = len(session.ids)
     assert seen == [[n + 1] * (len(seen[0]) - 1) + [n]]  # the fault came midway, with the cache half written
     assert snapshot(session) == before
-    assert all(layer.keys.shape[-2] == len(session.ids) for layer in session.backend.cache.layers)
+    assert all(layer.keys.shape[-2] == len(session.ids) for layer in sequence(session).cache.layers)
     r = session.step(SAMPLED)
     assert r.kv.measured == r.kv.formula
     session.step(SAMPLED)

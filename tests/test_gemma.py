@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from model.decoding.batcher import StepBatcher, forward_batch, forward_one
+from model.decoding.batching import forward_batch, forward_one
+
+from cores import computed_ahead, sequence
 from model.decoding.kv import formula_bytes, kv_cache_bytes
 from model.decoding.loading import LoadedModel, available_models, load_model, model_info
 from model.decoding.records import SamplingConfig
@@ -52,9 +54,10 @@ def windowed(request):
     return SimpleNamespace(lm=lm, window=window, prompt=prompt)
 
 
-def started(w, batcher=None) -> DecodeSession:
-    """A session on the prompt, allowed to run PAST tokens beyond the window (the app stops at 512)."""
-    s = DecodeSession(w.lm, max_prompt_tokens=w.window, max_tokens=w.window + 2 * PAST, batcher=batcher)
+def started(w, ahead=False) -> DecodeSession:
+    """A session on the prompt, allowed to run PAST tokens beyond the window (the app stops at 512); ahead=True: one
+    that computes ahead (a server's)."""
+    s = DecodeSession(w.lm, max_prompt_tokens=w.window, max_tokens=w.window + 2 * PAST, ahead=ahead)
     s.start(w.prompt)
     assert w.window - 2 * PAST < s.prompt_len < w.window - 2
     return s
@@ -87,11 +90,11 @@ def test_back_past_the_window_is_as_if_the_steps_were_not_taken(windowed):
     records = [s.step(SAMPLED) for _ in range(window + PAST - s.prompt_len)]
     ids = list(s.ids)
     for n in (1, PAST + 2, len(records)):  # staying past the window, back below it, back to the prompt
-        cache = s.backend.cache
+        cache = sequence(s).cache
         s.back(n)
-        assert s.ids == ids[: len(ids) - n] and s.backend.cache.get_seq_length() == len(s.ids)
+        assert s.ids == ids[: len(ids) - n] and sequence(s).cache.get_seq_length() == len(s.ids)
         assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
-        assert s.backend.cache is not cache  # the window layers had dropped tokens: the cache was prefilled again
+        assert sequence(s).cache is not cache  # the window layers had dropped tokens: the cache was prefilled again
         again = [s.step(SAMPLED) for _ in range(n)]
         assert [r.token.id for r in again] == [r.token.id for r in records[-n:]]
         for old, new in zip(records[-n:], again):
@@ -100,53 +103,57 @@ def test_back_past_the_window_is_as_if_the_steps_were_not_taken(windowed):
     s.back(len(records))
     s.step(SAMPLED)
     s.step(SAMPLED)
-    cache = s.backend.cache
+    cache = sequence(s).cache
     s.back(1)  # below the window nothing was dropped: cropped, not prefilled again
-    assert s.backend.cache is cache and s.backend.cache.get_seq_length() == len(s.ids) == s.prompt_len + 1
+    assert sequence(s).cache is cache and sequence(s).cache.get_seq_length() == len(s.ids) == s.prompt_len + 1
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
 def test_a_prefetch_thrown_away_past_the_window_leaves_the_cache_right(windowed):
     lm, window = windowed.lm, windowed.window
-    s = started(windowed, StepBatcher(lm.model))
+    s = started(windowed, ahead=True)
     while len(s.ids) < window:
         s.step(GREEDY)
-    assert s.prefetch(GREEDY)  # its pass pushes every window layer's oldest token out
-    assert s.backend.held().wait(60)  # (run, not merely queued: a queued pass is cancelled and pushes nothing out)
+    hits, misses = sequence(s).prefetch_hits, sequence(s).prefetch_misses
+    assert computed_ahead(s, GREEDY)  # its pass pushes every window layer's oldest token out
+    # (run, not merely queued: a queued pass is cancelled and pushes nothing out)
+    assert sequence(s).held().job.done.wait(60)
     other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != s.prefetched)
     r = s.step(GREEDY, force_token=other)  # another token: the prefetch is thrown away, the cache cut back
-    assert s.backend.prefetch_misses == 1 and r.token.id == other
-    assert r.kv.measured == r.kv.formula and s.backend.cache.get_seq_length() == len(s.ids) == window + 1
+    assert sequence(s).prefetch_misses == misses + 1 and r.token.id == other
+    sequence(s).settle()  # (the pass that step started ahead)
+    assert r.kv.measured == r.kv.formula and sequence(s).cache.get_seq_length() == len(s.ids) == window + 1
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
     assert s.prefetch(GREEDY)
     hit = s.step(GREEDY)  # and a prefetch that is used, past the window
-    assert s.backend.prefetch_hits == 1 and hit.kv.measured == hit.kv.formula
+    assert sequence(s).prefetch_hits == hits + 1 and hit.kv.measured == hit.kv.formula
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
 def test_a_prefetch_that_cannot_be_thrown_away_stays_held(windowed, monkeypatch):
     """Past the window, throwing a prefetch away needs a prefill (_rebuild); if that fails, nothing changes."""
     lm, window = windowed.lm, windowed.window
-    s = started(windowed, StepBatcher(lm.model))
+    s = started(windowed, ahead=True)
     while len(s.ids) < window:
         s.step(GREEDY)
-    assert s.prefetch(GREEDY)
+    assert computed_ahead(s, GREEDY)
     # the pass has run (a queued one is only cancelled, needing no prefill: a loaded machine left it queued once)
-    assert s.backend.held().wait(60)
+    assert sequence(s).held().job.done.wait(60)
+    misses = sequence(s).prefetch_misses
     ahead, ids, steps = s.prefetched, list(s.ids), len(s.steps)
     other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != ahead)
 
     def broken(*a, **k):
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(s.backend, "_prefill", broken)
+    monkeypatch.setattr(sequence(s), "_prefill", broken)
     with pytest.raises(RuntimeError, match="injected"):
         s.step(GREEDY, force_token=other)  # the prefetch must go, and cannot
     monkeypatch.undo()
     assert s.ids == ids and len(s.steps) == steps and s.prefetched == ahead  # held: the cache still holds its pass
-    assert s.backend.cache.get_seq_length() == len(ids) + 1
+    assert sequence(s).cache.get_seq_length() == len(ids) + 1
     r = s.step(GREEDY, force_token=other)  # the next change throws it away
-    assert r.token.id == other and s.backend.prefetch_misses == 1 and r.kv.measured == r.kv.formula
+    assert r.token.id == other and sequence(s).prefetch_misses == misses + 1 and r.kv.measured == r.kv.formula
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
 
@@ -155,7 +162,7 @@ def test_a_step_failing_midway_past_the_window_changes_nothing(windowed, monkeyp
     s = started(windowed)
     while len(s.ids) < window:
         s.step(GREEDY)
-    logits, layers = s.next_logits, [(layer.keys, layer.get_seq_length()) for layer in s.backend.cache.layers]
+    logits, layers = s.next_logits, [(layer.keys, layer.get_seq_length()) for layer in sequence(s).cache.layers]
 
     def broken(*a, **k):  # the last layer fails after every other layer appended to the cache
         raise RuntimeError("injected fault")
@@ -165,7 +172,7 @@ def test_a_step_failing_midway_past_the_window_changes_nothing(windowed, monkeyp
         s.step(GREEDY)
     monkeypatch.undo()
     assert len(s.ids) == window and torch.equal(s.next_logits, logits)
-    assert all(layer.keys is k and layer.get_seq_length() == t for layer, (k, t) in zip(s.backend.cache.layers, layers))
+    assert all(layer.keys is k and layer.get_seq_length() == t for layer, (k, t) in zip(sequence(s).cache.layers, layers))
     s.step(GREEDY)
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
 
@@ -175,9 +182,9 @@ def test_a_batched_step_past_the_window_is_the_step_alone(windowed):
     s = started(windowed)
     while len(s.ids) < window + PAST:
         s.step(GREEDY)
-    long = copy.deepcopy(s.backend.cache)
+    long = copy.deepcopy(sequence(s).cache)
     s.back(3)
-    caches = [long, copy.deepcopy(s.backend.cache)]  # window + PAST and window + PAST - 3 tokens: different lengths
+    caches = [long, copy.deepcopy(sequence(s).cache)]  # window + PAST and window + PAST - 3 tokens: different lengths
     alone = [copy.deepcopy(c) for c in caches]
     expected = [forward_one(lm.model, c, 42) for c in alone]
     with torch.no_grad():

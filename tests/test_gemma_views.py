@@ -14,7 +14,7 @@ from model.inside.chain import chain_rule
 from model.decoding.loading import available_models, load_model
 from model.decoding.records import SamplingConfig, attention_matrix
 from model.decoding.session import DecodeSession
-from model.serving.speculative import speculative_decode
+from model.speed.speculative import speculative_decode
 from model.inside.teacher_forcing import compare_stepwise
 from model.decoding.trace import replay, to_trace
 from model.decoding.tokens import token_labels
@@ -192,10 +192,10 @@ BATCH_PROMPTS = ["今天天气", "床前明月光，", "The capital of France is
 def test_batched_steps_on_gemma_write_what_each_session_would_alone(gemma):
     import threading
 
-    from model.decoding.batcher import StepBatcher
+    from cores import scheduling
 
-    def started(batcher=None):
-        sessions = [DecodeSession(gemma, batcher=batcher) for _ in BATCH_PROMPTS]
+    def started():
+        sessions = [DecodeSession(gemma) for _ in BATCH_PROMPTS]
         for s, p in zip(sessions, BATCH_PROMPTS):
             s.start(p)
         return sessions
@@ -204,21 +204,21 @@ def test_batched_steps_on_gemma_write_what_each_session_would_alone(gemma):
     for s in alone:
         for _ in range(4):
             s.step(GREEDY)
-    batcher = StepBatcher(gemma.model, max_batch=8)
-    together = started(batcher)
+    together = started()
     barrier = threading.Barrier(len(together))
 
     def run(s):
         for _ in range(4):
-            barrier.wait(60)  # all ask at once, so the batcher sees them together
+            barrier.wait(60)  # all ask at once, so the scheduler sees them together
             s.step(GREEDY)
 
-    threads = [threading.Thread(target=run, args=(s,)) for s in together]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(300)
-    assert max(batcher.batch_sizes) > 1  # really batched
+    with scheduling(gemma, max_batch=8) as batcher:
+        threads = [threading.Thread(target=run, args=(s,)) for s in together]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(300)
+        assert max(batcher.batch_sizes) > 1  # really batched
     for a, b in zip(alone, together):
         assert b.ids == a.ids  # the same text, token for token
         for ra, rb in zip(a.steps, b.steps):
@@ -229,7 +229,7 @@ def test_batched_steps_on_gemma_write_what_each_session_would_alone(gemma):
 
 
 def test_paged_blocks_on_gemma_equal_the_formula_and_the_measured_cache(gemma, written):
-    from model.serving.paged import BLOCK_SIZE, paged_layout
+    from model.speed.paged import BLOCK_SIZE, paged_layout
     from model.decoding.session import MAX_TOKENS
 
     others = [DecodeSession(gemma) for _ in range(2)]

@@ -245,7 +245,7 @@ def test_the_largest_valid_trace_replays_in_about_80_passes_not_1024(lm):
     prefills (about 212 s of one import slot here)."""
     from bench.import_wait import largest_trace
     from model.decoding.branches import MAX_BRANCHES
-    from model.decoding.door import PREFILL_CHUNK
+    from model.decoding.passes import PREFILL_CHUNK
     from model.decoding.session import MAX_TOKENS, DecodeSession
     from model.decoding.trace import MAX_TRACE_STEPS
 
@@ -360,24 +360,29 @@ def test_text_with_angle_brackets_still_works(lm, session, chat):
 
 # ---- 5. the cache timing lets others use the model between its passes ------------------------------------
 @pytest.mark.model
-def test_measuring_takes_the_models_door_per_pass(lm):
-    from model.decoding.door import door_of
+def test_measuring_takes_the_models_scheduler_per_pass(lm):
+    from model.decoding.records import SamplingConfig
+    from model.decoding.scheduler import scheduler_of
+    from model.decoding.session import DecodeSession
 
     ids = lm.tokenizer("The history of the printing press begins in the fifteenth century. " * 8)["input_ids"][:96]
-    door, measuring, passes_unlocked = door_of(lm.model), threading.Event(), []
+    door, measuring, passes_unlocked = scheduler_of(lm.model), threading.Event(), []
     got_in = []
+    stepper = DecodeSession(lm)
+    stepper.start("Another student's text")
     forward = lm.model.forward
 
     def checked(*args, **kwargs):
         passes_unlocked.append(not door.held())
         return forward(*args, **kwargs)
 
-    def other_user():  # a decode step's way in: it goes first whenever it waits
+    def other_user():  # another student's decode steps: they go first whenever they wait
         measuring.wait(10)
         while measuring.is_set():
-            with door.step():
-                if measuring.is_set():
-                    got_in.append(time.perf_counter())
+            stepper.step(SamplingConfig(temperature=0))
+            if measuring.is_set():
+                got_in.append(time.perf_counter())
+            stepper.back(1)  # (to the prompt: no pass)
             time.sleep(0.005)
 
     worker = threading.Thread(target=other_user)
@@ -391,7 +396,7 @@ def test_measuring_takes_the_models_door_per_pass(lm):
         del lm.model.forward
         worker.join()
     assert len(timing.cached_ms) == 4 and all(t > 0 for t in timing.full_ms)
-    assert passes_unlocked and not any(passes_unlocked)  # every pass ran holding the door
+    assert passes_unlocked and not any(passes_unlocked)  # every pass ran holding the scheduler
     assert got_in  # and another thread ran between them
 
 

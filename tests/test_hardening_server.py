@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+from types import SimpleNamespace
 import tempfile
 import time
 from collections import Counter
@@ -285,7 +286,7 @@ def test_one_address_cannot_take_every_session_but_a_class_gets_in(lm):
     now = [0.0]
     store = SessionStore(max_sessions=120, clock=lambda: now[0], opening=OpeningLimit(burst=45, refill_s=4.0,
                                                                                      clock=lambda: now[0]))
-    session = object()
+    session = SimpleNamespace(close=lambda: None)  # a stored session as the store sees it: closed when it goes
     for i in range(45):  # a class behind one NAT, all pressing Start in the same minute
         store.put(f"student-{i}", session, client="10.1.2.3")
     store.put("student-0", session, client="10.1.2.3")  # starting again in one's own session is not opening one
@@ -519,7 +520,7 @@ def test_one_address_holds_at_most_a_class_and_its_teacher(lm):
     now = [0.0]
     store = SessionStore(max_sessions=120, clock=lambda: now[0], opening=OpeningLimit(clock=lambda: now[0]),
                          idle_seconds=3600, unconnected_seconds=3600)  # (all of them keep a page, as if)
-    session = object()
+    session = SimpleNamespace(close=lambda: None)  # a stored session as the store sees it: closed when it goes
     for i in range(80):
         store.put(f"student-{i}", session, client="10.1.2.3")
     store.put("teacher", session, client="10.1.2.3")

@@ -1,11 +1,11 @@
 """Heads by what they do (model/experiments/heads.py): the scores are the formula on the model's own attention
-weights (a pass run here, outside the door, with loops written here), the text is what the page says it is, and the
+weights (a pass run here, outside the scheduler, with loops written here), the text is what the page says it is, and the
 induction heads the page names score high on the repeated text and low on the control text. SmolLM2 and Gemma."""
 import numpy as np
 import pytest
 import torch
 
-from model.decoding.door import door_of
+from model.decoding.scheduler import scheduler_of
 from model.decoding.loading import available_models, load_model
 from model.experiments.heads import NAMED, head_scores, ordinary_ids, repeated_text
 
@@ -23,9 +23,9 @@ def model(request, lm):
 
 @pytest.fixture(scope="module")
 def scored(model):
-    turns = door_of(model.model).turns
+    turns = scheduler_of(model.model).turns
     scores = head_scores(model)
-    return scores, door_of(model.model).turns - turns
+    return scores, scheduler_of(model.model).turns - turns
 
 
 def test_the_text_is_a_random_sequence_said_twice(model):
@@ -42,7 +42,7 @@ def test_the_text_is_a_random_sequence_said_twice(model):
 
 def test_the_scores_are_the_formula_on_the_models_own_attention(model, scored):
     scores, passes = scored
-    assert passes == 2  # the repeated text and the control text, each one pass at the door
+    assert passes == 2  # the repeated text and the control text, each one pass, a turn at the scheduler
     ids = [tok.id for tok in scores.tokens]
     with torch.no_grad():
         att = model.model(input_ids=torch.tensor([ids]), output_attentions=True).attentions  # eager: weights come back

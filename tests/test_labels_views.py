@@ -17,7 +17,7 @@ from model.decoding.branches import repeated_mask
 from model.inside.chain import chain_rule
 from model.strategies.race import race
 from model.decoding.records import SamplingConfig, attention_matrix
-from model.serving.speculative import speculative_decode
+from model.speed.speculative import speculative_decode
 from model.inside.teacher_forcing import teacher_forcing
 from model.decoding.tokens import token_labels
 from viz.branches import branch_compare_html, branch_logp_chart

@@ -63,16 +63,20 @@ def test_the_classroom_is_model_logic_with_no_gradio_and_nothing_of_ui():
     assert sorted(imported(scanned)) == [(2, "ui"), (3, "gradio")]
 
 
-# What would let ui/ hold the model or a tensor: the model's door and batcher (issue 30: 16 model_lock calls in 13 ui/
-# files once), a session's backend and cache, its logits.
-# (A session's `prefill` attribute is its PrefillRecord, plain numbers: only the door's function of that name counts.)
-MODEL_HOLDS = {"model_lock", "door", "door_of", "model_pass", "all_cores", "one_core", "StepBatcher", "backend",
-               "cache", "next_logits", "logits", "forward_one", "forward_batch"}
+# What would let ui/ hold the model or a tensor: the model's scheduler and its passes (issue 30: 16 model_lock calls in
+# 13 ui/ files once), a session's backend, its sequence in the core and its cache, its logits. (ui/ asks a model's core
+# to compute a named computation: core.compute, with plain arguments and a plain record back.)
+# (A session's `prefill` attribute is its PrefillRecord, plain numbers: only passes' function of that name counts.)
+MODEL_HOLDS = {"model_lock", "door", "scheduler", "scheduler_of", "Scheduler", "model_pass", "all_cores", "one_core",
+               "backend", "sequence", "Sequence", "cache", "next_logits", "logits", "forward_one", "forward_batch"}
+MODEL_MODULES = ("model.decoding.scheduler", "model.decoding.passes", "model.decoding.batching",
+                 "model.decoding.backend", "model.decoding.sequence", "model.decoding.core")
 
 
 def test_ui_takes_no_model_lock_and_holds_no_tensor():
-    """No file under ui/ (nor app.py) names the model's door or lock, a session's backend or cache, or logits: a view
-    asks the session's runner (DecodeSession.whole_text) and gets plain records back."""
+    """No file under ui/ (nor app.py) names the model's scheduler or lock, a session's backend, sequence or cache, or
+    logits: a view asks the session's runner (DecodeSession.whole_text) or the model's core for a named computation
+    and gets plain records back."""
     files = [*sources("ui"), ("app.py", ast.parse((ROOT / "app.py").read_text(encoding="utf-8")))]
     wrong = []
     for name, tree in files:
@@ -81,7 +85,7 @@ def test_ui_takes_no_model_lock_and_holds_no_tensor():
                 wrong.append(f"{name}:{node.lineno} .{node.attr}")
             elif isinstance(node, ast.Name) and node.id in MODEL_HOLDS | {"prefill"}:
                 wrong.append(f"{name}:{node.lineno} {node.id}")
-            elif isinstance(node, ast.ImportFrom) and node.module in ("model.decoding.door", "model.decoding.backend"):
+            elif isinstance(node, ast.ImportFrom) and node.module in MODEL_MODULES:
                 wrong.append(f"{name}:{node.lineno} imports {node.module}")
     assert not wrong, wrong
     scanned = ast.parse("with model_lock(s.batcher):\n    x = s.next_logits")  # the scan can fail

@@ -7,7 +7,7 @@ import torch
 from model.classroom.quiz import step_config
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
-from model.serving.paged import BLOCK_SIZE
+from model.speed.paged import BLOCK_SIZE
 from model.serving.sessions import SessionStore
 from ui.handlers import View as Lang
 from ui.views import VIEWS
@@ -22,13 +22,16 @@ CHECKED = ("lens", "beams", "consistency", "constraints")  # drawn, and their nu
 NEEDS_PAGE = ("interview", "lesson", "room", "session")  # the class's views: built with a page, no chart of a text
 
 
-class App:  # what the views' lesson charts read of the app: the live sessions (paged), the batcher (batching)
+class App:  # what the views' lesson charts read of the app: the live sessions (paged), the passes (batching)
     def __init__(self):
         self.store = SessionStore(max_sessions=8)
         self.models = self
 
-    def batcher(self, name=None):
-        return None
+    def core(self, name=None):  # a model's core as the batching view reads it: its last decode passes
+        return self
+
+    def recent_passes(self, seconds=None):
+        return []
 
     def engine_metrics(self, name=None):  # local models only here: no engine's numbers
         return None

@@ -147,7 +147,7 @@ def test_the_bounded_counts_of_the_views_are_read_by_the_one_reader(value):
 # ---- 3. the model lock ---------------------------------------------------------------------------------------
 def test_the_model_is_held_one_way():
     """Five ways to a model lock once, then 14 functions taking it as `lock=` or `model_lock=`; now every pass goes
-    through the model's door (model.decoding.door), which no function takes as an argument."""
+    through the model's scheduler (model.decoding.scheduler), which no function takes as an argument."""
     found = [where(p, n) for p, tree in code().items() for n in ast.walk(tree)
              if (isinstance(n, ast.Attribute) and n.attr == "model_lock")
              or (isinstance(n, ast.arg) and n.arg in ("lock", "model_lock"))
@@ -164,15 +164,59 @@ def test_a_models_end_tokens_are_read_one_way():
     assert not found, found
 
 
-def test_a_model_has_one_door_shared_by_its_batchers():
+def test_a_model_has_one_scheduler_shared_by_its_cores():
+    from types import SimpleNamespace
+
     import torch
 
-    from model.decoding.batcher import StepBatcher
-    from model.decoding.door import door_of
+    from model.decoding.core import ModelCore
+    from model.decoding.scheduler import scheduler_of
 
     model, other = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
-    assert StepBatcher(model).door is door_of(model) is StepBatcher(model).door
-    assert door_of(other) is not door_of(model)
+    lm = SimpleNamespace(model=model, name="tiny")
+    assert ModelCore(lm).scheduler is scheduler_of(model) is ModelCore(lm).scheduler
+    assert scheduler_of(other) is not scheduler_of(model)
+
+
+def test_every_computation_sent_to_a_core_is_one_it_runs_by_name():
+    """Whatever a view or a lesson runs on the model beyond one step goes to the model's core (WholeText.run /
+    compute, a core's compute): a module-level function marked @computation, never a lambda or a closure, so it runs
+    the same in the page's process and in a process of its own (where it is sent by name)."""
+    import importlib
+
+    from model.decoding.core import computation_name
+
+    sent, wrong = 0, []
+    for path, tree in code().items():
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for n in ast.walk(tree):
+            if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("run", "compute")
+                    and n.args):
+                continue
+            first = n.args[0]
+            if isinstance(first, ast.Lambda):
+                wrong.append(f"{where(path, n)} sends a lambda")
+                continue
+            fn = getattr(module, first.id, None) if isinstance(first, ast.Name) else None
+            if callable(fn) and getattr(fn, "__module__", "").startswith("model."):
+                sent += 1
+                try:
+                    computation_name(fn)
+                except LookupError as err:
+                    wrong.append(f"{where(path, n)}: {err}")
+    assert sent >= 20 and not wrong, (sent, wrong)
+
+
+def test_a_core_process_is_recorded_in_one_place():
+    """Three records of one model process once (a module's table, the registry's, the play route's copy): now the
+    registry's cores only (ModelRegistry._cores), and nothing in model/ keeps a table of processes at module level."""
+    found = [where(p, n) for p, tree in code().items() for n in tree.body
+             if isinstance(n, (ast.Assign, ast.AnnAssign)) and any(
+                 isinstance(t, ast.Name) and any(word in t.id.upper() for word in ("APART", "PROCESSES"))
+                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
+    assert not found, found
+    names = {n.name for p, tree in code().items() for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+    assert not names & {"apart_processes", "process_of", "serve_apart", "run_apart"}
 
 
 # ---- 4. the words --------------------------------------------------------------------------------------------

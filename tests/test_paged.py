@@ -4,7 +4,7 @@ from dataclasses import asdict
 import pytest
 
 from model.errors import SessionError
-from model.serving.paged import BLOCK_SIZE, block_hashes, bytes_per_token, paged_layout
+from model.speed.paged import BLOCK_SIZE, block_hashes, bytes_per_token, paged_layout
 from model.decoding.records import ModelInfo
 
 pytestmark = pytest.mark.unit

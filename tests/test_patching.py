@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from model.decoding.door import door_of
+from model.decoding.scheduler import scheduler_of
 from model.decoding.loading import available_models, load_model
 from model.errors import SessionError
 from model.experiments.patching import (DEFAULT_CLEAN, answer_id, both_runs, decoder_layers,
@@ -94,9 +94,9 @@ def test_patching_every_position_at_the_last_layer_gives_the_clean_output(model)
 
 def test_a_cell_of_the_grid_is_the_formula_on_a_pass_run_by_hand(model):
     clean, corrupted = encode_pair(model, CLEAN, CORRUPTED)
-    turns = door_of(model.model).turns
+    turns = scheduler_of(model.model).turns
     grid = patching_grid(model, clean, corrupted)
-    assert door_of(model.model).turns - turns == grid.passes == 1 + model.info.layers  # every pass at the door
+    assert scheduler_of(model.model).turns - turns == grid.passes == 1 + model.info.layers  # every pass a turn
     assert all(not layer._forward_pre_hooks for layer in decoder_layers(model.model))  # no hook left behind
     p_of = lambda logits: float(torch.softmax(logits.float(), -1)[grid.answer.id])  # noqa: E731
     clean_logits, corrupted_logits = last_logits(model, clean), last_logits(model, corrupted)
@@ -139,7 +139,7 @@ def test_an_answer_of_several_tokens_is_refused_and_one_token_is_taken(lm):
 
 def test_an_answer_both_prompts_give_the_same_probability_is_refused(lm):
     ids, _ = encode_pair(lm, CLEAN, CORRUPTED)
-    turns = door_of(lm.model).turns
+    turns = scheduler_of(lm.model).turns
     with pytest.raises(SessionError) as err:
         patching_grid(lm, ids, ids)
-    assert err.value.key == "patch_no_gap" and door_of(lm.model).turns - turns == 1  # refused after the two runs
+    assert err.value.key == "patch_no_gap" and scheduler_of(lm.model).turns - turns == 1  # refused after the two runs

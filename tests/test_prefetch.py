@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-import model.decoding.batcher as batcher_module
-from model.decoding.batcher import StepBatcher
+import model.decoding.scheduler as scheduler_module
+from cores import computed_ahead, scheduling, sequence
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.serving.sessions import SessionStore
@@ -21,6 +21,7 @@ PROMPT = "Once upon a time, in a small village,"
 
 
 def started(lm, prompt=PROMPT, **kw):
+    """A session on `prompt` (ahead=True: one that computes ahead, as a server's)."""
     s = DecodeSession(lm, **kw)
     s.start(prompt)
     return s
@@ -36,7 +37,7 @@ def assert_same_step(expected, got):
 
 def assert_cache_holds_ids(s):
     assert s.prefetched is None
-    assert all(layer.keys.shape[-2] == layer.values.shape[-2] == len(s.ids) for layer in s.backend.cache.layers)
+    assert all(layer.keys.shape[-2] == layer.values.shape[-2] == len(s.ids) for layer in sequence(s).cache.layers)
 
 
 def another_token_config(s, token):
@@ -50,69 +51,77 @@ def another_token_config(s, token):
 
 @pytest.mark.parametrize("cfg", [GREEDY, SAMPLED], ids=["greedy", "sampled"])
 def test_a_prefetched_step_records_what_a_plain_step_does(lm, cfg, monkeypatch):
-    batcher = StepBatcher(lm.model)
-    plain, ahead = started(lm), started(lm, batcher=batcher)
+    plain, ahead = started(lm), started(lm, ahead=True)
     passes, step_forwards = [], []
-    real_forward_one = batcher_module.forward_one
-    monkeypatch.setattr(batcher_module, "forward_one", lambda m, c, t: passes.append(t) or real_forward_one(m, c, t))
-    monkeypatch.setattr(batcher, "forward", lambda *a, **k: step_forwards.append(a))  # a step's own pass
-    for _ in range(10):
-        assert ahead.prefetch(cfg)
+    real_forward_one = scheduler_module.forward_one
+    scheduler = scheduler_module.scheduler_of(lm.model)
+    monkeypatch.setattr(scheduler_module, "forward_one", lambda m, c, t: passes.append(t) or real_forward_one(m, c, t))
+    monkeypatch.setattr(scheduler, "run", lambda *a, **k: step_forwards.append(a))  # a step's own pass
+    for i in range(10):
+        # the first pass ahead is asked for (a start without the page's settings); every later one the core ran
+        # ahead by itself with the step before: asked again, it says so and starts nothing
+        assert ahead.prefetch(cfg) == (i == 0)
         assert ahead.prefetched == plain.preview(cfg).chosen.id
-        job = ahead.backend._ahead.job
+        job = sequence(ahead)._ahead.job
         expected, got = plain.step(cfg), ahead.step(cfg)
         assert_same_step(expected, got)
         assert got.timings.forward_ms == job.result[2]  # the time of the pass that made it: the prefetch
         assert torch.equal(ahead.next_logits, plain.next_logits)
-        assert_cache_holds_ids(ahead)
+        assert ahead.prefetched == ahead.preview(cfg).chosen.id  # the next one, started with the step
+    sequence(ahead).settle()
+    assert_cache_holds_ids(ahead)
     assert ahead.ids == plain.ids
-    assert (ahead.backend.prefetch_hits, ahead.backend.prefetch_misses) == (10, 0)
+    assert (sequence(ahead).prefetch_hits, sequence(ahead).prefetch_misses) == (10, 1)  # the last one thrown away
     assert step_forwards == []  # no step ran a second pass
-    assert passes == ahead.ids[ahead.prompt_len :]  # one pass per token, the prefetched one
+    # one pass per token, the prefetched one (and the last one ahead, if it ran before it was taken back)
+    assert passes[:10] == ahead.ids[ahead.prompt_len :] and len(passes) in (10, 11)
 
 
 def test_a_step_choosing_another_token_throws_the_prefetch_away(lm):
-    s, fresh = started(lm, batcher=StepBatcher(lm.model)), started(lm)
+    s, fresh = started(lm, ahead=True), started(lm)
     greedy = s.preview(GREEDY)
     other = greedy.candidates[1].token.id
     assert s.prefetch(GREEDY) and s.prefetched == greedy.chosen.id
     assert_same_step(fresh.step(GREEDY, force_token=other), s.step(GREEDY, force_token=other))
-    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (0, 1)
-    assert_cache_holds_ids(s)
+    assert (sequence(s).prefetch_hits, sequence(s).prefetch_misses) == (0, 1)
+    assert s.prefetched == s.preview(GREEDY).chosen.id  # the next one, started with the step
 
-    assert s.prefetch(GREEDY)
     hot = another_token_config(s, s.prefetched)  # the user moved the sliders after the prefetch
     assert_same_step(fresh.step(hot), s.step(hot))
-    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (0, 2)
-    assert_cache_holds_ids(s)
+    assert (sequence(s).prefetch_hits, sequence(s).prefetch_misses) == (0, 2)
+    assert s.prefetched == s.preview(hot).chosen.id  # under the settings of that step
 
+    s.back(1)  # (no settings given: nothing is computed ahead)
+    fresh.back(1)
+    assert_cache_holds_ids(s)
     assert s.prefetch(GREEDY)  # and the next prefetch is used again
     assert_same_step(fresh.step(GREEDY), s.step(GREEDY))
     assert torch.equal(s.next_logits, fresh.next_logits)
-    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (1, 2)
+    assert (sequence(s).prefetch_hits, sequence(s).prefetch_misses) == (1, 3)
 
 
 def test_new_settings_retarget_a_finished_prefetch(lm):
-    s, fresh = started(lm, batcher=StepBatcher(lm.model)), started(lm)
+    s, fresh = started(lm, ahead=True), started(lm)
     assert s.prefetch(GREEDY)
     assert not s.prefetch(GREEDY)  # already held
-    s.batcher.wait(s.backend._ahead.job)
+    scheduler_module.scheduler_of(lm.model).wait(sequence(s)._ahead.job)
     hot = another_token_config(s, s.prefetched)
     assert s.prefetch(hot) and s.prefetched == s.preview(hot).chosen.id
-    assert s.backend.prefetch_misses == 1
+    assert sequence(s).prefetch_misses == 1
     assert_same_step(fresh.step(hot), s.step(hot))
-    assert s.backend.prefetch_hits == 1
+    assert sequence(s).prefetch_hits == 1
+    sequence(s).settle()
     assert_cache_holds_ids(s)
 
 
 def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
-    s = started(lm, "The capital of France is", batcher=StepBatcher(lm.model))
+    s = started(lm, "The capital of France is", ahead=True)
     for _ in range(4):
-        s.prefetch(GREEDY)
+        assert computed_ahead(s, GREEDY)
         s.step(GREEDY)
-    assert s.prefetch(GREEDY)
-    s.batcher.wait(s.backend._ahead.job)
-    assert s.backend.cache.get_seq_length() == len(s.ids) + 1  # the prefetched token is in the cache...
+    assert computed_ahead(s, GREEDY)
+    scheduler_module.scheduler_of(lm.model).wait(sequence(s)._ahead.job)
+    assert sequence(s).cache.get_seq_length() == len(s.ids) + 1  # the prefetched token is in the cache...
     s.back(1)
     assert len(s.steps) == 3 and len(s.ids) == s.prompt_len + 3
     assert_cache_holds_ids(s)  # ...and gone again
@@ -124,9 +133,9 @@ def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
     assert torch.equal(s.next_logits, s._prefill_logits)
 
     for _ in range(3):
-        s.prefetch(GREEDY)
+        assert computed_ahead(s, GREEDY)
         s.step(GREEDY)
-    assert s.prefetch(GREEDY)
+    assert computed_ahead(s, GREEDY)
     s.go_to(1)
     assert len(s.steps) == 1
     assert_cache_holds_ids(s)
@@ -135,35 +144,61 @@ def test_back_reset_go_to_and_start_settle_the_prefetch(lm):
     s.start("Water boils at")
     assert s.prefill.prompt == "Water boils at" and s.steps == []
     assert_cache_holds_ids(s)
-    assert s.backend.prefetch_misses == 4
+    assert sequence(s).prefetch_misses == 4
 
     for _ in range(8):
-        assert s.prefetch(GREEDY)
+        assert computed_ahead(s, GREEDY)
         s.step(GREEDY)
     prompt_ids = torch.tensor([s.ids[: s.prompt_len]])
     expected = lm.model.generate(prompt_ids, attention_mask=torch.ones_like(prompt_ids), do_sample=False, max_new_tokens=8)
     assert s.ids == expected[0].tolist()
-    assert s.backend.prefetch_hits == 4 + 3 + 8
+    assert sequence(s).prefetch_hits == 4 + 3 + 8
+
+
+def test_a_page_with_its_settings_makes_one_call_per_change(lm, monkeypatch):
+    """A server's session told the page's settings with each change (start, step, back, reset, go to) gets the next
+    distribution with the answer and the pass ahead started by the core: one call into the core per click; the
+    page's render and its own prefetch() derive nothing and ask nothing more."""
+    import model.decoding.backend as backend_module
+
+    s, plain = DecodeSession(lm, ahead=True), DecodeSession(lm)
+    calls, derives = [], []
+    core = s.backend.core
+    for name in ("start", "advance", "back", "prefetch", "ahead", "held", "resume"):
+        real = getattr(core, name)
+        monkeypatch.setattr(core, name, lambda *a, _real=real, _name=name, **k: calls.append(_name) or _real(*a, **k))
+    real_derive = backend_module.derive
+    monkeypatch.setattr(backend_module, "derive", lambda *a, **k: derives.append(a[2]) or real_derive(*a, **k))
+    s.start("The capital of France is", cfg=SAMPLED)
+    plain.start("The capital of France is")
+    for change in (lambda x, c: x.step(c), lambda x, c: x.step(c), lambda x, c: x.back(1, c),
+                   lambda x, c: x.step(c), lambda x, c: x.go_to(1, c), lambda x, c: x.reset(c)):
+        change(s, SAMPLED)
+        change(plain, SAMPLED)
+        assert s.preview(SAMPLED) == plain.preview(SAMPLED) and not s.prefetch(SAMPLED)
+    assert calls == ["start", "advance", "advance", "back", "advance", "back", "back"] and derives == []
+    assert s.ids == plain.ids and s.prefetched == s.preview(SAMPLED).chosen.id
 
 
 def test_an_unwanted_prefetch_still_queued_is_taken_back_without_waiting(lm):
-    batcher = StepBatcher(lm.model)
-    s, spare = started(lm, batcher=batcher), started(lm, "spare")
+    s = started(lm, ahead=True)
     s.step(GREEDY)
-    with batcher.door.turn():  # the worker holds a spare job: the prefetch stays queued behind it
-        batcher.submit(spare.backend.cache, 1)
-        while batcher._pending:
-            time.sleep(0.005)
-        assert s.prefetch(GREEDY)
-        going_back = threading.Thread(target=s.back, args=(1,))  # to the prompt: no pass of its own to run
-        going_back.start()
-        going_back.join(2.0)
-        assert not going_back.is_alive()  # it did not wait for the queued pass
-        assert s.backend.prefetch_misses == 1
-        assert_cache_holds_ids(s)
-    s.prefetch(GREEDY)
-    s.step(GREEDY)
-    assert batcher.batch_sizes == [1, 1, 1]  # the first step, the spare job, the last prefetch: never the taken back one
+    assert sequence(s).held().job.done.wait(120)  # the pass the step started ahead, done
+    hot = another_token_config(s, s.prefetched)
+    with scheduling(lm) as batcher:
+        with batcher.turn():  # the model is held: the new prefetch stays queued
+            assert s.prefetch(hot)  # (the finished pass of another token thrown away: no wait)
+            going_back = threading.Thread(target=s.back, args=(1,))  # to the prompt: no pass of its own to run
+            going_back.start()
+            going_back.join(2.0)
+            assert not going_back.is_alive()  # it did not wait for the queued pass
+            assert sequence(s).prefetch_misses == 2
+            assert_cache_holds_ids(s)
+        s.prefetch(GREEDY)
+        s.step(GREEDY)
+        sequence(s).settle()  # (the pass the step started ahead: taken back, or waited for if it runs)
+        # the last prefetch, and perhaps the step's own pass ahead: never the taken back one
+        assert batcher.batch_sizes in ([1], [1, 1])
 
 
 def test_a_played_back_trace_prefetches_the_recorded_token(lm):
@@ -171,21 +206,22 @@ def test_a_played_back_trace_prefetches_the_recorded_token(lm):
     made.step(SAMPLED)
     made.step(SAMPLED, force_token=made.preview(SAMPLED).candidates[3].token.id)
     made.step(SAMPLED)
-    s = DecodeSession(lm, batcher=StepBatcher(lm.model))
+    s = DecodeSession(lm, ahead=True)
     replay(s, to_trace(made), rewind=True)
     while s.replay_left:
-        assert s.prefetch(GREEDY)  # the page's settings, not the recorded ones: the recorded token is next
+        # the page's settings, not the recorded ones: the recorded token is next (after the first, the core runs
+        # it ahead with the step before)
+        assert s.prefetch(GREEDY) == (s.replay_left == 3)
         assert s.prefetched == s._replay[0][1]
         s.replay_next()
-    assert s.ids == made.ids and s.backend.prefetch_hits == 3
+    assert s.ids == made.ids and sequence(s).prefetch_hits == 3
     for expected, got in zip(made.steps, s.steps):
         assert_same_step(expected, got)
 
 
 def test_renders_do_not_wait_for_a_prefetch(lm):
-    batcher = StepBatcher(lm.model)
-    s = started(lm, batcher=batcher)
-    with batcher.door.turn():  # the worker cannot run the pass until the test lets go
+    s = started(lm, ahead=True)
+    with scheduling(lm) as batcher, batcher.turn():  # the worker cannot run the pass until the test lets go
         started_ahead, rendered = [], []
 
         def render():  # in a thread, so that one which waits for the pass fails the test instead of hanging it
@@ -199,7 +235,7 @@ def test_renders_do_not_wait_for_a_prefetch(lm):
         page.start()
         page.join(1.0)
         assert started_ahead == [True] and rendered == [True]
-        assert not s.backend._ahead.job.done.is_set()  # the pass really was still pending
+        assert not sequence(s)._ahead.job.done.is_set()  # the pass really was still pending
 
         records = []
         stepping = threading.Thread(target=lambda: records.append(s.step(GREEDY)))
@@ -207,12 +243,13 @@ def test_renders_do_not_wait_for_a_prefetch(lm):
         time.sleep(0.3)
         assert stepping.is_alive() and records == []
     stepping.join(30)
-    assert len(records) == 1 and s.backend.prefetch_hits == 1
+    assert len(records) == 1 and sequence(s).prefetch_hits == 1
     assert_same_step(started(lm).step(GREEDY), records[0])
 
 
 def test_a_failed_prefetch_changes_nothing(lm, monkeypatch):
-    s = started(lm, "Fault injection test:", batcher=StepBatcher(lm.model))
+    s = started(lm, "Fault injection test:", ahead=True)
+    batcher = scheduler_module.scheduler_of(lm.model)
     s.step(SAMPLED)
     before = (list(s.ids), len(s.steps), s.next_logits)
     last = lm.model.model.layers[-1]
@@ -221,22 +258,23 @@ def test_a_failed_prefetch_changes_nothing(lm, monkeypatch):
         raise RuntimeError("injected fault")
 
     monkeypatch.setattr(last, "forward", broken)  # this layer only
-    assert s.prefetch(SAMPLED)  # no error here: it happens in the worker
-    assert s.batcher.wait(s.backend._ahead.job) and isinstance(s.backend._ahead.job.error, RuntimeError)
+    assert computed_ahead(s, SAMPLED)  # no error here: it happens in the worker
+    assert batcher.wait(sequence(s)._ahead.job) and isinstance(sequence(s)._ahead.job.error, RuntimeError)
     monkeypatch.undo()
-    assert s.backend.cache.layers[0].keys.shape[-2] == len(s.ids) + 1  # a half-written cache, until settled
-    assert s.backend.cache.layers[-1].keys.shape[-2] == len(s.ids)
+    assert sequence(s).cache.layers[0].keys.shape[-2] == len(s.ids) + 1  # a half-written cache, until settled
+    assert sequence(s).cache.layers[-1].keys.shape[-2] == len(s.ids)
     assert (list(s.ids), len(s.steps)) == before[:2] and torch.equal(s.next_logits, before[2])
 
     fresh = started(lm, "Fault injection test:")
     fresh.step(SAMPLED)
     assert_same_step(fresh.step(SAMPLED), s.step(SAMPLED))  # the step runs its own pass
-    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (0, 1)
+    assert (sequence(s).prefetch_hits, sequence(s).prefetch_misses) == (0, 1)
+    sequence(s).settle()  # (the pass the step started ahead)
     assert_cache_holds_ids(s)
 
     monkeypatch.setattr(last, "forward", broken)
     assert s.prefetch(SAMPLED)
-    s.batcher.wait(s.backend._ahead.job)
+    batcher.wait(sequence(s)._ahead.job)
     monkeypatch.undo()
     s.back(1)  # going back after a failed prefetch
     assert len(s.steps) == 1
@@ -245,9 +283,8 @@ def test_a_failed_prefetch_changes_nothing(lm, monkeypatch):
 
 
 def test_prefetch_does_nothing_when_it_cannot_help(lm, held_elsewhere):
-    assert not started(lm).prefetch(GREEDY)  # no batcher: a session alone has nothing to overlap with
-    batcher = StepBatcher(lm.model)
-    s = DecodeSession(lm, batcher=batcher)
+    assert not started(lm).prefetch(GREEDY)  # a session not made to compute ahead (not a server's) does not
+    s = DecodeSession(lm, ahead=True)
     assert not s.prefetch(GREEDY)  # not started
     s.start("Hello")
     assert not s.prefetch(SamplingConfig(temperature=-1)) and not s.prefetch(None)  # invalid settings
@@ -258,12 +295,13 @@ def test_prefetch_does_nothing_when_it_cannot_help(lm, held_elsewhere):
     s.step(GREEDY, force_token=lm.tokenizer.eos_token_id)
     assert s.finished and not s.prefetch(GREEDY)
 
-    full = DecodeSession(lm, max_tokens=s.prompt_len + 1, batcher=batcher)
+    full = DecodeSession(lm, max_tokens=s.prompt_len + 1, ahead=True)
     full.start("Hello")
-    full.step(GREEDY)
-    assert len(full.ids) == full.max_tokens and not full.prefetch(GREEDY)
-    assert s.prefetched is None and full.prefetched is None
-    assert batcher.batch_sizes == [1, 1]  # the two steps above, and no pass ahead
+    with scheduling(lm) as batcher:
+        full.step(GREEDY)
+        assert len(full.ids) == full.max_tokens and not full.prefetch(GREEDY)
+        assert s.prefetched is None and full.prefetched is None
+        assert batcher.batch_sizes == [1]  # the step above, and no pass ahead: the text is full
 
 
 def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
@@ -272,24 +310,20 @@ def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
     for s in alone:
         for _ in range(12):
             s.step(GREEDY)
-    batcher = StepBatcher(lm.model)
-    together = [started(lm, p, batcher=batcher) for p in prompts]
-    spare = started(lm, "spare")
-    with batcher.door.turn():  # the worker holds a spare job while both prefetches queue: they run as one batch
-        batcher.submit(spare.backend.cache, 1)
-        while batcher._pending:
-            time.sleep(0.005)
-        assert all(s.prefetch(GREEDY) for s in together)
-    for s in together:
-        s.step(GREEDY)
-    assert 2 in batcher.batch_sizes
+    together = [started(lm, p, ahead=True) for p in prompts]
+    with scheduling(lm) as batcher:
+        with batcher.turn():  # the model is held while both prefetches queue: they run as one batch
+            assert all(s.prefetch(GREEDY) for s in together)
+        for s in together:
+            s.step(GREEDY)
+        assert 2 in batcher.batch_sizes
 
     barrier = threading.Barrier(len(together))
 
     def run(s):
         for _ in range(11):
             barrier.wait(30)
-            s.prefetch(GREEDY)
+            s.prefetch(GREEDY)  # (the core runs it ahead already, with the step before: nothing more)
             s.step(GREEDY)
 
     threads = [threading.Thread(target=run, args=(s,)) for s in together]
@@ -299,50 +333,62 @@ def test_two_sessions_prefetching_at_once_write_what_they_would_alone(lm):
         th.join(120)
     for a, b in zip(alone, together):
         assert b.ids == a.ids
-        assert (b.backend.prefetch_hits, b.backend.prefetch_misses) == (12, 0)
+        assert (sequence(b).prefetch_hits, sequence(b).prefetch_misses) == (12, 0)
         assert all(r.kv.measured == r.kv.formula for r in b.steps)
+        sequence(b).settle()
         assert_cache_holds_ids(b)
 
 
 def test_a_session_dropped_with_a_prefetch_pending_breaks_nothing(lm):
-    batcher = StepBatcher(lm.model)
     store = SessionStore()
-    store.put("tab", started(lm, batcher=batcher))
-    other = started(lm, "Water boils at", batcher=batcher)
-    with batcher.door.turn():
+    store.put("tab", started(lm, ahead=True))
+    other = started(lm, "Water boils at", ahead=True)
+    core = other.backend.core
+    held = core.sequences()
+    closing = []
+    with scheduling(lm) as batcher, batcher.turn():
         assert store.get("tab").prefetch(GREEDY)
-        store.drop("tab")  # the tab closed; the worker still writes into the cache nobody uses
+        # the tab closed: its sequence is closed in the core (its pass ahead taken back), in another thread here,
+        # since the model is held by this test
+        closing.append(threading.Thread(target=store.drop, args=("tab",)))
+        closing[0].start()
+        time.sleep(0.1)
+    closing[0].join(30)
+    assert core.sequences() == held - 1  # its sequence freed at once, no garbage collection needed
     other.prefetch(GREEDY)
     assert_same_step(started(lm, "Water boils at").step(GREEDY), other.step(GREEDY))
     assert len(store) == 0
 
 
-def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm):
+def test_a_forward_that_times_out_in_the_queue_never_runs_later(lm, monkeypatch):
     """Before submit/wait, a step that timed out cut its cache back, and the worker then appended to it."""
-    batcher = StepBatcher(lm.model)
     first, late, third = started(lm), started(lm, "Late"), started(lm, "Third")
-    with batcher.door.turn():
-        running = batcher.submit(first.backend.cache, 1)
-        while batcher._pending:  # the worker has taken it and waits for the model
+    gate = threading.Event()
+    real_forward = scheduler_module.forward_one
+    monkeypatch.setattr(scheduler_module, "forward_one", lambda m, c, t: gate.wait(30) and real_forward(m, c, t))
+    with scheduling(lm) as batcher:
+        running = batcher.submit(sequence(first).cache, 1)
+        while batcher._pending:  # the worker has taken it: its pass waits at the gate
             time.sleep(0.005)
         with pytest.raises(TimeoutError):
-            batcher.forward(late.backend.cache, 2, timeout=0.2)
+            batcher.run(sequence(late).cache, 2, timeout=0.2)
         waited = []
         waiter = threading.Thread(target=lambda: waited.append(batcher.wait(running, timeout=0.1)))
         waiter.start()
         time.sleep(0.3)
         assert waiter.is_alive()  # a job already running is waited for past the timeout
-    waiter.join(30)
-    assert waited == [True] and running.result is not None
-    batcher.forward(third.backend.cache, 3)  # the queue is first in, first out: the late job would have run by now
-    assert late.backend.cache.get_seq_length() == len(late.ids)
-    assert batcher.batch_sizes == [1, 1]
+        gate.set()
+        waiter.join(30)
+        assert waited == [True] and running.result is not None
+        batcher.run(sequence(third).cache, 3)  # first in, first out: the late job would have run by now
+        assert sequence(late).cache.get_seq_length() == len(late.ids)
+        assert batcher.batch_sizes == [1, 1]
 
 
 def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, monkeypatch):
     import model.decoding.backend as session_module
 
-    s = started(lm, batcher=StepBatcher(lm.model))
+    s = started(lm, ahead=True)
     derives = []
     real = session_module.derive
     monkeypatch.setattr(session_module, "derive", lambda *a, **k: derives.append(a[2]) or real(*a, **k))
@@ -364,13 +410,13 @@ def test_a_step_page_prefetch_and_next_step_derive_the_distribution_once(lm, mon
 def test_the_next_distribution_seen_ahead_is_what_the_next_step_shows(lm, cfg, monkeypatch):
     import model.decoding.backend as session_module
 
-    s, plain = started(lm, batcher=StepBatcher(lm.model)), started(lm)
+    s, plain = started(lm, ahead=True), started(lm)
     derives = []
     real = session_module.derive
     monkeypatch.setattr(session_module, "derive", lambda *a, **k: derives.append(a[3]) or real(*a, **k))
     assert s.preview_ahead(cfg) is None  # nothing computed ahead yet
     for _ in range(4):
-        assert s.prefetch(cfg)
+        assert computed_ahead(s, cfg)
         ids, dist = s.preview_ahead(cfg)
         plain.step(cfg)
         assert ids == plain.ids and dist == plain.preview(cfg)  # a session that computed nothing ahead agrees
@@ -379,19 +425,20 @@ def test_the_next_distribution_seen_ahead_is_what_the_next_step_shows(lm, cfg, m
         assert s.ids == ids and s.preview(cfg) is dist  # the step and its page derive nothing new ...
         assert len(derives) == n  # ... and neither did the step itself (the previous position was remembered)
     # Other settings, whose draw is another token than the one computed ahead: nothing to show ahead
-    assert s.prefetch(cfg)
+    assert computed_ahead(s, cfg)
     assert s.preview_ahead(another_token_config(s, s.prefetched)) is None
-    # A step taken meanwhile: the pass is the step's now, there is nothing ahead of it
-    ahead = s.backend._ahead
+    # A step taken meanwhile: the pass is the step's now, and the core started the next one ahead of it
+    ahead = sequence(s)._ahead
     s.step(cfg)
-    assert s.backend._ahead is None and ahead.job.done.is_set() and s.preview_ahead(cfg) is None
+    assert sequence(s)._ahead is not ahead and ahead.job.done.is_set()
+    assert s.preview_ahead(cfg)[0] == [*s.ids, s.preview(cfg).chosen.id]
 
 
 def test_waiting_for_the_pass_ahead_does_not_hold_the_session(lm, monkeypatch):
-    s = started(lm, batcher=StepBatcher(lm.model))
+    s = started(lm, ahead=True)
     gate = threading.Event()
-    real_forward = batcher_module.forward_one
-    monkeypatch.setattr(batcher_module, "forward_one", lambda m, c, t: gate.wait(30) and real_forward(m, c, t))
+    real_forward = scheduler_module.forward_one
+    monkeypatch.setattr(scheduler_module, "forward_one", lambda m, c, t: gate.wait(30) and real_forward(m, c, t))
     assert s.prefetch(SAMPLED)  # its pass waits at the gate
     seen = []
     waiter = threading.Thread(target=lambda: seen.append(s.preview_ahead(SAMPLED, timeout=30)))
@@ -401,6 +448,6 @@ def test_waiting_for_the_pass_ahead_does_not_hold_the_session(lm, monkeypatch):
     threading.Timer(0.2, gate.set).start()
     record = s.step(SAMPLED)  # nor is a Next token (not refused as busy): it waits for the pass and takes it
     waiter.join(30)
-    assert (s.backend.prefetch_hits, s.backend.prefetch_misses) == (1, 0) and record.step == 1
+    assert (sequence(s).prefetch_hits, sequence(s).prefetch_misses) == (1, 0) and record.step == 1
     # The waiter saw the pass before the step took it, or found it taken: never anything else
     assert seen == [None] or (seen[0][0] == s.ids and seen[0][1] == s.preview(SAMPLED))

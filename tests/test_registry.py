@@ -15,7 +15,7 @@ def slow_load(lm, monkeypatch):
     """load_model("slow") waits for `release` (a first load's tens of seconds); returns (release, loads started)."""
     release, calls = threading.Event(), []
 
-    def load(name):
+    def load(name, weights=True):
         calls.append(name)
         assert release.wait(30), "the test never released the load"
         return lm
@@ -58,7 +58,7 @@ def test_a_failed_load_is_told_without_the_server_path_and_can_be_tried_again(lm
     release, _ = slow_load
     failures = []
 
-    def broken(name):
+    def broken(name, weights=True):
         failures.append(name)
         raise ModelLoadError("model_load_failed", "Could not load the model from /srv/models/slow: damaged", name=name)
 

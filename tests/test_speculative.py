@@ -8,7 +8,7 @@ from transformers.generation.candidate_generator import PromptLookupCandidateGen
 
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
-from model.serving.speculative import (GREEDY, SPEED_TEXTS, SpeculativeDecoder, lookup_draft, residual, speculative_decode)
+from model.speed.speculative import (GREEDY, SPEED_TEXTS, SpeculativeDecoder, lookup_draft, residual, speculative_decode)
 
 PROMPTS = {
     "code": SPEED_TEXTS["repeating"],

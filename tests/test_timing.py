@@ -8,6 +8,7 @@ from transformers import DynamicCache
 
 from model.decoding.records import SamplingConfig
 from model.decoding.timing import _prefix, _rewindable_cache, default_lengths, measure_cache_timing
+from cores import sequence
 
 TEXT = "The history of the printing press begins in the fifteenth century, when movable type arrived. " * 9
 
@@ -120,7 +121,7 @@ def test_measuring_leaves_the_session_alone(lm, session):
     session.step(SamplingConfig(temperature=0))
     ids, kv = list(session.ids), session.steps[-1].kv
     measure_cache_timing(lm, session.ids, default_lengths(len(session.ids)), repeats=1)
-    assert session.ids == ids and session.backend.cache.get_seq_length() == len(ids) and session.steps[-1].kv == kv
+    assert session.ids == ids and sequence(session).cache.get_seq_length() == len(ids) and session.steps[-1].kv == kv
     twin = type(session)(lm)
     twin.start(TEXT[:200])
     twin.step(SamplingConfig(temperature=0))
@@ -163,7 +164,7 @@ def test_a_difference_is_concluded_only_when_every_run_agrees(faster, slower, co
 def test_each_views_verdict_follows_the_rule():
     from model.inside.chain import StepwiseComparison
     from model.decoding.records import CacheTiming
-    from model.serving.throughput import BatchPass, Throughput
+    from model.speed.throughput import BatchPass, Throughput
 
     cmp = StepwiseComparison([], 0.0, 0.0, parallel_ms=20, prefill_ms=500, steps_ms=[10, 10, 10], tokens=9, threads=2,
                              parallel_range=(18, 25), parallel_runs=3)

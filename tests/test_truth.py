@@ -9,7 +9,7 @@ import pytest
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
-from model.serving.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices
+from model.speed.speculative import SPEED_TEXTS, SpeculativeDecoder, kept_choices
 from model.decoding.trace import marked_steps, replay, to_trace
 from viz.candidates import candidate_chart
 from viz.chips import chosen_how, token_chips_html

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import pytest
 import torch
 
+from model.decoding.core import core_of
 from model.decoding.loading import available_models, load_model
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -69,7 +70,8 @@ def offsets(lm, text: str) -> list[tuple[int, int]]:
 @pytest.fixture(scope="module", params=sorted(TEXTS))
 def read(request, both):
     text = TEXTS[request.param]
-    return SimpleNamespace(lang=request.param, text=text, readings=read_by_each(both, text), models=both)
+    return SimpleNamespace(lang=request.param, text=text, readings=read_by_each([core_of(m) for m in both], text),
+                           models=both)
 
 
 @pytest.mark.model

@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from engine_server import REQUEST_S
-from model.decoding.engine import EngineClient, EngineTop, fault, parse_top
-from model.decoding.engine_session import EngineBackend, load_engine_model, tail_independent
+from model.vllm.client import EngineClient, EngineTop, fault, parse_top
+from model.vllm.session import EngineBackend, load_engine_model, tail_independent
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession

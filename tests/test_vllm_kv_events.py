@@ -1,4 +1,4 @@
-"""The engine's own KV blocks, from the KV cache events a real vLLM publishes (model/serving/kv_events.py), and the
+"""The engine's own KV blocks, from the KV cache events a real vLLM publishes (model/vllm/kv_events.py), and the
 Paged KV blocks view drawing them beside this app's block model.
 
 The first tests need no engine: they feed the record messages packed as vLLM packs them (plain msgpack of the wire
@@ -14,10 +14,10 @@ import msgspec
 import pytest
 
 from engine_server import REQUEST_S, free_port, kv_events_flags, running_engine, started_for_the_tests
-from model.decoding.engine import EngineClient
-from model.decoding.engine_session import load_engine_model
-from model.serving.kv_events import SHORT_HEX, EngineBlocks, KVEventSubscriber, engine_blocks_view
-from model.serving.paged import block_hashes
+from model.vllm.client import EngineClient
+from model.vllm.session import load_engine_model
+from model.vllm.kv_events import SHORT_HEX, EngineBlocks, KVEventSubscriber, engine_blocks_view
+from model.speed.paged import block_hashes
 
 BLOCK = 128  # the CPU build's block size (checked against the events)
 PACK = msgspec.msgpack.Encoder()
@@ -301,7 +301,7 @@ def test_a_full_cache_removes_the_oldest_blocks_and_the_record_marks_them(kv_eng
     least recently used, the first text's, and publish BlockRemoved for them."""
     import random
 
-    from model.serving.paged import bytes_per_token
+    from model.speed.paged import bytes_per_token
 
     _, subscriber = kv_engine
     capacity = 2**30 // (BLOCK * bytes_per_token(kv_lm.info))

@@ -1,4 +1,4 @@
-"""The engine's own numbers (model/serving/engine_metrics.py): vLLM's /metrics read with prometheus_client's parser,
+"""The engine's own numbers (model/vllm/metrics.py): vLLM's /metrics read with prometheus_client's parser,
 checked against what the tests themselves sent to the real engine; and its faults, on small servers of our own.
 
 The counters are the engine's since it started, so every check is on a difference: before and after the test's own
@@ -18,8 +18,8 @@ import pytest
 from engine_server import REQUEST_S, free_port
 from model.errors import SessionError
 from ui.strings import t
-from model.serving import engine_metrics
-from model.serving.engine_metrics import (EngineMetrics, MetricsHistory, MetricsReader, intervals, metrics_url,
+from model.vllm import metrics as engine_metrics
+from model.vllm.metrics import (EngineMetrics, MetricsHistory, MetricsReader, intervals, metrics_url,
                                           parse_metrics)
 
 BLOCK = 128  # the CPU build's KV block (vllm:cache_config_info block_size): a prefix hit is whole blocks
@@ -289,8 +289,8 @@ def test_a_class_of_requests_at_once_runs_together(engine, reader):
 def test_the_batching_view_on_an_engine_model_shows_the_engines_own_numbers(engine, lm):
     from gradio_client import Client
 
-    from model.decoding.engine import EngineClient
-    from model.decoding.engine_session import load_engine_model
+    from model.vllm.client import EngineClient
+    from model.vllm.session import load_engine_model
     from model.serving.sessions import ModelRegistry, SessionStore
     from served import DEFAULTS, served
     from ui.views import CandidatesView

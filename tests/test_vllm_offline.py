@@ -1,7 +1,7 @@
 """An engine's model with more of its vocabulary, and its session exported as a web page, against a real vLLM.
 
 The engine (tests/engine_server.py) runs with `--max-logprobs 100`: the client asks for 100 top log-probabilities
-(model/decoding/engine.py TOP_N), which equal the local model's top 100 (log_softmax of a full forward pass), and a
+(model/vllm/client.py TOP_N), which equal the local model's top 100 (log_softmax of a full forward pass), and a
 cut that was approximate with vLLM's default 20 (a top-k of 50) is exact. A client asking for more than the engine
 allows adopts its limit. The session's web page (viz/offline.py) has every step's candidates with the engine's
 numbers and its note, no attention panel, and says why in the page's language; exporting asks the engine nothing.
@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from engine_server import MAX_LOGPROBS, REQUEST_S, free_port
-from model.decoding.engine import TOP_N, EngineClient
-from model.decoding.engine_session import tail_independent
+from model.vllm.client import TOP_N, EngineClient
+from model.vllm.session import tail_independent
 from model.decoding.records import SamplingConfig
 from model.decoding.sampling import derive
 from model.decoding.session import DecodeSession

@@ -1,5 +1,5 @@
 """Before and after the sampler, from the engine: vLLM's processed log-probabilities beside the app's post-sampler
-distribution (model/decoding/engine_processed.py, the candidates chart's diamonds and sentence).
+distribution (model/vllm/processed.py, the candidates chart's diamonds and sentence).
 
 The first tests need no engine: the comparison on hand-made records, and the table of which stages commute (the
 reason "order" rests on it) proved with transformers' own processors on random scores. The rest start ONE vLLM of
@@ -24,10 +24,10 @@ from transformers.generation.logits_process import (MinPLogitsWarper, Repetition
                                                     TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
 
 from engine_server import REQUEST_S, free_port, own_engine, processed_flags
-from model.decoding.engine import EngineClient, EngineProcessed, parse_processed, processed_settings
-from model.decoding.engine_processed import (COMMUTE, ENGINE_ORDER, compare_processed, engine_settings,
+from model.vllm.client import EngineClient, EngineProcessed, parse_processed, processed_settings
+from model.vllm.processed import (COMMUTE, ENGINE_ORDER, compare_processed, engine_settings,
                                              processed_beside, why_different)
-from model.decoding.engine_session import load_engine_model
+from model.vllm.session import load_engine_model
 from model.decoding.records import Candidate, Distribution, SamplingConfig, StageSummary, TokenInfo
 from model.decoding.sampling import run_stages, still_drawable
 from model.decoding.session import DecodeSession

@@ -1,5 +1,5 @@
-"""Speculative decoding read from a real vLLM (model/decoding/engine.py EngineClient.speculative_completion,
-model/serving/engine_speculative.py) and the Speculative decoding view on an engine's model.
+"""Speculative decoding read from a real vLLM (model/vllm/client.py EngineClient.speculative_completion,
+model/vllm/speculative.py) and the Speculative decoding view on an engine's model.
 
 The first tests need no engine: they parse a stream of the shape vLLM sends (recorded from vLLM 0.32 with
 --per-request-spec-decode-metrics detailed). The rest start their own vLLM with n-gram speculation (the shared
@@ -19,10 +19,10 @@ import pytest
 import torch
 
 from engine_server import REQUEST_S, free_port, own_engine, spec_flags
-from model.decoding.engine import EngineClient, draft_marks, parse_spec_stream
-from model.decoding.engine_session import load_engine_model
+from model.vllm.client import EngineClient, draft_marks, parse_spec_stream
+from model.vllm.session import load_engine_model
 from model.errors import SessionError
-from model.serving.speculative import SPEED_TEXTS, plain_greedy
+from model.speed.speculative import SPEED_TEXTS, plain_greedy
 
 K, LOOKUP_MAX, LOOKUP_MIN = 4, 3, 1  # the engine's flags: 4 drafts per step, n-grams of 1 to 3 tokens
 NEW = 40  # tokens per request
@@ -288,7 +288,7 @@ def test_speculation_writes_the_local_models_plain_greedy_text(spec_lm, lm):
 @pytest.mark.engine
 def test_an_engine_fault_leaves_the_session_unchanged(spec_lm):
     from model.decoding.session import DecodeSession
-    from model.serving.engine_speculative import engine_speculate
+    from model.vllm.speculative import engine_speculate
 
     session = DecodeSession(spec_lm)
     session.start("def area_square(side):\n    return side * side\n\n\ndef area_cube(side):\n")
@@ -317,7 +317,7 @@ def test_the_view_shows_the_engines_run_beside_the_local_one(spec_lm, lm):
 
     models = ModelRegistry("smollm2", {"smollm2": lm})
     models.add_engine(spec_lm)
-    assert models.loaded_twin(spec_lm) is lm
+    assert models.loaded_twin(spec_lm).lm is lm  # its core: the app's own run goes there
     settings = {**DEFAULTS, "temperature": 0.0}
     with served(models, SessionStore(max_sessions=2)) as (page, url, demo):
         a = Client(demo.local_url, verbose=False)

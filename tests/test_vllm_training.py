@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from engine_server import REQUEST_S
-from model.decoding.engine import EngineClient, parse_prompt_logprobs
+from model.vllm.client import EngineClient, parse_prompt_logprobs
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.errors import SessionError

@@ -133,7 +133,7 @@ class ClassPlayView:
     def start_game(self, request: gr.Request, text, lang="en"):
         """A game over the teacher's text, on the teacher's model (the default one before any session)."""
         self.play.teaching(request.session_hash)  # refused before the game's forward pass
-        self.play.start_game(request.session_hash, new_game(self.app.local_model(request), text))
+        self.play.start_game(request.session_hash, new_game(self.app.local_core(request), text))
         return {**self.wall(request.session_hash, lang), self.timer: gr.Timer(active=True)}
 
     def reveal(self, request: gr.Request, lang="en"):

@@ -211,7 +211,7 @@ class Page:
 
     def start_session(self, request, prompt_text, mode_value, model_name, cfg, view):
         session = self.app.open_session(request, model_name,
-                                        lambda s: s.start(prompt_text, chat=mode_value == "chat"))
+                                        lambda s: s.start(prompt_text, chat=mode_value == "chat", cfg=cfg))
         return self.app.answer(session, cfg, view)
 
     def start_pressed(self, request, prompt_text, mode_value, model_name, cfg, view):
@@ -247,17 +247,17 @@ class Page:
 
     def go_back(self, request, steps, cfg, view):
         session = self.app.session(request)
-        session.back(whole(steps, "steps"))
+        session.back(whole(steps, "steps"), cfg)
         return self.app.answer(session, cfg, view)
 
     def go_to(self, request, step, cfg, view):
         session = self.app.session(request)
-        session.go_to(whole(step, "step"))
+        session.go_to(whole(step, "step"), cfg)
         return self.app.answer(session, cfg, view)
 
     def reset_session(self, request, cfg, view):
         session = self.app.session(request)
-        session.reset()
+        session.reset(cfg)
         return self.app.answer(session, cfg, view)
 
     def open_tab(self, tab: str):

@@ -13,7 +13,7 @@ LANES = {
     "ahead": dict(concurrency_id="ahead", concurrency_limit=2),  # waits for the pass computed ahead
     "play": dict(concurrency_id="play", concurrency_limit=MODEL_CONCURRENCY),
     # a computation on a user's whole text (lens, beams, race, self-consistency, constraints, speculative): its
-    # passes take turns at the model's door after the class's steps; two at once share it pass by pass
+    # passes take turns at the model's scheduler after the class's steps; two at once share it pass by pass
     "runs": dict(concurrency_id="runs", concurrency_limit=2),
     "measure": dict(concurrency_id="measure", concurrency_limit=1),
     "import": dict(concurrency_id="import", concurrency_limit=2),  # a replay runs each text of a trace in chunks

@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 import gradio as gr
 from fastapi import HTTPException
 
-from model.decoding.batcher import bench_stats
-from model.decoding.remote import apart_processes
+from model.runtime import bench_stats
 from model.errors import SessionError
 from ui.controls import GLOBALS, advance, hidden_button, hidden_html
 from ui.events import Event
@@ -86,21 +85,23 @@ async def pace_play(token: str, what: str):
     return {"ok": True}
 
 
-def add_route(app) -> None:
+def add_route(app, models=None) -> None:
     """The page's word on its Play: not a queued event (an event costs the page about 45 ms of work, a step's
-    budget), and it runs nothing: it only lets the Play's streaming request, which is queued, go on or stop."""
+    budget), and it runs nothing: it only lets the Play's streaming request, which is queued, go on or stop. In bench
+    mode, the server's own counters too (`models`: the registry, whose core processes report theirs)."""
     app.add_api_route(PROTOCOL["play_route"] + "{token}/{what}", pace_play, methods=["POST"])
     if os.environ.get(BENCH_STATS_ENV) == "1":  # bench mode only (bench/classroom.py sets it): counts and times
-        app.add_api_route(BENCH_STATS_ROUTE, server_stats, methods=["GET"], include_in_schema=False)
+        app.add_api_route(BENCH_STATS_ROUTE, lambda: server_stats(models), methods=["GET"], include_in_schema=False)
 
 
-def server_stats() -> dict:
-    """This process's bench_stats(), and under "apart" each model process's own (--model-process)."""
-    return {**bench_stats(), "apart": {name: process.stats() for name, process in apart_processes().items()}}
+def server_stats(models=None) -> dict:
+    """This process's bench_stats(), and under "cores" each core process's own (--model-process)."""
+    processes = models.processes() if models is not None else {}
+    return {**bench_stats(), "cores": {name: core.stats() for name, core in processes.items()}}
 
 
 BENCH_STATS_ENV = "TBT_BENCH_STATS"
-BENCH_STATS_ROUTE = "/tbt/bench/stats"  # the batch sizes the batcher formed and the server's CPU by part (no text)
+BENCH_STATS_ROUTE = "/tbt/bench/stats"  # the batch sizes the scheduler formed and the server's CPU by part (no text)
 
 
 class Play:

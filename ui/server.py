@@ -34,7 +34,7 @@ def launch(demo: gr.Blocks, host: str | None, port: int | None, prevent_thread_l
     # the page's script and Play's word are routes of the app from its making, before the server takes a request
     # (added after launch, a page asked for in the first instant could get 404 for its script)
     own = APIRouter()
-    play.add_route(own)
+    play.add_route(own, getattr(demo, "tbt_models", None))  # (app.build leaves the registry there)
     add_script_route(own)
     app_kwargs = dict(kwargs.pop("app_kwargs", None) or {})
     app_kwargs["routes"] = [*own.routes, *app_kwargs.get("routes", ())]

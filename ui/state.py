@@ -1,4 +1,4 @@
-"""The page's state over the engine: the model registry, every user's session, and how a step is drawn."""
+"""The page's state over the model's core: the model registry, every user's session, and how a step is drawn."""
 from __future__ import annotations
 
 import hashlib
@@ -10,10 +10,10 @@ import gradio as gr
 
 import viz
 from model.classroom.rooms import Rooms
-from model.decoding.batcher import CPU
 from model.errors import SessionError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession, WholeText
+from model.runtime import CPU
 from model.serving.sessions import ModelRegistry, SessionStore
 from ui.guard import address
 from ui.handlers import USER, View
@@ -101,29 +101,34 @@ class App:
             return session
         return self.store.open(request.session_hash, address(request), make)
 
-    def local_model(self, request: gr.Request):
-        """The user's model if its weights are here, else the default local model (no session yet, or one on an
-        engine's model): for a computation on a text the page sends, not the session's."""
+    def local_core(self, request: gr.Request):
+        """The core of the user's model if it is a local one, else the default local model's (no session yet, or one
+        on an engine's model): for a computation on a text the page sends, not the session's (core.compute(fn,
+        ...); core.lm: the model's name, tokenizer and shape)."""
         try:
-            return self.local_session(request).lm
+            name = self.local_session(request).lm.name
         except SessionError:
-            return self.models.get()
+            name = None
+        return self.models.core(name)
 
-    def user_model(self, request: gr.Request):
-        """The user's model, local or an engine's, else the default local model (no session yet): for a text the
-        page sends to a computation that runs on either (Score any text)."""
+    def on_user_model(self, request: gr.Request, compute, *args):
+        """compute(lm, *args) on the user's model (the default local one before any session): in its core for a
+        local model, directly for an engine's (the computation asks the engine: Score any text)."""
         try:
-            return self.session(request).lm
+            lm = self.session(request).lm
         except SessionError:
-            return self.models.get()
+            lm = self.models.get()
+        core = self.models.core(lm.name)
+        return core.compute(compute, *args) if core is not None else compute(lm, *args)
 
     def whole_text(self, request: gr.Request, refusal: str = "engine_needs_local") -> WholeText:
         """The user's text for a computation on all of it (DecodeSession.whole_text: the one runner, whose passes
-        go through the model's door); refused with `refusal` on an engine's model."""
+        run in the model's core); refused with `refusal` on an engine's model."""
         return self.session(request).whole_text(refusal)
 
     def answer(self, session: DecodeSession, cfg: SamplingConfig, view: View) -> list:
-        """The page after a change, and the next step's forward pass started while the browser draws it."""
+        """The page after a change, and the next step's forward pass computed ahead while the browser draws it (the
+        core started it with the change already, when the change passed cfg: then nothing more is asked of it)."""
         page = self.render(session, cfg, view)
         session.prefetch(cfg)  # the next Next token then only commits it (in a play-back: the recorded token)
         return page

@@ -512,7 +512,7 @@ PAGE: dict[str, tuple[str, str]] = {
     # ---- switching a part off (ui/views/ablation.py) ----
     "tab_ablation": ("Switch off", "关闭部件"),
     "explain_ablation": (
-        "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's door, and the class's steps never see it.",
+        "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's scheduler, and the class's steps never see it.",
         "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型门口单独运行，全班的步骤不会受影响。"),
     "explain_ablation_limits": (
         "What it does not show: one part switched off at a time says what the model loses without it *here*, not what the part \"does\" in general; another part can take over its work (the later layers often compensate), and two parts that each matter little can matter together. The continuation runs your whole text again with the part off, since every cached key and value after that part depends on it.",
@@ -528,7 +528,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "abl_by_zero": ("zero", "零"),
     "abl_steps": ("Tokens to continue", "续写的词元数"),
     "btn_ablation": ("Switch off and compare", "关闭并比较"),
-    "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's door, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
+    "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's scheduler, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
                    "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
     # ---- activation patching view (ui/views/patching.py) ----
     "tab_patching": ("Patching", "激活修补"),
@@ -798,7 +798,7 @@ PAGE: dict[str, tuple[str, str]] = {
         "**The engine's own blocks**, from its KV cache events: {stored} stores and {removed} removals so far, {live} different blocks in its cache now (a block computed again, as a request that skips the prefix cache does, is stored again under the same hash). Below, each session's full blocks at the engine's {block} tokens per block, named by the engine's hash: the same hash in two rows is one block held once.",
         "**引擎自己的块**，来自它的 KV 缓存事件：到目前为止共有 {stored} 次存储、{removed} 次移除，现在缓存里有 {live} 个不同的块（同一个块被重新计算时，比如一个不读前缀缓存的请求，会以相同的哈希再存储一次）。下图按引擎的块大小（每块 {block} 个词元）列出每个会话的满块，用引擎的哈希命名：两行里相同的哈希就是同一个块，只存一份。",
     ),
-    # The engine's own sampler beside the candidates chart (ui/views/candidates.py, model/decoding/engine_processed.py)
+    # The engine's own sampler beside the candidates chart (ui/views/candidates.py, model/vllm/processed.py)
     "processed_agree": (
         "The engine's own sampler (vLLM's processed log-probabilities) agrees with this chart: the largest difference is {diff} over {n} tokens, and both keep the same ones.",
         "引擎自己的采样器（vLLM 的 processed 对数概率）与此图一致：{n} 个词元中最大差异为 {diff}，两边保留的词元相同。",

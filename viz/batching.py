@@ -1,7 +1,7 @@
 """The server's batching (the last passes: sessions carried and time) and the measured decode pass at batch 1..16,
 with the weights it reads (effective memory bandwidth) and prefill against decode tokens/s.
 
-Records are read by attribute (model/decoding/batcher.py PassRecord, model/serving/throughput.py Throughput): viz never imports
+Records are read by attribute (model/decoding/batcher.py PassRecord, model/speed/throughput.py Throughput): viz never imports
 torch. Only counts and times reach these figures, never a session's text.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The engine's own numbers over time (an engine's model in The class, batched): requests running and waiting, and
 the KV cache's use with the prefix cache's hit rate, as the engine itself publishes them at /metrics.
 
-Records are read by attribute (model/serving/engine_metrics.py EngineMetrics and MetricsInterval): viz never
+Records are read by attribute (model/vllm/metrics.py EngineMetrics and MetricsInterval): viz never
 imports the model. Only counts and fractions reach this figure, never a request's text.
 """
 from __future__ import annotations

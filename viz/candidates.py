@@ -294,7 +294,7 @@ def _line(x: float, name: str, label: str, color: str, dash: str, label_y: float
 
 
 def engine_note(dist: Distribution, lang: str = "en") -> str:
-    """The line a distribution from an engine (model/decoding/engine_session.py) carries: how much its top N hold at
+    """The line a distribution from an engine (model/vllm/session.py) carries: how much its top N hold at
     T = 1, that the rest is unknown, and "approximate" when the settings' result depends on that rest; "" for a
     local model's (every probability known). The live chart's subtitle and the exported page both show it."""
     if not getattr(dist, "top_n", 0):
@@ -329,7 +329,7 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     finishes or starts (viz.labels.candidate_name).
     engine_sampler: an engine's own post-sampler distribution beside the app's, {"probs": {token id: probability},
     "note": the sentence saying how far they agree or why they differ}: diamonds on the bars, the note under the
-    title (model/decoding/engine_processed.py); {"note": ...} alone when the engine could not be asked.
+    title (model/vllm/processed.py); {"note": ...} alone when the engine could not be asked.
     """
     names = {}  # (a token is named several times: its bar, its stretch, its hover, and again for the hidden draw)
 

@@ -473,7 +473,7 @@ WORDS: dict[str, tuple[str, str]] = {
         "一次解码计算，一个会话用了 **{ms1} 毫秒**，{n} 个会话用了 **{msn} 毫秒**：词元是 {n} 倍，时间是 {ratio} 倍，每个词元 {per} 毫秒。每次计算都要读一遍全部 {bytes} 权重，所以单个会话的一次计算至少以 **{bandwidth} GiB/s** 的速度读内存：解码在等内存。长提示词的预填充达到 **每秒 {prefill} 个词元**，一个一个解码只有 **每秒 {decode} 个**（{speed} 倍）：它读一遍权重就做完所有词元的运算，所以受算力限制。",
     ),
 
-    # An engine's model (model/decoding/engine_session.py): what it sends, and the views it cannot feed
+    # An engine's model (model/vllm/session.py): what it sends, and the views it cannot feed
     "cand_engine_note": ("From the engine: its top {n} tokens hold {known} at T = 1; the other {tail} is unknown, "
                          "and the cuts and the draw use these {n} only",
                          "来自推理引擎：它给出的前 {n} 个词元在 T = 1 时共占 {known}；其余 {tail} 未知，截断和抽取只用这 {n} 个"),

@@ -4,7 +4,7 @@ The page needs no server and no network: every step's token, candidates, attenti
 over heads) and cache size travel as numbers, and the script draws the charts in the browser. So 100 steps cost
 a few hundred KB of records beside plotly.js (4.8 MB), instead of a figure per step.
 
-A session on an engine's model (model/decoding/engine_session.py) has no attention weights: its page has no
+A session on an engine's model (model/vllm/session.py) has no attention weights: its page has no
 attention panel and says why in its place, every step's candidates carry the engine's note (its top N's mass, and
 "approximate" where the result depends on the unknown rest, as the live chart says), and the cache is the formula's.
 """

@@ -1,7 +1,7 @@
 """The paged KV cache: each session's block table (shared prefix blocks marked) and memory against contiguous."""
 from __future__ import annotations
 
-from model.serving.paged import PagedLayout
+from model.speed.paged import PagedLayout
 from viz.i18n import counted, t
 from viz.plot_head import LEGEND_ROW_PX, head_px
 from viz.style import (INK, wrap_text, MUTED, SMALL_SIZE, as_figure, base_layout, bytes_unit, chart, format_bytes, panel_title,

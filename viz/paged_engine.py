@@ -2,7 +2,7 @@
 share, the removed ones, and how far the engine agrees with this app's block model of the same texts."""
 from __future__ import annotations
 
-from model.serving.kv_events import EngineBlocksView
+from model.vllm.kv_events import EngineBlocksView
 from viz.i18n import counted, t
 from viz.plot_head import LEGEND_ROW_PX, head_px
 from viz.paged import MAX_ROWS, PRIVATE_COLOR, SHARED_COLOR

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import html
 
-from model.serving.speculative_records import SpecRound, SpeculativeRun
+from model.speed.speculative_records import SpecRound, SpeculativeRun
 from viz.i18n import t
 from viz.labels import candidate_name, names
 from viz.plot_head import LEGEND_ROW_PX, head_px

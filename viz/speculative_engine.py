@@ -2,7 +2,7 @@
 metrics), beside this app's rounds of prompt lookup on the local model of the same family; and the engine's text
 with the tokens its accepted drafts wrote marked.
 
-Records are read by attribute (model/decoding/engine.py EngineSpecRun, model/serving/speculative_records.py
+Records are read by attribute (model/vllm/client.py EngineSpecRun, model/speed/speculative_records.py
 SpeculativeRun): viz never calls the engine.
 """
 from __future__ import annotations

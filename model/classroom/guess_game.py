@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 
 from model.errors import SessionError
 from model.parse import valid_text
-from model.decoding.loading import LoadedModel
-from model.decoding.session import DecodeSession
+from model.decoding.session import encode_prompt
 from model.inside.teacher_forcing import teacher_forcing
 
 MAX_TEXT_CHARS = 200  # the teacher's text
@@ -154,15 +153,17 @@ class Game:
                          mean(model), mean(klass), mean([tok.model_bits for tok in self.tokens]))
 
 
-def new_game(lm: LoadedModel, text) -> Game:
-    """A game over `text` (split_text), the model's probability of every token to guess from one forward pass."""
+def new_game(core, text) -> Game:
+    """A game over `text` (split_text), the model's probability of every token to guess from one forward pass in the
+    model's core (`core`: core.ModelCore, or core_process.ProcessCore)."""
+    lm = core.lm
     opening, rest = split_text(text)
-    opening_ids = DecodeSession(lm).encode_prompt(opening, chat=False)  # its limits and refusals; a BOS if any
+    opening_ids = encode_prompt(lm, opening, chat=False)  # a prompt's limits and refusals; a BOS if any
     rest_ids = lm.tokenizer(rest, add_special_tokens=False)["input_ids"]
     if len(rest_ids) > MAX_GUESSED:
         raise SessionError("game_too_many_tokens", n=len(rest_ids), limit=MAX_GUESSED)
     ids = list(opening_ids) + list(rest_ids)
-    record = teacher_forcing(lm, ids, prompt_len=len(opening_ids))  # in parallel, log_softmax inside
+    record = core.compute(teacher_forcing, ids, prompt_len=len(opening_ids))  # in parallel, log_softmax inside
     tokens = []
     for pos in record.positions[len(opening_ids) - 1:]:  # positions[i] scores ids[i + 1]
         tokens.append(GameToken(pos.token.id, lm.tokenizer.decode([pos.token.id]), pos.token.display, pos.prob,

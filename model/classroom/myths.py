@@ -3,7 +3,7 @@ machine instead of looking it up. Plain numbers out (ms, probabilities in [0, 1]
 page says them (ui/views/lesson.py) and draws them (viz/lesson.py, viz/kv_cache.py).
 
   step_time       "with a KV cache each step is O(1)": the KV cache view's own measurement (measure_cache_timing,
-                  through the session's whole-text runner, each pass a turn at the model's door) at a few lengths,
+                  through the session's whole-text runner, each pass a turn at the model's scheduler) at a few lengths,
                   a straight line fitted to the cached step's times, and a verdict by a stated rule (STEP_GROWTH)
   kept_count      "top-p keeps the top p percent of tokens": top-p's kept count against p x vocabulary
   beam_vs_sample  "beam search finds the best text": beam search's text against sampling's, each scored by one
@@ -14,10 +14,11 @@ from __future__ import annotations
 import torch
 
 from model.decoding.branches import repeated_ngrams
-from model.decoding.door import prefill
+from model.decoding.passes import prefill
 from model.decoding.timing import default_lengths, measure_cache_timing, separated, Spread
 from model.decoding.records import SamplingConfig
 from model.strategies.beams import beam_search, sampled_continuation, summarize
+from model.decoding.core import computation
 
 STEP_LENGTHS = 4  # lengths measured by a step_time question: a lesson's reveal stays a few seconds
 STEP_REPEATS = 3  # timed runs of each length (model.decoding.timing.MIN_RUNS: fewer cannot conclude)
@@ -72,7 +73,7 @@ def step_time_record(session, predict: dict, guess: str | None) -> dict:
     text = session.whole_text("engine_no_timing")
     tokens = predict["tokens"]
     ids, lengths = long_text(text.ids, tokens), step_lengths(tokens)
-    timing = text.run(lambda lm, _: measure_cache_timing(lm, ids, lengths, STEP_REPEATS, STEP_BUDGET_S))
+    timing = text.compute(measure_cache_timing, ids, lengths, STEP_REPEATS, STEP_BUDGET_S)
     slope, intercept = fitted_line(timing.seq_len, timing.cached_ms)
     short, long = (Spread(timing.cached_ms[i], *timing.cached_range[i], timing.runs[i]) for i in (0, -1))
     fit_short, fit_long = intercept + slope * lengths[0], intercept + slope * lengths[-1]
@@ -121,10 +122,11 @@ def kept_count_record(session, cfg: SamplingConfig, guess: str | None) -> dict:
 
 
 # ---- beam_vs_sample ----------------------------------------------------------------------------------------
+@computation
 @torch.no_grad()
 def text_logprob(lm, prompt_ids: list[int], tokens: list[int]) -> float:
     """Natural log P of `tokens` after `prompt_ids` at T = 1: the sum of each token's log-probability, read from
-    one forward pass over the whole text (in chunks of the door's, each a turn)."""
+    one forward pass over the whole text (in chunks of the scheduler's, each a turn)."""
     if not tokens:
         return 0.0
     done = prefill(lm.model, list(prompt_ids) + list(tokens), keep=len(tokens) + 1, cache=False)
@@ -143,11 +145,11 @@ def beam_vs_sample_record(session, predict: dict, cfg: SamplingConfig, guess: st
     text = session.whole_text()
     prompt = text.ids[: text.prompt_len]
     width, new_tokens = predict["width"], predict["tokens"]
-    run = text.run(lambda lm, _: beam_search(lm, prompt, width, 1.0, new_tokens))
-    sampled, _ = text.run(lambda lm, _: sampled_continuation(lm, prompt, cfg, new_tokens))
+    run = text.compute(beam_search, prompt, width, 1.0, new_tokens)
+    sampled, _ = text.compute(sampled_continuation, prompt, cfg, new_tokens)
     texts = {}
     for name, tokens in (("beam", run.finished[0].tokens), ("sampled", sampled)):
-        logprob = text.run(lambda lm, _: text_logprob(lm, prompt, tokens))
+        logprob = text.compute(text_logprob, prompt, tokens)
         summary = summarize(text.lm, name, 0, prompt, tokens, logprob)
         texts[name] = {"text": summary.text, "tokens": list(tokens), "logprob": logprob,
                        "repeated": summary.repeated_tokens,

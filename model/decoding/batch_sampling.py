@@ -8,7 +8,7 @@ sessions that computed ahead, so a class's step costs one pipeline over the batc
 
 Rows are grouped by which stages they run and how (the stage order, a constraint, greedy or a temperature, each
 cut on or off): within a group every stage is one tensor operation over the group's rows, its settings read from
-each row's own Hugging Face processor (sampling._stage, so a setting means here what it means there), in the same
+each row's own Hugging Face processor (sampling.stage_processor, so a setting means here what it means there), in the same
 float32 / float64 arithmetic those processors use. The draw walks a sorted head of the final distribution, as
 sampling.inverse_cdf does; a row whose landing is not clear of the head's cut takes inverse_cdf itself.
 """
@@ -21,7 +21,7 @@ import torch
 
 from model.errors import SessionError
 from model.decoding.records import Distribution, SamplingConfig
-from model.decoding.sampling import (GRAMMAR, TOP_N, _greedy, _stage, candidate_records, draw_u, inverse_cdf,
+from model.decoding.sampling import (GRAMMAR, TOP_N, greedy, stage_processor, candidate_records, draw_u, inverse_cdf,
                                      stage_names, stage_summaries)
 from model.decoding.tokens import TokenDisplay
 
@@ -43,13 +43,13 @@ class SampleRow:
 
 def _plan(row: SampleRow) -> tuple:
     """The row's stages as (name, processor or None when off), in the order they run (sampling.stage_names)."""
-    return tuple((name, None if name == GRAMMAR else _stage(name, row.cfg))
+    return tuple((name, None if name == GRAMMAR else stage_processor(name, row.cfg))
                  for name in stage_names(row.cfg, row.allowed is not None))
 
 
 def _signature(plan: tuple, row: SampleRow) -> tuple:
     """Rows with one signature run the same tensor operations: the same stages, each off, greedy or its kind."""
-    kinds = tuple((name, "on" if name == GRAMMAR else None if p is None else "greedy" if p is _greedy else type(p).__name__)
+    kinds = tuple((name, "on" if name == GRAMMAR else None if p is None else "greedy" if p is greedy else type(p).__name__)
                   for name, p in plan)
     return kinds, row.top_n
 
@@ -181,7 +181,7 @@ def _apply(name: str, stages: list, rows: list[SampleRow], scores: torch.Tensor)
         seen = torch.zeros(len(rows), vocab + 1, dtype=torch.bool).scatter_(1, context, True)[:, :vocab]
         penalty = _column([stage.penalty for stage in stages], torch.float32)  # 1 / the setting, as the processor's
         return torch.where(seen, torch.where(scores < 0, scores * penalty, scores / penalty), scores)
-    if first is _greedy:  # T = 0: the argmax alone
+    if first is greedy:  # T = 0: the argmax alone
         keep = scores.argmax(dim=-1, keepdim=True)
         return torch.full_like(scores, inf).scatter(-1, keep, scores.gather(-1, keep))
     if name == "temperature":  # sampling._ShiftedTemperature: max shifted to 0, divided in float64

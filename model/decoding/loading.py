@@ -35,22 +35,27 @@ class ModelLoadError(RuntimeError):
         super().__init__(detail or message(key, "en", **params))
 
 
-@dataclass
+@dataclass(eq=False)  # a model is itself: the cores and schedulers are found by it
 class LoadedModel:
     """A model ready to decode: read-only after loading, shared by every session."""
 
     name: str
-    model: torch.nn.Module
+    model: torch.nn.Module | None  # the weights; None in a web process whose model runs in a process of its own
     tokenizer: object
     info: ModelInfo
     tokens: TokenDisplay
+    ends: frozenset[int] = frozenset()  # the token ids that end a text (end_ids)
 
 
 def end_ids(lm: LoadedModel) -> set[int]:
     """The token ids that end a text: the model's generation config's and its tokenizer's end-of-text token."""
-    eos = lm.model.generation_config.eos_token_id
+    return set(lm.ends or _ends(getattr(lm.model, "generation_config", None), lm.tokenizer))
+
+
+def _ends(generation_config, tokenizer) -> frozenset[int]:
+    eos = generation_config.eos_token_id if generation_config is not None else None
     ids = set(eos if isinstance(eos, list) else [eos]) if eos is not None else set()
-    return ids | ({lm.tokenizer.eos_token_id} - {None})
+    return frozenset(ids | ({tokenizer.eos_token_id} - {None}))
 
 
 def cache_root() -> Path:
@@ -120,9 +125,12 @@ def resolve(spec: str) -> tuple[str, Path]:
     return spec, target
 
 
-def load_model(spec: str = DEFAULT_MODEL) -> LoadedModel:
-    """Load a model for decoding: float32, eager attention (so attention weights come back), eval mode."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+def load_model(spec: str = DEFAULT_MODEL, weights: bool = True) -> LoadedModel:
+    """Load a model for decoding: float32, eager attention (so attention weights come back), eval mode.
+
+    weights=False: its tokenizer, shape and end tokens only (a web process whose model's core runs in a process of
+    its own: model/serving/core_process.py); LoadedModel.model is then None."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer, GenerationConfig
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
@@ -131,15 +139,25 @@ def load_model(spec: str = DEFAULT_MODEL) -> LoadedModel:
     name, folder = resolve(spec)
     try:
         tokenizer = AutoTokenizer.from_pretrained(folder)
-        model = AutoModelForCausalLM.from_pretrained(
-            folder, attn_implementation="eager", dtype=torch.float32, trust_remote_code=False
-        )
+        if weights:
+            model = AutoModelForCausalLM.from_pretrained(
+                folder, attn_implementation="eager", dtype=torch.float32, trust_remote_code=False
+            )
+            config, generation = model.config, model.generation_config
+        else:
+            model, config = None, AutoConfig.from_pretrained(folder, trust_remote_code=False)
+            try:
+                generation = GenerationConfig.from_pretrained(folder)
+            except OSError:  # no generation_config.json: the model's defaults, as from_pretrained makes them
+                generation = GenerationConfig.from_model_config(config)
     except (OSError, ValueError, KeyError) as err:
         raise ModelLoadError("model_load_failed", f"Could not load the model from {folder}: {err}".splitlines()[0],
                              name=name) from err
-    model.eval()
-    model.requires_grad_(False)
-    return LoadedModel(name, model, tokenizer, model_info(name, model.config), TokenDisplay(tokenizer))
+    if model is not None:
+        model.eval()
+        model.requires_grad_(False)
+    return LoadedModel(name, model, tokenizer, model_info(name, config), TokenDisplay(tokenizer),
+                       _ends(generation, tokenizer))
 
 
 def model_info(name: str, config) -> ModelInfo:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class TokenInfo:
     display: str  # readable: "␣the", "↵", "<E4>" for a byte that is not a character on its own
 
 
-# How a token kept from a speculative run was chosen (model/serving/speculative.py), in place of a plain step's draw.
+# How a token kept from a speculative run was chosen (model/speed/speculative.py), in place of a plain step's draw.
 SPEC_KINDS = ("accepted", "residual", "bonus")
 
 
@@ -157,6 +157,13 @@ class Distribution:
     @property
     def chosen_candidate(self) -> Candidate:
         return next(c for c in self.candidates if c.token.id == self.chosen.id)
+
+    def with_chosen_t1(self, logprob: float, rank: int) -> "Distribution":
+        """This distribution with the chosen token's T = 1 numbers given from elsewhere (an engine's own, for a token
+        forced from outside the top N it sent: only it knows them). Of the same class (an engine's record too)."""
+        return replace(self, chosen_logprob_t1=logprob, chosen_rank=rank,
+                       candidates=[replace(c, prob_t1=math.exp(logprob), logit=logprob, rank=rank)
+                                   if c.token.id == self.chosen.id else c for c in self.candidates])
 
 
 @dataclass

@@ -29,12 +29,12 @@ def draw_u(seed: int, position: int) -> float:
     return float(np.random.default_rng([int(seed), int(position)]).random())
 
 
-def _stage(name: str, cfg: SamplingConfig):
+def stage_processor(name: str, cfg: SamplingConfig):
     """The processor for one stage, or None when its setting is 'off'."""
     if name == "repetition_penalty" and cfg.repetition_penalty != 1.0:
         return RepetitionPenaltyLogitsProcessor(penalty=float(cfg.repetition_penalty))
     if name == "temperature" and cfg.temperature == 0:
-        return _greedy
+        return greedy
     if name == "temperature" and cfg.temperature != 1.0:
         return _ShiftedTemperature(float(cfg.temperature))
     if name == "top_k" and cfg.top_k > 0:
@@ -64,7 +64,7 @@ class _ShiftedTemperature:
         return self.warper(input_ids, shifted).to(scores.dtype)
 
 
-def _greedy(input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+def greedy(input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
     """T = 0: keep only the argmax (the limit of softmax(z / T) as T -> 0, without dividing by 0)."""
     keep = scores.argmax(dim=-1, keepdim=True)
     return torch.full_like(scores, -math.inf).scatter(-1, keep, scores.gather(-1, keep))
@@ -104,7 +104,7 @@ def run_stages(logits: torch.Tensor, context_ids: torch.Tensor, cfg: SamplingCon
     scores = logits.float().reshape(1, -1)
     out = []
     for name in stage_names(cfg, allowed is not None):
-        stage = _grammar(allowed) if name == GRAMMAR else _stage(name, cfg)
+        stage = _grammar(allowed) if name == GRAMMAR else stage_processor(name, cfg)
         if stage is not None:
             scores = stage(context_ids, scores)  # processors return new tensors, never edit in place
         out.append((name, stage is not None, scores))

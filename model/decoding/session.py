@@ -1,9 +1,14 @@
 """One user's decode session: token ids, a record of every step, and the backend that makes the numbers.
 
 prefill -> (preview / step / step with a forced token / back / reset)*. Every change is written here once, for
-every kind of model; the backend (backend.py) runs the model: LocalBackend on the weights here (a DynamicCache,
-attention rows, the next pass computed ahead, lookahead.py), EngineBackend on a serving engine (engine_session.py).
-What a backend can give is its `capabilities`. The model is shared and read-only; everything here belongs to one user.
+every kind of model; the backend (backend.py) runs the model: CoreBackend on the model's core (core.py: its KV cache,
+attention rows, the next pass computed ahead, whole-text computations; in this process or its own), EngineBackend on
+a serving engine (model/vllm). What a backend can give is its `capabilities`. The model is shared and read-only;
+everything here belongs to one user.
+
+A change answers with the next position's Distribution under the settings the page shows (the core derives it with
+its batch), and, for a server's session (ahead=True), the core starts the next pass ahead by itself: one call per
+click, and the page's render derives nothing.
 """
 from __future__ import annotations
 
@@ -13,30 +18,52 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from model.decoding.backend import Backend, Capabilities, LocalBackend
-from model.decoding.remote import RemoteBackend, process_of
-from model.decoding.batcher import CPU, StepBatcher
-from model.decoding.door import one_core
+from model.decoding.backend import AHEAD_DRAWN, Backend, Capabilities, CoreBackend
 from model.decoding.branches import Branch, BranchBook, BranchSummary, branch_bytes, branch_summaries
-from model.decoding.engine_session import EngineBackend, EngineModel
+from model.decoding.core import core_of
 from model.errors import SessionBusy, SessionError
 from model.decoding.loading import LoadedModel
 from model.parse import valid_text
 from model.decoding.records import Distribution, PrefillRecord, SamplingConfig, SpecChoice, StepRecord, TemperatureSweep, Timings
 from model.decoding.sampling import temperature_sweep
+from model.runtime import CPU
 
 MAX_PROMPT_CHARS = 4000  # checked before tokenizing, so a huge paste is refused at once
 MAX_PROMPT_TOKENS = 448
 MAX_TOKENS = 512  # prompt + generated: bounds one session's memory (attention rows grow as t^2)
 
 
-def backend_for(lm: LoadedModel | EngineModel, batcher: StepBatcher | None = None) -> Backend:
-    """The backend a model runs on: an engine's model asks its engine (which batches its own users); a local one
-    runs its weights here, sharing passes with other sessions through `batcher` (None: run alone)."""
-    if isinstance(lm, EngineModel):
-        return EngineBackend(lm)
-    process = process_of(lm)  # the model in a process of its own (--model-process): its batcher is there
-    return RemoteBackend(lm, process) if process is not None else LocalBackend(lm, batcher)
+def backend_for(lm) -> Backend:
+    """The backend a model runs on when nobody hands the session one (the command line, a test): a local model's
+    core in this process (core.core_of); an engine's model makes its own (model/vllm: it asks its engine). A
+    server's sessions are handed theirs by the model registry (model/serving/sessions.py)."""
+    return CoreBackend(core_of(lm)) if isinstance(lm, LoadedModel) else lm.backend()
+
+
+def encode_prompt(lm, prompt: str, chat: bool, max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> list[int]:
+    """The exact token ids `lm` will see for a typed prompt, or SessionError saying what is wrong with it."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise SessionError("prompt_empty")
+    if len(prompt) > MAX_PROMPT_CHARS:
+        raise SessionError("prompt_too_long", n=len(prompt), limit=MAX_PROMPT_CHARS)
+    valid_text(prompt, "prompt_invalid_text")
+    tok = lm.tokenizer
+    # Every added token marked special is one control token when typed (all_special_tokens lists only the named
+    # ones: 3 of SmolLM2's 17, without <file_sep>, <jupyter_code>, <empty_output>, ...).
+    special = {t.content for t in tok.added_tokens_decoder.values() if t.special} | set(tok.all_special_tokens)
+    typed = [s for s in special if s and s in prompt]
+    if typed:
+        raise SessionError("prompt_special_token", token=min(typed, key=prompt.find))  # the first one typed
+    if chat:
+        if not tok.chat_template:
+            raise SessionError("no_chat_template", model=lm.name)
+        ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
+        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
+    else:
+        ids = tok(prompt, add_special_tokens=True)["input_ids"]
+    if len(ids) > max_prompt_tokens:
+        raise SessionError("prompt_too_many_tokens", n=len(ids), limit=max_prompt_tokens)
+    return list(ids)
 
 
 @dataclass(frozen=True)
@@ -44,11 +71,13 @@ class WholeText:
     """One consistent copy of a session's text, for a computation on all of it (a lens, a search, a race, a
     measurement): the runner every view that runs the model beyond one step goes through (DecodeSession.whole_text).
 
-    The computation's passes go through the model's door (door.py: decode steps first, long passes in chunks);
-    run() gives it one core between them, so the other stays with the class's steps.
+    run() ships the computation to the model's core (core.ModelCore.compute, in this process or its own), where its
+    passes go through the model's scheduler (decode steps first, long passes in chunks) and its work between them
+    takes one core, so the other stays with the class's steps.
     """
 
-    lm: LoadedModel
+    core: object  # the model's core (core.ModelCore, or core_process.ProcessCore)
+    lm: LoadedModel  # the model's name, tokenizer and shape (its weights are in the core)
     ids: list[int]  # prompt + generated, copied: the session may step on meanwhile
     prompt_len: int
     max_tokens: int  # the session's limit, prompt and generated
@@ -58,19 +87,28 @@ class WholeText:
     #                                               used (its u: draw_u(seed, position)); the prompt's have none
 
     def run(self, compute, *args, **kwargs):
-        """compute(lm, ids, *args, **kwargs), one core between its passes (each pass takes every core)."""
-        with one_core():
-            return compute(self.lm, list(self.ids), *args, **kwargs)
+        """compute(lm, ids, *args, **kwargs) in the model's core (compute marked core.computation), with plain
+        arguments: its plain record back."""
+        return self.core.compute(compute, list(self.ids), *args, **kwargs)
+
+    def compute(self, compute, *args, **kwargs):
+        """compute(lm, *args, **kwargs) in the model's core: a computation that takes what it needs of the text (its
+        prompt, a part of it) as arguments."""
+        return self.core.compute(compute, *args, **kwargs)
 
 
 class DecodeSession:
     """Stepwise decoding on a shared model, recording everything the views draw, over the model's backend."""
 
-    def __init__(self, lm: LoadedModel | EngineModel, max_prompt_tokens: int = MAX_PROMPT_TOKENS,
-                 max_tokens: int = MAX_TOKENS, batcher: StepBatcher | None = None):
-        self.backend = backend_for(lm, batcher)
+    def __init__(self, lm, max_prompt_tokens: int = MAX_PROMPT_TOKENS, max_tokens: int = MAX_TOKENS,
+                 backend: Backend | None = None, ahead: bool = False):
+        self.backend = backend if backend is not None else backend_for(lm)
         self.max_prompt_tokens = max_prompt_tokens
         self.max_tokens = max_tokens
+        # compute the next pass ahead after every change (a server's session: the page draws meanwhile)
+        self.computes_ahead = ahead and self.backend.capabilities.prefetch
+        # what the core was last asked to run ahead: (text length, token or AHEAD_DRAWN, the settings it draws under)
+        self._asked_ahead: tuple[int, int | str, SamplingConfig | None] | None = None
         self._lock = threading.RLock()  # re-entrant: step() reads through preview() while holding it
         self.prefill: PrefillRecord | None = None
         self.steps: list[StepRecord] = []
@@ -83,7 +121,7 @@ class DecodeSession:
 
     # ---- state -------------------------------------------------------------------------------------
     @property
-    def lm(self) -> LoadedModel | EngineModel:
+    def lm(self):
         """The model this session runs on (its backend's)."""
         return self.backend.lm
 
@@ -96,11 +134,6 @@ class DecodeSession:
     def capabilities(self) -> Capabilities:
         """What this session's backend gives beyond the logits: attention, cache tensors, local weights, prefetch."""
         return self.backend.capabilities
-
-    @property
-    def batcher(self) -> StepBatcher | None:
-        """The batcher sharing this session's passes (and its model lock) with others; None: alone, or an engine."""
-        return self.backend.batcher
 
     @property
     def started(self) -> bool:
@@ -151,53 +184,33 @@ class DecodeSession:
             raise SessionError(refusal, model=self.lm.name)
         with self.reading():
             self._require_started()
-            return WholeText(self.lm, list(self.ids), self.prompt_len, self.max_tokens,
+            return WholeText(self.backend.core, self.lm, list(self.ids), self.prompt_len, self.max_tokens,
                              max(self.max_tokens - len(self.ids), 0), self.finished,
                              {s.position: s.distribution.config for s in self.steps})
 
     # ---- prompting ---------------------------------------------------------------------------------
     def encode_prompt(self, prompt: str, chat: bool) -> list[int]:
         """The exact token ids the model will see, or SessionError saying what is wrong with the prompt."""
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise SessionError("prompt_empty")
-        if len(prompt) > MAX_PROMPT_CHARS:
-            raise SessionError("prompt_too_long", n=len(prompt), limit=MAX_PROMPT_CHARS)
-        valid_text(prompt, "prompt_invalid_text")
-        tok = self.lm.tokenizer
-        # Every added token marked special is one control token when typed (all_special_tokens lists only the
-        # named ones: 3 of SmolLM2's 17, without <file_sep>, <jupyter_code>, <empty_output>, ...).
-        special = {t.content for t in tok.added_tokens_decoder.values() if t.special} | set(tok.all_special_tokens)
-        typed = [s for s in special if s and s in prompt]
-        if typed:
-            raise SessionError("prompt_special_token", token=min(typed, key=prompt.find))  # the first one typed
-        if chat:
-            if not tok.chat_template:
-                raise SessionError("no_chat_template", model=self.lm.name)
-            ids = tok.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True)
-            ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-        else:
-            ids = tok(prompt, add_special_tokens=True)["input_ids"]
-        if len(ids) > self.max_prompt_tokens:
-            raise SessionError("prompt_too_many_tokens", n=len(ids), limit=self.max_prompt_tokens)
-        return list(ids)
+        return encode_prompt(self.lm, prompt, chat, self.max_prompt_tokens)
 
-    def start(self, prompt: str, chat: bool = False) -> PrefillRecord:
+    def start(self, prompt: str, chat: bool = False, cfg: SamplingConfig | None = None) -> PrefillRecord:
         """Prefill a prompt (one parallel pass, or one engine request); the old state is replaced only if this
-        succeeds."""
+        succeeds. cfg: the settings the page shows next (their distribution comes back with the pass)."""
         with self._locked():
             ids = self.encode_prompt(prompt, chat)
-            logits, attention, kv, forward_ms = self.backend.start(ids)
+            result = self.backend.start(ids, cfg, self._ahead(ids, cfg))
             record = PrefillRecord(
                 prompt=prompt,
                 chat=chat,
                 tokens=[self.lm.tokens.info(i) for i in ids],
-                attention=attention,
-                kv=kv,
-                timings=Timings(forward_ms),
+                attention=result.attention,
+                kv=result.kv,
+                timings=Timings(result.ms),
             )
             self.prefill, self.steps, self.ids = record, [], ids
             self._replay = []
-            self._next_logits = self._prefill_logits = logits
+            self._next_logits = self._prefill_logits = result.logits
+            self._remember(result.logits, ids, cfg, result.next)
             self.branches.clear()  # a new prompt starts a new tree
             return record
 
@@ -209,7 +222,7 @@ class DecodeSession:
             logits = self.backend.resume(list(ids), keep=len(ids) - prompt_len + 1)  # after the prompt .. the last
             self.prefill, self.steps, self.ids = prefill, list(steps), list(ids)
             self._prefill_logits, self._next_logits = logits[0].clone(), logits[-1].clone()
-            self._replay = []
+            self._replay, self._asked_ahead = [], None
             self.branches.clear()
 
     # ---- one step ----------------------------------------------------------------------------------
@@ -220,23 +233,40 @@ class DecodeSession:
     def preview(self, cfg: SamplingConfig, force_token: int | None = None) -> Distribution:
         """The next token's distribution under cfg, and the token it would draw. No model run.
 
-        The last answer is kept: a step's page, its prefetch and the next step all ask for the same one.
-        It is keyed by the logits tensor itself (each prefix's logits are their own tensor, held by the key).
+        The last answers are kept: the distribution a change came back with (derived in the core), and what was
+        derived here since. They are keyed by the logits tensor itself (each prefix's logits are their own tensor).
         """
         with self.reading():
             self._require_started()
             return self._derive(self._next_logits, self.ids, cfg, force_token)
 
     def _derive(self, logits: torch.Tensor, ids: list[int], cfg: SamplingConfig, force_token: int | None = None):
-        """derive() for the position after `ids`, remembering its last two answers (keyed by the logits tensor)."""
+        """derive() for the position after `ids`, unless it is remembered (keyed by the logits tensor)."""
         key = (logits, len(ids), cfg, force_token)
         for (k, dist) in self._preview_memo:
             if k[0] is logits and k[1:] == key[1:]:
                 return dist
         with CPU.part("derive"):  # the sampling pipeline over the whole vocabulary, once per position and settings
             dist = self.backend.derive(logits, ids, cfg, force_token)  # SessionError if invalid
-        self._preview_memo = [(key, dist), *self._preview_memo[:1]]
+        self._remember(logits, ids, cfg, dist, force_token)
         return dist
+
+    def _remember(self, logits, ids, cfg, dist: Distribution | None, force_token: int | None = None) -> None:
+        """Keep `dist` as preview()'s answer for these logits and settings (a change's StepResult.next: the page's
+        render then derives nothing); nothing for None."""
+        if dist is not None and cfg is not None:
+            self._preview_memo = [((logits, len(ids), cfg, force_token), dist), *self._preview_memo[:1]]
+
+    def _ahead(self, ids: list[int], cfg: SamplingConfig | None, replay: list | None = None, ended: bool = False):
+        """What the core should run ahead once the text is `ids`: the token the next distribution under cfg draws
+        (or a play-back's next recorded token, `replay` being what is left to play), or None: a session that does not
+        compute ahead, a text full or ended."""
+        replay = self._replay if replay is None else replay
+        ahead = None
+        if self.computes_ahead and len(ids) < self.max_tokens and not ended:
+            ahead = replay[0][1] if replay else AHEAD_DRAWN if cfg is not None else None
+        self._asked_ahead = None if ahead is None else (len(ids), ahead, cfg)
+        return ahead
 
     def sweep(self, cfg: SamplingConfig, temperatures: list[float]) -> TemperatureSweep:
         """Entropy and nucleus size of the next token's distribution across temperatures. No model run."""
@@ -253,27 +283,27 @@ class DecodeSession:
         speculative token passes its SpecChoice): a claim checked against the settings and seed (_claimed).
         A step of the user's own ends a trace's play-back. If anything fails, the session is as it was.
         """
-        with CPU.part("step"):  # its wall time includes waiting for the batcher's pass; its CPU does not
-            record = self._step(cfg, force_token, forced)
+        with CPU.part("step"):  # its wall time includes waiting for the scheduler's pass; its CPU does not
+            record = self._step(cfg, force_token, forced, replay_after=[])
         self._replay = []
         return record
 
-    # ---- computing ahead (a backend with capabilities.prefetch: see lookahead.py) ------------------------
+    # ---- computing ahead (a backend with capabilities.prefetch, a session with ahead=True) -----------------------
     @property
     def prefetched(self) -> int | None:
         """The token id whose forward pass is being (or has been) computed ahead, or None."""
-        ahead = self.backend.held() if self.capabilities.prefetch else None
-        return ahead.token if ahead else None
+        return self.backend.held() if self.capabilities.prefetch else None
 
     def prefetch(self, cfg: SamplingConfig) -> bool:
-        """Start the forward pass of the token step(cfg) would choose (replay_next()'s, during a play-back).
+        """Start the forward pass of the token step(cfg) would choose (replay_next()'s, during a play-back): after a
+        change the core did not run ahead already (new settings, a trace loaded, a teacher's text taken).
 
-        Returns at once: True if a pass was started. False, doing nothing, when the backend cannot (no batcher to
-        overlap with, or an engine, which batches its own users), when the session is busy, not started, finished
-        or full, when cfg is invalid, and when a prefetch of this token is already held (or another one is still
-        running). The pass runs in the batcher's worker without the session lock: renders never wait for it.
+        Returns at once: True if a pass was started. False, doing nothing, when the session does not compute ahead
+        (an engine batches its own users; a session made without a server), when it is busy, not started, finished
+        or full, when cfg is invalid, and when a pass of this token is already asked for, held or running. The pass
+        runs in the scheduler's worker without the session lock: renders never wait for it.
         """
-        if not self.capabilities.prefetch or not self._lock.acquire(blocking=False):
+        if not self.computes_ahead or not self._lock.acquire(blocking=False):
             return False
         try:
             if not self.started or self.finished or len(self.ids) >= self.max_tokens:
@@ -282,34 +312,43 @@ class DecodeSession:
                 token = self._replay[0][1] if self._replay else self.preview(cfg).chosen.id
             except (ValueError, TypeError, AttributeError):  # not valid settings (SessionError is a ValueError)
                 return False
-            with CPU.part("prefetch"):
-                # the next position's distribution under cfg, derived with the batch's (a play-back shows its recorded
-                # settings instead: derived by the render, as before)
-                return self.backend.prefetch(self.ids, token, None if self._replay else cfg)
+            asked = self._asked_ahead
+            if asked is not None and asked[0] == len(self.ids) and (
+                    asked[1] == token or (asked[1] == AHEAD_DRAWN and asked[2] == cfg and not self._replay)):
+                return False  # the core runs it ahead already (asked with the change): no second call
+            # the next position's distribution under cfg, derived with the batch's (a play-back shows its recorded
+            # settings instead: derived by the render)
+            started = self.backend.prefetch(self.ids, token, None if self._replay else cfg)
+            if started:
+                self._asked_ahead = (len(self.ids), token, cfg)
+            return started
         finally:
             self._lock.release()
 
     def preview_ahead(self, cfg: SamplingConfig, timeout: float = 10.0) -> tuple[list[int], Distribution] | None:
-        """What the next step(cfg) will show: (the ids then, the next distribution), from the prefetched pass.
+        """What the next step(cfg) will show: (the ids then, the next distribution), from the pass computed ahead.
 
-        Holds the session only to look (a Next token meanwhile must not find it busy): it waits for the pass,
-        and derives from the pass's own logits, without it. None when nothing is computed ahead for these
-        settings (or a trace plays back), the pass failed or was taken back, or the session changed. The
-        answer is remembered, so that the step then derives nothing.
+        Holds the session only to look (a Next token meanwhile must not find it busy): it waits for the pass without
+        it. None when nothing is computed ahead for these settings (or a trace plays back), the pass failed or was
+        taken back, or the session changed. The answer is remembered, so that the step then derives nothing.
         """
-        if not self.capabilities.prefetch:
+        if not self.computes_ahead:
             return None
         with self.reading():
-            ahead = self.backend.held()
-            if ahead is None or self._replay or self.preview(cfg).chosen.id != ahead.token:
+            if self._replay or not self.started:
                 return None
-        if not ahead.wait(timeout):
+            ids, token = list(self.ids), self.preview(cfg).chosen.id
+        got = self.backend.ahead(timeout)
+        if got is None or got[0] != token or list(got[1]) != ids:
             return None
+        _, _, logits, dist = got
         with self.reading():
-            if self.backend.held() is not ahead:
-                return None
-            ids = [*self.ids, ahead.token]
-        return ids, self._derive(ahead.logits, ids, cfg)
+            if self.ids != ids:
+                return None  # the session changed meanwhile
+            ids = [*ids, token]
+            if dist is not None and dist.position == len(ids) and dist.config == cfg:
+                self._remember(logits, ids, cfg, dist)
+        return ids, self._derive(logits, ids, cfg)
 
     # ---- playing back a loaded trace ---------------------------------------------------------------
     def queue_replay(self, steps: list[tuple[SamplingConfig, int, bool]]) -> None:
@@ -329,12 +368,12 @@ class DecodeSession:
         if not self._replay:
             raise SessionError("nothing_to_replay")
         cfg, token, forced = self._replay[0]
-        record = self._step(cfg, token, forced)
+        record = self._step(cfg, token, forced, replay_after=self._replay[1:])
         self._replay.pop(0)
         return record
 
     def _step(self, cfg: SamplingConfig, force_token: int | None = None,
-              forced: bool | SpecChoice | None = None) -> StepRecord:
+              forced: bool | SpecChoice | None = None, replay_after: list | None = None) -> StepRecord:
         with self._locked():
             self._require_started()
             if len(self.ids) >= self.max_tokens:
@@ -346,28 +385,33 @@ class DecodeSession:
             if forced is not None:
                 dist = self._claimed(dist, cfg, forced, self._next_logits, self.ids)
             sampling_ms = (time.perf_counter() - t0) * 1000
-            at = len(self.steps)
-            self.branches.check_room(at, dist.chosen.id, dist.config, dist.forced)  # before any pass
-            dist, logits, row, kv, forward_ms = self.backend.advance(self.ids, dist)  # a failure changes nothing
-            self.ids.append(dist.chosen.id)
-            self._next_logits = logits
+            at, token = len(self.steps), dist.chosen.id
+            self.branches.check_room(at, token, dist.config, dist.forced)  # before any pass
+            after = [*self.ids, token]
+            ahead = self._ahead(after, dist.config, replay_after, ended=token in self.eos_ids())
+            result = self.backend.advance(self.ids, token, dist.config, ahead)  # a failure changes nothing
+            if result.chosen_t1 is not None:  # forced from outside an engine's top N: its own numbers for it
+                dist = dist.with_chosen_t1(*result.chosen_t1)
+            self.ids.append(token)
+            self._next_logits = result.logits
+            self._remember(result.logits, self.ids, dist.config, result.next)
             record = StepRecord(
                 step=len(self.steps) + 1,
                 position=dist.position,
                 distribution=dist,
-                attention=row,
-                kv=kv,
-                timings=Timings(forward_ms, sampling_ms),
+                attention=result.attention,
+                kv=result.kv,
+                timings=Timings(result.ms, sampling_ms),
                 text=self.text,
             )
             self.steps.append(record)
-            self.branches.stepped(at, dist.chosen.id, dist.config, dist.forced)
+            self.branches.stepped(at, token, dist.config, dist.forced)
             return record
 
     def follow(self, steps: list[tuple[SamplingConfig, int, bool | SpecChoice]]) -> None:
         """Append recorded (settings, token, what chose it) steps, as step(cfg, force_token=token, forced=...) one by
-        one would, but with their tokens run through the model in chunks (LocalBackend.follow: a turn at the
-        model's door per PREFILL_CHUNK tokens) instead of a pass per step: a replayed trace's texts (issue 32 item
+        one would, but with their tokens run through the model in chunks (Sequence.follow: a turn at the model's
+        scheduler per PREFILL_CHUNK tokens) instead of a pass per step: a replayed trace's texts (issue 32 item
         10: 1,024 steps were 1,024 passes, minutes of an import slot). Each record is a step's: its distribution
         derived from the logits after its prefix, its claim checked on them, its attention row and KV bytes; its
         forward_ms is its share of its chunk's pass. On a backend that does not run here (an engine), one step()
@@ -414,7 +458,7 @@ class DecodeSession:
                 self.branches.stepped(*step)
             self.ids, self.steps = ids, self.steps + records
             self._next_logits = logits[0]
-            self._replay = []
+            self._replay, self._asked_ahead = [], None
 
     def _claimed(self, dist: Distribution, cfg: SamplingConfig, claim, logits: torch.Tensor,
                  ids: list[int]) -> Distribution:
@@ -428,16 +472,17 @@ class DecodeSession:
         if claim is True:
             return replace(dist, forced=True)
         if isinstance(claim, SpecChoice):
-            from model.serving.speculative import reproduce_choice  # speculative imports what session does not need
+            from model.speed.speculative import reproduce_choice  # speculative imports what session does not need
             spec = reproduce_choice(logits, ids, cfg, dist.chosen.id, claim)
             return replace(dist, forced=spec is None, speculative=spec, marked_forced=spec is None)
         drawn = self._derive(logits, ids, cfg).chosen.id == dist.chosen.id
         return replace(dist, forced=not drawn, marked_forced=not drawn)
 
     # ---- going back ------------------------------------------------------------------------------
-    def back(self, n: int = 1) -> None:
-        """Undo the last n steps: the backend cut back (a local cache cropped, an engine's answers kept: nothing
-        asked again; see LocalBackend.back), the cut steps kept as the pending branch. A failure changes nothing."""
+    def back(self, n: int = 1, cfg: SamplingConfig | None = None) -> None:
+        """Undo the last n steps: the backend cut back (a cache cropped, an engine's answers kept: nothing asked
+        again; see Sequence.back), the cut steps kept as the pending branch. A failure changes nothing. cfg: the
+        settings the page shows next (their distribution comes back with the call)."""
         with self._locked():
             self._require_started()
             if not isinstance(n, int) or isinstance(n, bool) or n < 1:
@@ -446,25 +491,28 @@ class DecodeSession:
                 raise SessionError("back_too_far", n=n, generated=len(self.steps))
             keep = len(self.ids) - n
             answers = self.backend.answers()  # the backend's, along the whole text, before it is cut back
-            logits = self.backend.back(self.ids, keep, self.prompt_len, self._prefill_logits)
+            result = self.backend.back(self.ids, keep, cfg, self._ahead(self.ids[:keep], cfg, replay=[]))
             self.branches.cut(self.steps, self.ids, self._next_logits, answers)  # kept if the next step goes another way
             del self.steps[-n:]
             del self.ids[keep:]
-            self._next_logits = logits
+            self._next_logits = self._prefill_logits if keep == self.prompt_len else result.logits
+            if keep == self.prompt_len:  # the prompt's own logits, as start() gave them (a memo's key is the tensor)
+                result.logits = self._prefill_logits
+            self._remember(result.logits, self.ids, cfg, result.next)
             self._replay = []
 
-    def reset(self) -> None:
+    def reset(self, cfg: SamplingConfig | None = None) -> None:
         """Back to just after the prompt (every generated token undone)."""
         if self.steps:
-            self.back(len(self.steps))
+            self.back(len(self.steps), cfg)
 
-    def go_to(self, step: int) -> None:
+    def go_to(self, step: int, cfg: SamplingConfig | None = None) -> None:
         """Keep steps 1..step (0 = only the prompt)."""
         self._require_started()
         if not isinstance(step, int) or not 0 <= step <= len(self.steps):
             raise SessionError("step_out_of_range", last=len(self.steps), step=step)
         if step < len(self.steps):
-            self.back(len(self.steps) - step)
+            self.back(len(self.steps) - step, cfg)
 
     def adopt(self, other: "DecodeSession") -> None:
         """Take over another session's whole state (a replay built aside, then swapped in at once)."""
@@ -472,7 +520,7 @@ class DecodeSession:
             self.backend.adopt(other.backend)
             self.prefill, self.steps, self.ids = other.prefill, other.steps, other.ids
             self._next_logits, self._prefill_logits = other._next_logits, other._prefill_logits
-            self._replay = list(other._replay)
+            self._replay, self._asked_ahead = list(other._replay), None
             self.branches.adopt(other.branches)
 
     # ---- branches ----------------------------------------------------------------------------------
@@ -495,7 +543,7 @@ class DecodeSession:
             self.branches.switch(chosen, leaving)
             self.steps, self.ids = list(chosen.steps), list(chosen.ids)
             self._next_logits = chosen.next_logits
-            self._replay = []
+            self._replay, self._asked_ahead = [], None
 
     def add_branch(self, branch_id: int, parent: int | None, fork: int, steps: list[tuple[SamplingConfig, int, bool]]):
         """Keep, as branch `branch_id`, the text that follows `parent`'s first `fork` steps with these (settings,
@@ -516,7 +564,13 @@ class DecodeSession:
 
     def sibling(self) -> "DecodeSession":
         """A new, empty session on the same model with the same limits (a trace or a branch rebuilt aside)."""
-        return DecodeSession(self.lm, self.max_prompt_tokens, self.max_tokens, self.batcher)
+        return DecodeSession(self.lm, self.max_prompt_tokens, self.max_tokens, self.backend.sibling(),
+                             self.computes_ahead)
+
+    def close(self) -> None:
+        """The user is gone: free what the backend holds for this session (a core's sequence: its cache, its pass
+        ahead). Also done when the session is dropped; the records stay readable."""
+        self.backend.close()
 
     def _prompt_branch(self) -> Branch:
         """The prompt alone, as the base of a branch that forks at step 0."""

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from model.decoding.door import model_pass
+from model.decoding.scheduler import model_pass
 from model.decoding.loading import LoadedModel
 from model.decoding.records import CacheTiming
+from model.decoding.core import computation
 
 BUDGET_S = 4.0  # runs after the first stop here; at 512 tokens the first run of every length takes about this
 
@@ -85,6 +86,7 @@ def _prefix(cache: DynamicCache, tokens: int) -> DynamicCache:
     return out
 
 
+@computation
 @torch.no_grad()
 def measure_cache_timing(
     lm: LoadedModel, ids: list[int], lengths: list[int], repeats: int = 3, budget_s: float = BUDGET_S,
@@ -100,7 +102,7 @@ def measure_cache_timing(
     weights. Each length is run once; runs 2..repeats follow, shortest lengths first, only when the first run
     of that length fits in what is left of `budget_s`: the total stays near max(budget_s, one run of each).
 
-    Each pass is a turn at the model's door (on every core), not the whole measurement (~4 s at 512 tokens), so
+    Each pass is a turn at the model's scheduler (on every core), not the whole measurement (~4 s at 512 tokens), so
     other users' steps run between the passes. A pass's time starts once it has its turn: waiting is not counted.
     A pass without the cache stays whole (up to a session's 512 tokens): its time is what is measured.
     """
@@ -121,7 +123,7 @@ def measure_cache_timing(
             return (time.perf_counter() - t0) * 1000
 
     def cached_ms(t: int) -> float:
-        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim); copied outside the door
+        cache = _prefix(base, t - 1)  # every layer: K, V (1, kv_heads, t - 1, head_dim); copied between its turns
         inputs = torch.tensor([[ids[t - 1]]])  # (1, 1)
         with model_pass(model):
             t0 = time.perf_counter()

@@ -12,7 +12,7 @@ next-token distribution is measured. Two replacements:
 A head's output is its slice of the attention output before o_proj (the input of o_proj: heads x head_dim, head h
 at h*head_dim); a layer's attention is self_attn's output, its MLP is mlp's output (before any post-norm Gemma
 applies). The model is shared by every user: the hooks that switch the part off are installed only while this run
-holds the model's door for one of its passes (door.prefill's `inside`, model_pass), and removed in a `finally`, so
+holds the model's scheduler for one of its passes (passes.prefill's `inside`, model_pass), and removed in a `finally`, so
 no other session's pass, batched or alone, ever runs with them.
 
 The continuation runs the whole text again with the part off (its cache depends on the ablation: none of the
@@ -27,12 +27,14 @@ from dataclasses import dataclass
 
 import torch
 
-from model.decoding.batcher import forward_one
-from model.decoding.door import model_pass, prefill
+from model.decoding.batching import forward_one
+from model.decoding.passes import prefill
+from model.decoding.scheduler import model_pass
 from model.decoding.loading import LoadedModel, end_ids
 from model.decoding.records import SamplingConfig, TokenInfo
 from model.decoding.sampling import derive
 from model.errors import SessionError
+from model.decoding.core import computation
 
 PARTS = ("head", "attention", "mlp")  # what can be switched off
 METHODS = ("mean", "zero")  # mean first: the default (the module docstring says why)
@@ -66,7 +68,7 @@ class Part:
 def hooked(model: torch.nn.Module, part: Part, change):
     """For the block, `part`'s output x (1, T, d_part) goes through change(x) -> a new x, or None to leave it.
 
-    Only inside a pass that holds the model's door (the model is shared). The hook is removed in a finally.
+    Only inside a pass that holds the model's scheduler (the model is shared). The hook is removed in a finally.
     """
     layer = model.model.layers[part.layer]
     if part.kind == "head":
@@ -150,7 +152,7 @@ class Ablation:
     on_ended: bool
     off_ended: bool
     differ_at: int | None  # the 1-based step where the two continuations first differ, or None
-    ms: float  # wall time, passes (waits at the door included) and readings
+    ms: float  # wall time, passes (waits for a turn included) and readings
     passes: int
 
 
@@ -161,7 +163,7 @@ def _moved(lm, ids, p, q) -> list[Moved]:
 @torch.no_grad()
 def both_ways(lm: LoadedModel, ids: list[int], part: Part, method: str):
     """The text `ids` through the model with `part` on, then again with it off: (on, off, mean), two
-    door.Prefilled (a cache each, the last position's logits) and the mean the part was replaced by (None: zero)."""
+    passes.Prefilled (a cache each, the last position's logits) and the mean the part was replaced by (None: zero)."""
     model = lm.model
     total = _Sum()
     on = prefill(model, ids, inside=lambda: hooked(model, part, total.add))  # part on, its output summed
@@ -189,12 +191,13 @@ def _continue(lm: LoadedModel, ids: list[int], cache, logits: torch.Tensor, cfg:
     return out, False, passes
 
 
+@computation
 @torch.no_grad()
 def ablate(lm: LoadedModel, ids: list[int], part: Part, method: str = "mean", cfg: SamplingConfig | None = None,
            steps: int = 8, max_tokens: int | None = None) -> Ablation:
     """Switch `part` off (`method`: "mean" or "zero") on the text `ids`: the next-token distribution before and
     after, and `steps` tokens continued both ways under `cfg` (its seed: the same u on both sides), bounded by
-    `max_tokens` (the session's limit). Every pass is a turn at the model's door; the part's hooks live only
+    `max_tokens` (the session's limit). Every pass is a turn at the model's scheduler; the part's hooks live only
     inside this run's passes."""
     part = part.check(lm)
     if method not in METHODS:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.decoding.door import prefill
+from model.decoding.passes import prefill
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
+from model.decoding.core import computation
 
 REPEAT_LENGTH = 40  # tokens in the random sequence (the text is twice this, plus a <bos> if the model adds one)
 SEED = 0  # the random sequence's seed: the same text, and the same scores, every time
@@ -76,7 +77,7 @@ def repeated_text(lm: LoadedModel, length: int = REPEAT_LENGTH, seed: int = SEED
 
 
 def attention_stack(lm: LoadedModel, ids: list[int]) -> torch.Tensor:
-    """(layers, heads, n, n) attention weights of one pass through the model's door."""
+    """(layers, heads, n, n) attention weights of one pass through the model's scheduler."""
     done = prefill(lm.model, ids, keep=1, attentions=True, cache=False)
     return torch.cat(done.attentions, 0).float()
 
@@ -92,6 +93,7 @@ def scores_of(att: torch.Tensor, prefix: int, length: int) -> tuple[np.ndarray, 
     return previous.numpy(), induction.numpy(), sink.numpy()
 
 
+@computation
 @torch.no_grad()
 def head_scores(lm: LoadedModel, length: int = REPEAT_LENGTH, seed: int = SEED) -> HeadScores:
     """The three scores of every head on the repeated text, and the induction score on the control text."""

@@ -9,7 +9,7 @@ run's. The grid is how much of the answer's probability that one vector brings b
     effect[l, p] = (P_patched(answer) - P_corrupted(answer)) / (P_clean(answer) - P_corrupted(answer))
 
 1 = the whole clean probability restored, 0 = nothing moved (negative: it went the other way). The vector is put
-in by a forward pre-hook on decoder layer l, registered only while the pass holds the model's door. The grid's
+in by a forward pre-hook on decoder layer l, registered only while the pass holds the model's scheduler. The grid's
 passes are batched a layer at a time: one pass of `positions` rows, row p patched at position p.
 """
 from __future__ import annotations
@@ -21,12 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.decoding.door import model_pass, one_core
+from model.decoding.scheduler import model_pass, one_core
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
-from model.decoding.session import DecodeSession
+from model.decoding.session import encode_prompt
 from model.errors import SessionError
 from model.parse import one_token
+from model.decoding.core import computation
 
 PATCH_MAX_TOKENS = 16  # the longest prompt pair: a grid of layers x n passes of n tokens (SmolLM2: 30 x 16 x 16)
 MIN_GAP = 0.01  # the clean and corrupted runs must give the answer probabilities at least this far apart
@@ -50,7 +51,7 @@ class PatchingGrid:
     corrupted_top: TokenInfo  # the corrupted run's most probable next token
     corrupted_top_prob: float  # its probability
     patched_prob: np.ndarray  # (layers, n) float32: P(answer) after the corrupted prompt with (l, p) patched
-    ms: float  # wall time of every pass and reading (waits at the model's door included)
+    ms: float  # wall time of every pass and reading (waits at the model's scheduler included)
     passes: int  # forward passes run (2 runs in one, then one batched pass per layer)
 
     @property
@@ -72,11 +73,10 @@ class PatchingGrid:
 def encode_pair(lm: LoadedModel, clean_text: str, corrupted_text: str) -> tuple[list[int], list[int]]:
     """Both prompts as the model sees them (raw, as a prompt is tokenized: DecodeSession.encode_prompt), refused
     (naming which) for a prompt's own reasons, and together unless they have the same number of tokens."""
-    coder = DecodeSession(lm, max_prompt_tokens=PATCH_MAX_TOKENS)
     pair = []
     for which, text in ((1, clean_text), (2, corrupted_text)):
         try:
-            pair.append(coder.encode_prompt(text, chat=False))
+            pair.append(encode_prompt(lm, text, chat=False, max_prompt_tokens=PATCH_MAX_TOKENS))
         except SessionError as err:
             raise SessionError("patch_prompt", which=which, reason=err) from None
     clean, corrupted = pair
@@ -103,7 +103,7 @@ def decoder_layers(model: torch.nn.Module):
 @contextlib.contextmanager
 def residual_replaced(model: torch.nn.Module, layer: int, rows: list[tuple[int, int]], vectors: torch.Tensor):
     """For the block, decoder layer `layer` gets its input with row b's position p (rows[i] = (b, p)) replaced by
-    vectors[i] ((len(rows), d)). Register it only inside the model's door: the model is shared."""
+    vectors[i] ((len(rows), d)). Register it only inside the model's scheduler: the model is shared."""
     def pre_hook(module, args, kwargs):
         hidden = args[0] if args else kwargs["hidden_states"]  # (B, n, d)
         hidden = hidden.clone()
@@ -150,6 +150,7 @@ def patched_logits(lm: LoadedModel, corrupted: list[int], layer: int, patches: l
     return out.logits[:, -1]
 
 
+@computation
 @torch.no_grad()
 def patching_grid(lm: LoadedModel, clean: list[int], corrupted: list[int], answer: int | None = None) -> PatchingGrid:
     """Every (layer, position) of the corrupted run patched from the clean run, one batched pass per layer; the

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from model.decoding.door import one_core
 from model.decoding.loading import LoadedModel, available_models
 from model.decoding.records import SamplingConfig, TokenInfo
 from model.decoding.session import DecodeSession
 from model.decoding.tokens import token_bytes
 from model.errors import SessionError
 from model.inside.teacher_forcing import score_text
+from model.decoding.core import computation
 
 LN2 = math.log(2)
 MAX_CHARS = 200  # a text to score: a sentence or two, drawn one bar per character
@@ -52,7 +52,7 @@ class CharReading:
     spans: list[tuple[int, int]]  # per text token, its bytes [b0, b1) in the text's UTF-8
     char_bits: np.ndarray  # (C,) float64: each character's surprisal, bits (its bytes' shares)
     char_scored: np.ndarray  # (C,) float64 in [0, 1]: the share of each character's bytes that scored tokens cover
-    ms: float  # wall time: the pass (waits at the model's door included) and the arithmetic
+    ms: float  # wall time: the pass (waits at the model's scheduler included) and the arithmetic
 
     @property
     def scored(self) -> int:
@@ -123,8 +123,9 @@ def char_of_byte(text: str) -> np.ndarray:
     return np.repeat(np.arange(len(text)), [len(ch.encode("utf-8")) for ch in text])
 
 
+@computation
 def read_text(lm: LoadedModel, text: str) -> CharReading:
-    """The text through one model in one teacher-forced pass (score_text: the door, in chunks), each token's surprisal
+    """The text through one model in one teacher-forced pass (score_text: in chunks, turns at the scheduler), each token's surprisal
     spread over the characters its bytes overlap."""
     t0 = time.perf_counter()
     scored = score_text(lm, check_text(text), max_tokens=MAX_CELLS // lm.info.vocab)
@@ -174,11 +175,11 @@ def disagreements(text: str, a: CharReading, b: CharReading, most: int = DISAGRE
     return sorted(found, key=lambda d: -abs(d.gap))[:most]
 
 
-def read_by_each(models: list[LoadedModel], text: str) -> TwoReadings:
-    """`text` read by each model (one core between the passes, as a whole-text run), and where two disagree."""
+def read_by_each(cores: list, text: str) -> TwoReadings:
+    """`text` read by each model, in its core (core.ModelCore or core_process.ProcessCore: a whole-text run there),
+    and where two disagree."""
     check_text(text)
-    with one_core():
-        readings = [read_text(lm, text) for lm in models]
+    readings = [core.compute(read_text, text) for core in cores]
     found = disagreements(text, *readings[:2]) if len(readings) > 1 else []
     return TwoReadings(text, readings, found)
 
@@ -199,7 +200,7 @@ class Continuation:
 
 def continue_text(session: DecodeSession, prompt: str, cfg: SamplingConfig, steps: int) -> Continuation:
     """`prompt` continued by up to `steps` tokens in a fresh session of its model: its normal prefill and steps (the
-    door; a session of the registry's shares its model's batcher), the same settings and seed as any session."""
+    scheduler; a session of the registry's shares its model's core), the same settings and seed as any session."""
     cfg = cfg.validate()
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
         raise SessionError("two_models_steps_range", value=steps, high=MAX_STEPS)

@@ -19,8 +19,10 @@ from model.parse import one_token
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
 from model.decoding.sampling import derive
-from model.decoding.door import one_core, prefill
+from model.decoding.passes import prefill
+from model.decoding.scheduler import one_core
 from model.decoding.session import MAX_TOKENS
+from model.decoding.core import computation
 
 LENS_WINDOW = 48  # positions read (the last ones), as many as the attention view shows
 LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session's own limit
@@ -35,7 +37,7 @@ PIN_CHARS = 400  # the pins' text: 8 tokens and their commas fit many times over
 def lens_positions(lm: LoadedModel, window: int) -> int:
     """The positions a lens of `window` reads on this model: the window, or fewer if its readings would pass
     LENS_MAX_CELLS (at least one)."""
-    per_position = (lm.model.config.num_hidden_layers + 1) * lm.info.vocab
+    per_position = (lm.info.layers + 1) * lm.info.vocab
     return max(1, min(window, LENS_MAX_CELLS // per_position))
 
 
@@ -57,7 +59,7 @@ class LogitLens:
     target_prob: np.ndarray  # (layers + 1, W) float32: the target's probability under each layer's reading
     target_rank: np.ndarray  # (layers + 1, W) int64: the target's rank (1 = top) under each layer's reading
     final_max_abs_diff: float  # the last layer's lens against the model's own logits, max |difference|
-    ms: float  # wall time of the passes and the readings (waits at the model's door included)
+    ms: float  # wall time of the passes and the readings (waits at the model's scheduler included)
     asked: int | None = None  # the positions asked for; more than shown when LENS_MAX_CELLS bounded the readings
     # The commitment strip: per position, the first layer from which the target stays every reading's top token
     # (-1: the last layer's top is another token, so it never does: a sampled token the model did not rank first)
@@ -106,11 +108,12 @@ def check_lens_text(ids: list[int], window: int) -> None:
         raise SessionError("lens_too_long", n=len(ids), limit=LENS_MAX_TOKENS)
 
 
+@computation
 @torch.no_grad()
 def logit_lens(lm: LoadedModel, ids: list[int], window: int = LENS_WINDOW, settings: dict | None = None) -> LogitLens:
     """The logit lens of the last `window` positions of `ids`, from one prefill with output_hidden_states=True.
 
-    The passes go through the model's door (door.prefill: in chunks, decode steps first); the readings, a
+    The passes go through the model's scheduler (passes.prefill: in chunks, decode steps first); the readings, a
     softmax over the whole vocabulary per layer, run after it on one core, holding nothing.
     transformers hands back num_layers + 1 hidden states: the embeddings (Gemma's already scaled by sqrt(d)), then
     each decoder layer's output, the last one with the final norm already applied: it goes to the LM head as it is,
@@ -193,11 +196,12 @@ def lens_column(lens: LogitLens, position) -> int:
     return position - lens.start
 
 
+@computation
 @torch.no_grad()
 def pinned_probs(lm: LoadedModel, lens: LogitLens, ids: list[int], column: int) -> np.ndarray:
     """(layers + 1, len(ids)) float32: each layer's lens probability of each token at one column of the lens, read
     from its kept hidden states (the final norm, the LM head, a softmax over the whole vocabulary): (layers + 1) x V
-    of work, one core, outside the model's door, as the lens's own readings."""
+    of work, one core, outside the model's scheduler, as the lens's own readings."""
     states = lens.hidden[:, column]  # (layers + 1, d)
     with one_core():  # one LM head over every layer's row at once: the (V, d) weights read once, not per layer
         x = torch.cat([lm.model.model.norm(states[:-1]), states[-1:]])  # the last row is already normed

@@ -21,11 +21,12 @@ import torch
 from model.inside.chain import GLTR_EDGES, RANK_EDGES, LogitDiff, PositionScore, StepwiseComparison, TeacherForcing, rank_bucket
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
-from model.decoding.door import PREFILL_CHUNK, prefill
-from model.decoding.engine import EnginePromptLogprobs
-from model.decoding.engine_session import EngineModel
-from model.decoding.session import MAX_PROMPT_TOKENS, DecodeSession
+from model.decoding.passes import PREFILL_CHUNK, prefill
+from model.vllm.client import EnginePromptLogprobs
+from model.vllm.session import EngineModel
+from model.decoding.session import MAX_PROMPT_TOKENS, DecodeSession, encode_prompt
 from model.decoding.timing import spread
+from model.decoding.core import computation
 
 LN2 = math.log(2)
 # A pasted text is refused for the same reasons as a prompt; the words say 'text', since nothing continues it.
@@ -38,7 +39,7 @@ class ParallelPass(NamedTuple):
     """The logits of one forward pass over a whole sequence."""
 
     logits: torch.Tensor  # (T, V) float32: row t is the distribution of the token at t + 1
-    ms: float  # wall time of the passes (waiting at the model's door not counted)
+    ms: float  # wall time of the passes (waiting for a turn not counted)
     threads: int  # torch threads it ran on
 
 
@@ -46,7 +47,7 @@ class ParallelPass(NamedTuple):
 def parallel_pass(lm: LoadedModel, ids: list[int], chunk: int = PREFILL_CHUNK) -> ParallelPass:
     """ids through the model in parallel, logits kept for every position, on every core.
 
-    Each pass is a turn at the model's door (door.prefill): a text longer than `chunk` goes in chunks with the
+    Each pass is a turn at the model's scheduler (passes.prefill): a text longer than `chunk` goes in chunks with the
     cache between them, so the class's steps go between them; chunk=len(ids) keeps it ONE pass (the Training
     view times that pass).
     """
@@ -113,6 +114,7 @@ def engine_positions(lm: EngineModel, answer: EnginePromptLogprobs, prompt_len: 
                    edges, answer.ms, 0, on_engine=True)
 
 
+@computation
 def teacher_forcing(lm: LoadedModel | EngineModel, ids: list[int], prompt_len: int = 0,
                     edges: tuple[int, ...] = RANK_EDGES) -> TeacherForcing:
     """Every position of `ids` scored in parallel (on an engine's model: in one request); tokens before
@@ -123,7 +125,7 @@ def teacher_forcing(lm: LoadedModel | EngineModel, ids: list[int], prompt_len: i
 
 
 def session_teacher_forcing(session: DecodeSession) -> TeacherForcing:
-    """A session's text scored in one pass: its local model's through whole_text (the door, one core), or one
+    """A session's text scored in one pass: its local model's through whole_text (the model's core, one core), or one
     request to its engine."""
     if session.capabilities.runs_locally:
         text = session.whole_text()
@@ -137,6 +139,31 @@ def session_teacher_forcing(session: DecodeSession) -> TeacherForcing:
 PARALLEL_RUNS = 3  # timed runs of the one pass, after a warm-up; the median is shown with its range
 
 
+class ParallelRuns(NamedTuple):
+    """What compare_stepwise asks of the model's core: the one pass over a text, timed."""
+
+    record: TeacherForcing  # the median run's teacher-forcing record
+    timed: object  # timing.Spread of the runs' ms (median, fastest, slowest, runs)
+    rows: list[list[float]]  # per asked position, the pass's logits at the asked token ids
+    last: torch.Tensor  # (V,) the pass's logits after the last token
+    threads: int
+
+
+@computation
+@torch.no_grad()
+def parallel_runs(lm: LoadedModel, ids: list[int], prompt_len: int,
+                  asked: list[tuple[int, list[int]]]) -> ParallelRuns:
+    """ONE pass over `ids`, as training runs it (the Training view times it; at most a session's 512 tokens): an
+    untimed warm-up (a first pass of a new length runs slow), then PARALLEL_RUNS timed; its turn still lets the
+    waiting decode steps go before it. The median run's record, and its logits at each asked (position, token ids)."""
+    parallel_pass(lm, ids, chunk=len(ids))
+    runs = [parallel_pass(lm, ids, chunk=len(ids)) for _ in range(PARALLEL_RUNS)]
+    timed = spread([r.ms for r in runs])
+    run = min(runs, key=lambda r: abs(r.ms - timed.median))  # the median run (3 runs): its logits and its time
+    rows = [run.logits[position - 1, torch.tensor(tokens)].tolist() for position, tokens in asked]
+    return ParallelRuns(score_positions(lm, ids, run, prompt_len), timed, rows, run.logits[-1].clone(), run.threads)
+
+
 def compare_stepwise(session: DecodeSession) -> tuple[TeacherForcing, StepwiseComparison]:
     """One parallel pass over a session's prompt and generated tokens, against the steps that generated them.
 
@@ -145,26 +172,19 @@ def compare_stepwise(session: DecodeSession) -> tuple[TeacherForcing, StepwiseCo
     recorded candidates (Candidate.logit, raw model logits) and on the chosen token; over the whole vocabulary at
     the position after the last token; and the measured time of the one pass (an untimed warm-up, then the median
     of PARALLEL_RUNS with their range) against the generated tokens' own steps (not the prefill, itself one pass).
-    On an engine's model: compare_on_engine.
+    The pass runs in the model's core (parallel_runs). On an engine's model: compare_on_engine.
     """
     if not session.capabilities.runs_locally:
         return compare_on_engine(session)
-    with session.reading():  # ids, steps and next logits that belong together
-        session._require_started()
-        ids, steps, prompt_len = list(session.ids), list(session.steps), session.prompt_len
-        prefill_ms, next_logits = session.prefill.timings.forward_ms, session.next_logits
-    # ONE pass, as training runs it (the view times it; at most a session's 512 tokens): its door still lets the
-    # waiting decode steps go before it
-    parallel_pass(session.lm, ids, chunk=len(ids))  # untimed warm-up: a first pass of a new length runs slow
-    runs = [parallel_pass(session.lm, ids, chunk=len(ids)) for _ in range(PARALLEL_RUNS)]
-    timed = spread([r.ms for r in runs])
-    run = min(runs, key=lambda r: abs(r.ms - timed.median))  # the median run (3 runs): its logits and its time
-    record = score_positions(session.lm, ids, run, prompt_len)
+    with session.reading():  # the ids, steps and next logits that belong together
+        text = session.whole_text()
+        steps, prefill_ms, next_logits = list(session.steps), session.prefill.timings.forward_ms, session.next_logits
+    asked = [(s.position, [c.token.id for c in s.distribution.candidates]) for s in steps]
+    done = text.run(parallel_runs, text.prompt_len, asked)
     diffs = []
-    for s in steps:
-        row = run.logits[s.position - 1]  # the logits the step's token was chosen from
+    for s, row in zip(steps, done.rows):
         cands = s.distribution.candidates
-        parallel = row[torch.tensor([c.token.id for c in cands])].double()
+        parallel = torch.tensor(row, dtype=torch.float64)  # the logits the step's token was chosen from
         stepwise = torch.tensor([c.logit for c in cands], dtype=torch.float64)
         gaps = (parallel - stepwise).abs()
         chosen = next(i for i, c in enumerate(cands) if c.token.id == s.token.id)
@@ -173,11 +193,11 @@ def compare_stepwise(session: DecodeSession) -> tuple[TeacherForcing, StepwiseCo
                                same_top1=int(parallel.argmax()) == int(stepwise.argmax())))
     comparison = StepwiseComparison(
         diffs=diffs, max_abs_diff=max((d.max_abs_diff for d in diffs), default=0.0),
-        next_max_abs_diff=float((run.logits[-1] - next_logits.float()).abs().max()), parallel_ms=timed.median,
-        prefill_ms=prefill_ms, steps_ms=[s.timings.forward_ms for s in steps], tokens=len(ids), threads=run.threads,
-        parallel_range=(timed.low, timed.high), parallel_runs=timed.runs,
+        next_max_abs_diff=float((done.last - next_logits.float()).abs().max()), parallel_ms=done.timed.median,
+        prefill_ms=prefill_ms, steps_ms=[s.timings.forward_ms for s in steps], tokens=len(text.ids),
+        threads=done.threads, parallel_range=(done.timed.low, done.timed.high), parallel_runs=done.timed.runs,
     )
-    return record, comparison
+    return done.record, comparison
 
 
 def compare_on_engine(session: DecodeSession) -> tuple[TeacherForcing, StepwiseComparison]:
@@ -217,6 +237,7 @@ def compare_on_engine(session: DecodeSession) -> tuple[TeacherForcing, StepwiseC
     return record, comparison
 
 
+@computation
 def score_text(lm: LoadedModel | EngineModel, text: str, max_tokens: int = MAX_PROMPT_TOKENS,
                edges: tuple[int, ...] = GLTR_EDGES) -> TeacherForcing:
     """Score a pasted text (raw, no chat template) as GLTR does: each token's rank and probability, in one pass,
@@ -227,7 +248,7 @@ def score_text(lm: LoadedModel | EngineModel, text: str, max_tokens: int = MAX_P
     from, so a text needs at least two tokens.
     """
     try:
-        ids = DecodeSession(lm, max_prompt_tokens=max_tokens).encode_prompt(text, chat=False)
+        ids = encode_prompt(lm, text, chat=False, max_prompt_tokens=max_tokens)
     except SessionError as err:
         if err.key not in _TEXT_REFUSALS:
             raise

@@ -1,35 +1,28 @@
 """Every user's DecodeSession, by session id: a cap on how many are live, and an idle time-out."""
 from __future__ import annotations
 
-import ctypes
+import contextlib
 import logging
 import threading
 import time
 from collections import OrderedDict
 
-from model.decoding.batcher import StepBatcher
+from model.decoding.backend import CoreBackend
+from model.decoding.core import ModelCore
 from model.serving.admission import PER_ADDRESS, OpeningLimit
 from model.errors import SessionError, SessionExpired
 from model.decoding.loading import LoadedModel, ModelLoadError, available_models, load_model
-from model.decoding.engine_session import EngineModel
+from model.vllm.session import EngineModel
 from model.decoding.session import DecodeSession
-from model.serving.engine_metrics import MetricsHistory, MetricsReader
-from model.serving.engine_speculative import is_twin
-from model.serving.model_process import ModelProcess, run_apart
+from model.vllm.metrics import MetricsHistory, MetricsReader
+from model.vllm.speculative import is_twin
+from model.runtime import return_freed_memory
+from model.serving.core_process import ProcessCore
 
 MAX_SESSIONS = 120
 IDLE_SECONDS = 30 * 60
 UNCONNECTED_SECONDS = 2 * 60  # a session whose page never connected (no heartbeat) is freed after this idle
 log = logging.getLogger(__name__)
-
-
-def return_freed_memory() -> None:
-    """Hand the heap's free pages back to the system (glibc keeps them otherwise: bench.memory measured 1.69 GB
-    resident after 60 sessions were freed, 1.00 GB after this). A no-op where there is no glibc."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 class SessionStore:
@@ -69,28 +62,41 @@ class SessionStore:
         """Whether session id `key` has (or had) a page: its heartbeat connection opened."""
         return key in self._connected
 
-    def _expire_idle(self) -> None:
-        now, freed = self.clock(), False
+    @contextlib.contextmanager
+    def _held(self):
+        """The store's lock for the block, idle sessions expired first; they are closed once it is let go (their
+        sequences in the model's core freed), and the memory given back."""
+        gone = []
+        try:
+            with self._lock:
+                gone = self._expire_idle()
+                yield
+        finally:
+            for session in gone:
+                session.close()
+            if gone:
+                return_freed_memory()
+
+    def _expire_idle(self) -> list:
+        """(The lock held.) The idle sessions, taken out of the store: their pages' ids kept to say they expired."""
+        now, gone = self.clock(), []
         shortest = min(self.idle_seconds, self.unconnected_seconds)
         for key, (_, used) in list(self._live.items()):  # least recently used first
             if now - used < shortest:
                 break
             if key in self._connected and now - used < self.idle_seconds:
                 continue
-            del self._live[key]
+            gone.append(self._live.pop(key)[0])
             self._connected.discard(key)
             self._address.pop(key, None)
             self._expired[key] = None
             if len(self._expired) > 10_000:
                 self._expired.popitem(last=False)
-            freed = True
-        if freed:
-            return_freed_memory()
+        return gone
 
     def get(self, key: str) -> DecodeSession:
         """The user's session, or SessionError saying to start (or that theirs expired)."""
-        with self._lock:
-            self._expire_idle()
+        with self._held():
             if key not in self._live:
                 if key in self._expired:
                     raise SessionExpired("session_expired", minutes=self.idle_seconds // 60)
@@ -102,8 +108,7 @@ class SessionStore:
     def may_open(self, key: str, client: str | None = None) -> None:
         """SessionError if put(key, ..., client) would be refused now (nothing is taken): asked before the work of
         making a session (its prompt's pass), so a script refused does not cost the class a pass each time."""
-        with self._lock:
-            self._expire_idle()
+        with self._held():
             new = key not in self._live
             if new:
                 self._refuse_new(client)
@@ -128,21 +133,21 @@ class SessionStore:
     def put(self, key: str, session: DecodeSession, client: str | None = None) -> None:
         """Store (or replace) the user's session; a new one is refused when the server holds max_sessions others,
         when `client` (its address) holds per_address already, or opens them faster than `opening` admits."""
-        with self._lock:
-            self._expire_idle()
+        with self._held():
             if key not in self._live:
                 self._refuse_new(client)
                 self.opening.admit(client)
                 self._address[key] = client
-            self._live.pop(key, None)
+            replaced = self._live.pop(key, None)
             self._expired.pop(key, None)
             self._live[key] = (session, self.clock())
+        if replaced is not None and replaced[0] is not session:
+            replaced[0].close()
 
     def live(self) -> list[tuple[str, DecodeSession]]:
         """Every live session with its id, least recently used first (a copy: for counting, never for showing
         one user's text to another)."""
-        with self._lock:
-            self._expire_idle()
+        with self._held():
             return [(key, session) for key, (session, _) in self._live.items()]
 
     def drop(self, key: str) -> None:
@@ -152,31 +157,33 @@ class SessionStore:
             self._connected.discard(key)
             self._address.pop(key, None)
         if dropped is not None:
+            dropped[0].close()
             del dropped
             return_freed_memory()
 
 
 class ModelRegistry:
-    """Models loaded once, on first use, shared read-only by every session.
+    """Models loaded once, on first use, each with its core (model/decoding/core.py), shared by every session.
 
-    A model loads under its own lock: a user asking for a model not loaded yet waits for it (tens of seconds the
-    first time), while everyone on a loaded model is served at once; two users asking for the same one load it once.
+    A local model's core runs in this process, or with `processes` in a process of its own (core_process.py: its
+    weights there, this process holding the tokenizer and shape only); an engine's model is asked over HTTP. The
+    registry hands each session its backend on its model's core (new_session). A model loads under its own lock: a
+    user asking for a model not loaded yet waits for it (tens of seconds the first time), while everyone on a loaded
+    model is served at once; two users asking for the same one load it once.
     """
 
     def __init__(self, default: str, preloaded: dict[str, LoadedModel] | None = None,
-                 by_language: dict[str, str] | None = None, apart: bool = False):
+                 by_language: dict[str, str] | None = None, processes: bool = False):
         self.default = default
-        # each local model in a process of its own (model/serving/model_process.py), started as it loads
-        self.apart = apart
-        self._processes: dict[str, ModelProcess] = {}
+        self.processes_of_their_own = processes  # each local model's core in a process of its own, started as it loads
         # the model a page in a language starts on ({"zh": "gemma3-270m"}); empty: every page on the default
         self.by_language = dict(by_language or {})
         self._models: dict[str, LoadedModel] = dict(preloaded or {})
-        self._batchers: dict[str, StepBatcher] = {}
+        self._cores: dict[str, ModelCore | ProcessCore] = {}
         self._metrics: dict[str, MetricsHistory] = {}  # an engine model's /metrics readings, shared by its pages
         self._lock = threading.Lock()  # guards the dicts only, held for no load
         self._loading: dict[str, threading.Lock] = {}  # one per model name: held while that model loads
-        self._engines: dict[str, EngineModel] = {}  # models an engine serves (model/decoding/engine_session.py), by name
+        self._engines: dict[str, EngineModel] = {}  # models an engine serves (model/vllm/session.py), by name
 
     def add_engine(self, lm: EngineModel) -> None:
         """A model served by an engine ("vllm:<name>"), offered in the picker beside the local ones."""
@@ -196,65 +203,64 @@ class ModelRegistry:
     def names(self) -> list[str]:
         return list(dict.fromkeys([self.default, *self._models, *available_models(), *self._engines]))
 
-    def get(self, name: str | None = None) -> LoadedModel:
-        """A loaded model (the default if no name), loading it on first use; SessionError if it cannot be."""
+    def get(self, name: str | None = None) -> LoadedModel | EngineModel:
+        """A model (the default if no name), loaded with its core on first use; SessionError if it cannot be. A local
+        model's weights are in its core: in this process, or only in the core's own."""
         name = name or self.default
         if name not in self.names():
             raise SessionError("unknown_model", name=name, choices=self.names())
         if name in self._engines:
             return self._engines[name]
         with self._lock:
-            if name in self._models:
+            if name in self._cores:
                 return self._models[name]
             loading = self._loading.setdefault(name, threading.Lock())
         with loading:
             with self._lock:
-                if name in self._models:  # loaded by whoever held `loading` before us
+                if name in self._cores:  # loaded by whoever held `loading` before us
                     return self._models[name]
+            lm = self._models.get(name)
             try:
-                lm = load_model(name)
+                if lm is None:
+                    lm = load_model(name, weights=not self.processes_of_their_own)
             except ModelLoadError as err:
                 log.error("Could not load model %r: %s", name, err)  # the log may name server paths, the page not
                 raise SessionError(err.key, **err.params) from None
-            process = run_apart(lm) if self.apart else None  # before any session can be made on it
+            # before any session can be made on it
+            core = ProcessCore(lm).launch() if self.processes_of_their_own else ModelCore(lm)
             with self._lock:
-                if process is not None:
-                    self._processes[name] = process
-                self._models[name] = lm
+                self._models[name], self._cores[name] = lm, core
             return lm
 
-    def processes(self) -> dict[str, ModelProcess]:
-        """The model processes started so far, by model name (empty unless apart)."""
+    def core(self, name: str | None = None) -> ModelCore | ProcessCore | None:
+        """A local model's core (loading it on first use), None for an engine's model."""
+        lm = self.get(name)
+        return None if isinstance(lm, EngineModel) else self._cores[lm.name]
+
+    def processes(self) -> dict[str, ProcessCore]:
+        """The cores running in processes of their own, by model name (empty unless `processes`)."""
         with self._lock:
-            return dict(self._processes)
+            return {name: core for name, core in self._cores.items() if isinstance(core, ProcessCore)}
 
     def stop(self) -> None:
-        """Stop every model process (they would also end with this process)."""
-        for process in self.processes().values():
-            process.stop()
+        """Stop every core process (they would also end with this process)."""
+        for core in self.processes().values():
+            core.stop()
 
-    def loaded_twin(self, lm: EngineModel) -> LoadedModel | None:
-        """A local model already loaded that is the engine's model here (engine_speculative.is_twin: same shape,
-        same vocabulary), else None; never loads one."""
+    def loaded_twin(self, lm: EngineModel) -> ModelCore | ProcessCore | None:
+        """The core of a local model already loaded that is the engine's model here (engine_speculative.is_twin:
+        same shape, same vocabulary), else None; never loads one."""
         with self._lock:
-            loaded = list(self._models.values())
-        return next((m for m in loaded if is_twin(lm, m)), None)
+            loaded = [(m, self._cores[name]) for name, m in self._models.items() if name in self._cores]
+        return next((core for m, core in loaded if is_twin(lm, m)), None)
 
     def new_session(self, name: str | None = None) -> DecodeSession:
-        """A session on a model, sharing that model's batcher with every other session on it."""
+        """A session on a model: on its core, computing ahead (a server's), or on the engine's backend (the engine
+        batches its own users)."""
         lm = self.get(name)
         if isinstance(lm, EngineModel):
-            return DecodeSession(lm)  # on the engine's backend: the engine batches its own users
-        with self._lock:
-            if lm.name not in self._batchers:
-                self._batchers[lm.name] = StepBatcher(lm.model, name=lm.name)
-            return DecodeSession(lm, batcher=self._batchers[lm.name])
-
-    def batcher(self, name: str | None = None) -> StepBatcher | ModelProcess | None:
-        """The batcher of a model (made with its first session), or None before that or for an engine's model; a
-        model in a process of its own: that process, which answers its batcher's recent_passes()."""
-        name = self.get(name).name
-        return self._processes.get(name) or self._batchers.get(name)
+            return DecodeSession(lm)
+        return DecodeSession(lm, backend=CoreBackend(self._cores[lm.name]), ahead=True)
 
     def engine_metrics(self, name: str) -> MetricsHistory | None:
         """The history of the engine's own numbers (its /metrics) for an engine's model, made on first use at the

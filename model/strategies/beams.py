@@ -25,11 +25,13 @@ import torch
 from transformers import DynamicCache
 
 from model.decoding.branches import repeated_ngrams
-from model.decoding.door import model_pass, prefill
+from model.decoding.passes import prefill
+from model.decoding.scheduler import model_pass
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel
 from model.decoding.records import SamplingConfig
 from model.decoding.sampling import derive
+from model.decoding.core import computation
 
 MAX_WIDTH = 8  # beams: each step runs one pass over B sequences
 MAX_NEW_TOKENS = 32  # steps of one search (and of the greedy and sampled texts beside it)
@@ -248,12 +250,14 @@ class BeamSearch:
                        list(self.steps), self.finished_list(), self.stopped, self._ms)
 
 
+@computation
 def beam_search(lm: LoadedModel, prompt_ids: list[int], width: int, length_penalty: float = 1.0,
                 max_new_tokens: int = 16) -> BeamRun:
-    """The whole search at once (each pass a turn at the model's door): see BeamSearch."""
+    """The whole search at once (each pass a turn at the model's scheduler): see BeamSearch."""
     return BeamSearch(lm, prompt_ids, width, length_penalty, max_new_tokens).run()
 
 
+@computation
 @torch.no_grad()
 def sampled_continuation(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig,
                          max_new_tokens: int) -> tuple[list[int], float]:

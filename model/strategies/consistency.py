@@ -18,8 +18,10 @@ from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.parse import whole_in_range
 from model.decoding.records import SamplingConfig
-from model.decoding.door import model_pass, prefill
+from model.decoding.passes import prefill
+from model.decoding.scheduler import model_pass
 from model.decoding.sampling import draw_u, inverse_cdf, run_stages
+from model.decoding.core import computation
 
 MAX_SAMPLES = 16  # rows besides the greedy one: bounds a pass's batch
 MAX_NEW_TOKENS = 48  # tokens per answer: bounds the passes
@@ -83,10 +85,11 @@ class ConsistencyRun:
         return out
 
 
+@computation
 @torch.no_grad()
 def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, n: int = 8,
                      max_new_tokens: int = 24) -> ConsistencyRun:
-    """The greedy answer and n sampled ones, one batched forward pass per step (each a turn at the model's door)."""
+    """The greedy answer and n sampled ones, one batched forward pass per step (each a turn at the model's scheduler)."""
     if not prompt_ids:
         raise SessionError("consistency_no_prompt")
     n = whole_in_range(n, 1, MAX_SAMPLES, "consistency_samples_range")
@@ -133,6 +136,7 @@ def self_consistency(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig
     return ConsistencyRun(prompt, cfg, samples[0], samples[1:], time.perf_counter() - start, passes)
 
 
+@computation
 def temperature_sweep(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, n: int = 8,
                       max_new_tokens: int = 24, temperatures=SWEEP_TEMPERATURES) -> list[ConsistencyRun]:
     """The same vote at several temperatures (the other settings and the seed held)."""

@@ -18,12 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.decoding.door import model_pass, prefill
+from model.decoding.passes import prefill
+
+from model.decoding.scheduler import model_pass
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.parse import valid_text, whole_in_range
 from model.decoding.records import Distribution, SamplingConfig
 from model.decoding.sampling import derive, run_stages
+from model.decoding.core import computation
 
 KINDS = ("words", "regex", "json")
 MAX_WORDS = 24  # allowed words in one list
@@ -182,11 +185,12 @@ class ConstrainedRun:
     seconds: float  # wall time of the run (forward passes, masks and draws)
 
 
+@computation
 @torch.no_grad()
 def constrained_decode(lm: LoadedModel, prompt_ids: list[int], constraint: Constraint, cfg: SamplingConfig,
                        max_new_tokens: int = 24) -> ConstrainedRun:
     """Continue `prompt_ids` under `constraint` and the settings `cfg`, one forward pass per token (a KV cache of
-    its own; each pass a turn at the model's door, so the class's steps go between them).
+    its own; each pass a turn at the model's scheduler, so the class's steps go between them).
 
     Each step is derive() with the grammar's mask: the same stages and the same draw u = draw_u(seed, position)
     as a plain step, so at T = 0 the text is generate(prefix_allowed_tokens_fn=...)'s greedy text.

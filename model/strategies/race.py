@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 
 import torch
 
-from model.decoding.batcher import forward_one
+from model.decoding.batching import forward_one
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.decoding.records import SamplingConfig, TokenInfo
 from model.decoding.sampling import derive
-from model.decoding.door import model_pass, prefill
+from model.decoding.passes import prefill
+from model.decoding.scheduler import model_pass
+from model.decoding.core import computation
 
 RACE_MAX_STEPS = 64  # steps one race may take: bounds its passes (at most two per step)
 
@@ -82,13 +84,14 @@ def _record(dist) -> RaceStep:
                     entropy_sampled_bits=dist.entropy_final_bits, u=dist.u)
 
 
+@computation
 @torch.no_grad()
 def race(lm: LoadedModel, ids: list[int], cfg_a: SamplingConfig, cfg_b: SamplingConfig, steps: int,
          max_tokens: int) -> Race:
     """Continue `ids` by up to `steps` tokens under cfg_a and under cfg_b, the two stepping together.
 
     A side that writes an end-of-text token stops; the other goes on. `max_tokens` bounds the text (a session's
-    limit). Each pass is a turn at the model's door, so other users' steps run between them.
+    limit). Each pass is a turn at the model's scheduler, so other users' steps run between them.
     """
     cfg_a, cfg_b = cfg_a.validate(), cfg_b.validate()
     if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= RACE_MAX_STEPS:

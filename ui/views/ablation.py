@@ -1,5 +1,5 @@
 """Switch part of the model off: a head, a layer's attention or its MLP, for the user's text only (its passes run
-alone at the model's door, the part's hooks installed for each and removed after); the next token before and after,
+alone at the model's scheduler, the part's hooks installed for each and removed after); the next token before and after,
 and the text continued both ways with the page's settings and seed."""
 from __future__ import annotations
 

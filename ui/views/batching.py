@@ -3,7 +3,7 @@ sessions are live, only counts and times; and, on demand, one decode pass at bat
 its weights read against its time (memory bandwidth), and prefill against decode tokens/s.
 
 On an engine's model the engine batches its own requests and the app has no passes of it: the chart is then the
-engine's own numbers from its /metrics (model/serving/engine_metrics.py), instead of the app's passes, read every
+engine's own numbers from its /metrics (model/vllm/metrics.py), instead of the app's passes, read every
 POLL_S while the tab is open (a timer, for at most WATCH_S after the tab was opened or refreshed)."""
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from dataclasses import asdict
 import gradio as gr
 
 from model.errors import SessionError
-from model.serving.engine_metrics import POLL_S
-from model.serving.throughput import measure_throughput
+from model.vllm.metrics import POLL_S
+from model.speed.throughput import measure_throughput
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly
@@ -22,7 +22,7 @@ from ui.strings import t
 from viz.batching import batching_figure, throughput_figure, throughput_sentence
 from viz.batching_engine import engine_metrics_figure
 
-RECENT_SECONDS = 300  # the passes shown: those of the last five minutes (the batcher remembers at most 240)
+RECENT_SECONDS = 300  # the passes shown: those of the last five minutes (the scheduler remembers at most 240)
 WATCH_S = 300  # an engine's numbers follow themselves this long after the tab's opening or Refresh, then stop
 
 
@@ -51,8 +51,8 @@ class BatchingView:
         self.measure_plot = gr.Plot(label=t("btn_batch_measure"), elem_id=GRADIO_PLOTS["throughput"], show_label=False)
         self.measure_numbers = gr.JSON(label="throughput", elem_id="tbt-throughput-numbers", elem_classes="tbt-hidden")
 
-    def _batcher(self):
-        return self.app.models.batcher()  # None: no session has started on the model yet
+    def _core(self):
+        return self.app.models.core()  # the default model's: its scheduler's passes
 
     def show(self, request: gr.Request, lang="en"):
         """The passes of the last minutes and the live sessions: counts and times, nobody's text. On an engine's
@@ -83,8 +83,7 @@ class BatchingView:
         return self.app.models.engine_metrics(session.lm.name)
 
     def _passes(self, lang: str) -> dict:
-        batcher = self._batcher()
-        passes = batcher.recent_passes(RECENT_SECONDS) if batcher else []
+        passes = self._core().recent_passes(RECENT_SECONDS)
         live, now = len(self.app.store), time.time()
         numbers = {"live_sessions": live,
                    "passes": [{"sessions": p.sessions, "ms": round(p.ms, 2), "ago_s": round(now - p.at, 2)}
@@ -109,14 +108,14 @@ class BatchingView:
         history = self.app.models.engine_metrics(session.lm.name)
         if history is not None:  # an engine's model: the engine's own numbers (as of now, if it answers)
             return self._engine(history, view.lang)[self.live_plot]
-        batcher = self.app.models.batcher(session.lm.name)
-        passes = batcher.recent_passes(RECENT_SECONDS) if batcher else []
+        passes = self.app.models.core(session.lm.name).recent_passes(RECENT_SECONDS)
         return batching_figure(passes, len(self.app.store), time.time(), view.lang)
 
     def measure(self, request: gr.Request, lang="en"):
-        """One decode pass at batch 1, 2, 4, 8, 16 and a long prefill, each pass a turn at the model's door."""
-        lm = self.app.models.get()
-        m = measure_throughput(lm)
+        """One decode pass at batch 1, 2, 4, 8, 16 and a long prefill, each pass a turn at the model's scheduler."""
+        core = self.app.models.core()
+        lm = core.lm
+        m = core.compute(measure_throughput)
         # the engine's passes are its own (none of ours to time): on its page, say whose were measured
         whose = (t("batch_measure_local", lang, model=lm.info.name) + " "
                  if self._engine_history(request) is not None else "")

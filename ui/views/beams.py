@@ -69,13 +69,13 @@ def summary_text(st: Shown, lang: str) -> str:
 
 def searched(text, b: int, penalty: float, n: int, cfg) -> Shown:
     """The tab's search (what Search does, and a lesson step): beam search from the text's prompt with B beams,
-    the greedy text (B = 1) and the text `cfg` would sample, each pass a turn at the model's door; its first step
+    the greedy text (B = 1) and the text `cfg` would sample, each pass a turn at the model's scheduler; its first step
     shown."""
     lm, prompt = text.lm, text.ids[: text.prompt_len]
     t0 = time.perf_counter()
-    run = text.run(lambda lm, ids: beam_search(lm, prompt, b, penalty, n))  # refuses bad knobs before any pass
-    greedy = run if b == 1 else text.run(lambda lm, ids: beam_search(lm, prompt, 1, penalty, n))
-    sampled = text.run(lambda lm, ids: sampled_continuation(lm, prompt, cfg, n))
+    run = text.compute(beam_search, prompt, b, penalty, n)  # refuses bad knobs before any pass
+    greedy = run if b == 1 else text.compute(beam_search, prompt, 1, penalty, n)
+    sampled = text.compute(sampled_continuation, prompt, cfg, n)
     return Shown(prompt, run, compare_texts(lm, run, greedy, sampled), 1, time.perf_counter() - t0)
 
 
@@ -111,7 +111,7 @@ class BeamsView:
     # ---- handlers ------------------------------------------------------------------------------------
     def search(self, request, width, penalty, new_tokens, cfg, view):
         """Beam search from the user's prompt (B beams), the greedy text (B = 1) and the text the page's settings
-        would sample, all on the user's local model, each pass a turn at its door; shows the first step."""
+        would sample, all on the user's local model, each pass a turn at its scheduler; shows the first step."""
         b, n = whole(width, "beams_width"), whole(new_tokens, "beams_tokens")
         st = searched(self.app.whole_text(request), b, penalty, n, cfg)
         self.app.stash.put(request.session_hash, self.tab, st)

@@ -4,7 +4,7 @@ slider's charts at every value, and the next step's chart, for the page to draw 
 On an engine model whose operator named an engine with processed log-probabilities (app.py --engine-processed-url),
 the chart of the step shown (not the slider's ahead-of-time charts nor the next step's, which would ask the engine
 41 times or for a step not taken) also carries the engine's own post-sampler distribution and one sentence on how
-far it agrees with the app's, or why it cannot (model/decoding/engine_processed.py)."""
+far it agrees with the app's, or why it cannot (model/vllm/processed.py)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,7 +12,7 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
-from model.decoding.engine_processed import ProcessedComparison, processed_beside
+from model.vllm.processed import ProcessedComparison, processed_beside
 from model.errors import SessionError
 from ui.controls import hidden_button, hidden_html, plot
 from ui.events import Event

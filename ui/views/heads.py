@@ -71,22 +71,22 @@ class HeadsView:
 
     def score(self, request: gr.Request, lang):
         """Every head's scores on the user's model (the default one before any session)."""
-        lm = self.app.local_model(request)
-        scores = head_scores(lm)
-        return named_heads(scores, lang), carrier(heads_chart(scores, lm.name, lang), self.tab), heads_summary(scores)
+        core = self.app.local_core(request)
+        scores = core.compute(head_scores)
+        return named_heads(scores, lang), carrier(heads_chart(scores, core.lm.name, lang), self.tab), heads_summary(scores)
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about heads: every head's scores on the lesson's model, as Score does (the scores are
         measured on the page's own repeated sequence, not on the step's text)."""
         if not session.capabilities.runs_locally:  # an engine's model: no attention weights come back
             return None
-        return heads_chart(head_scores(session.lm), session.lm.name, view.lang)
+        return heads_chart(session.whole_text().compute(head_scores), session.lm.name, view.lang)
 
     def open_head(self, request, picked, cfg, view):
         """The clicked head in the Attention view: the page's layer and head set, its tab opened, its chart drawn
         for the user's text (nothing but the tab when no text is started yet)."""
         layer, head = picked_head(picked)
-        info = self.app.local_model(request).info
+        info = self.app.local_core(request).lm.info
         if layer >= info.layers or head >= info.heads:
             raise Refusal("heads_pick_range", layer=layer, head=head, layers=info.layers, heads=info.heads)
         page = self.page

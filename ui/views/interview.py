@@ -2,7 +2,7 @@
 wrong answer where there is one, a 30-second answer shown only when asked (the candidate answers out loud first),
 and a button to the lesson that answers it, started as the Lesson tab's Start does (LessonView.open_lesson), or to
 the tab that shows it. Every figure an answer states is computed (answer_figures: model.decoding.kv's formula and
-PRESETS, model.serving.paged's block size) and put into its text's placeholders: none is typed in ui/strings.py.
+PRESETS, model.speed.paged's block size) and put into its text's placeholders: none is typed in ui/strings.py.
 Which questions this browser has revealed or opened is kept in a gr.BrowserState and ticked on each card."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import viz
 from model.classroom.lessons import builtin_lessons, say
 from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from model.decoding.records import ModelInfo
-from model.serving.paged import BLOCK_SIZE
+from model.speed.paged import BLOCK_SIZE
 from ui.events import Event
 from ui.handlers import friendly
 from ui.strings import Refusal, t

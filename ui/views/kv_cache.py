@@ -47,9 +47,9 @@ class KVCacheView:
 
     def measure_cache(self, request: gr.Request, lang):
         """Time a step with and without the cache at several lengths of the user's text. Each pass is a turn at
-        the model's door, so the class's steps go on between them."""
+        the model's scheduler, so the class's steps go on between them."""
         text = self.app.whole_text(request, "engine_no_timing")
-        timing = text.run(lambda lm, ids: measure_cache_timing(lm, ids, default_lengths(len(ids))))
+        timing = text.run(measure_cache_timing, default_lengths(len(text.ids)))
         return viz.cache_timing_figure(timing, lang)
 
     def events(self, page):

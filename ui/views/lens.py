@@ -1,5 +1,5 @@
 """The logit lens: every layer's residual stream read through the final norm and the LM head, for the current
-text, on demand (a prefill with every hidden state, its passes through the model's door)."""
+text, on demand (a prefill with every hidden state, its passes through the model's scheduler)."""
 from __future__ import annotations
 
 import gradio as gr
@@ -83,7 +83,7 @@ class LensView:
         n = whole(window, "lens_window")
         text = self.app.whole_text(request, "lens_needs_weights")  # the lens needs every layer's hidden state
         lens = read_lens(text, n)
-        self.app.stash.put(request.session_hash, self.tab, (text.lm, lens))  # its pinned tokens are read from it
+        self.app.stash.put(request.session_hash, self.tab, (text, lens))  # its pinned tokens are read from it
         said = t("lens_result", lang, layers=lens.layers, n=len(lens.tokens), diff=f"{lens.final_max_abs_diff:.1e}",
                  ms=f"{lens.ms:.0f}")
         if lens.asked and len(lens.tokens) < min(lens.asked, lens.start + len(lens.tokens)):  # the bound on the readings' work
@@ -107,10 +107,11 @@ class LensView:
         kept = self.app.stash.get(request.session_hash, self.tab)
         if kept is None:
             raise Refusal("lens_no_run")
-        lm, lens = kept
+        text, lens = kept
+        lm = text.lm
         ids = pin_ids(lm, pins)
         column = lens_column(lens, whole(position, "lens_position"))
-        probs = pinned_probs(lm, lens, ids, column)
+        probs = text.compute(pinned_probs, lens, ids, column)  # in the model's core: its final norm and LM head
         figure = pinned_figure(lens, column, [lm.tokens.info(i) for i in ids], probs, lm.name, lang)
         return figure, {"position": lens.start + column, "pins": ids, "probs": probs.T.tolist(),
                         "compared": lens.targets[column].id, "compared_probs": lens.target_prob[:, column].tolist()}

@@ -1,17 +1,17 @@
-"""Paged KV blocks: this server's live sessions laid out by a model of vLLM's block allocator (model/serving/paged.py),
+"""Paged KV blocks: this server's live sessions laid out by a model of vLLM's block allocator (model/speed/paged.py),
 from their real lengths and prompt ids. Only counts and bytes reach the page; the user's own row is marked,
 every other session is anonymous.
 
 On an engine's model whose KV cache events reach this server (app.py --engine-kv-events), the view also draws the
-engine's own blocks (model/serving/kv_events.py): each session's chain of the engine's block hashes beside this
+engine's own blocks (model/vllm/kv_events.py): each session's chain of the engine's block hashes beside this
 app's model of the same texts, and whether they count the same shared blocks; without events, one sentence."""
 from __future__ import annotations
 
 import gradio as gr
 
 from model.errors import SessionError
-from model.serving.kv_events import engine_blocks_view
-from model.serving.paged import BLOCK_SIZE, paged_layout
+from model.vllm.kv_events import engine_blocks_view
+from model.speed.paged import BLOCK_SIZE, paged_layout
 from model.decoding.session import MAX_TOKENS
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS

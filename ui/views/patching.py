@@ -48,9 +48,10 @@ class PatchingView:
 
     def run(self, request: gr.Request, clean_text, corrupted_text, answer, lang):
         """The grid for the two prompts on the user's model (the default one before any session)."""
-        lm = self.app.local_model(request)
+        core = self.app.local_core(request)
+        lm = core.lm
         clean, corrupted = encode_pair(lm, clean_text, corrupted_text)
-        grid = patching_grid(lm, clean, corrupted, answer_id(lm, answer))
+        grid = core.compute(patching_grid, clean, corrupted, answer_id(lm, answer))
         layer, position, effect = grid.strongest()
         said = t("patch_result", lang, answer=grid.answer.display, clean=f"{grid.clean_prob:.1%}",
                  corrupted=f"{grid.corrupted_prob:.1%}", top=grid.corrupted_top.display,

@@ -3,13 +3,13 @@ kept as the session's own steps or thrown away; and measured against plain stepw
 
 On an engine's model: one greedy request to the engine over the text, with the engine's own drafted / accepted
 counts per verifying step and the tokens its drafts wrote marked, beside this app's rounds on the same model here
-when it is loaded (model/serving/engine_speculative.py). Nothing of it is kept: the text stays as it was."""
+when it is loaded (model/vllm/speculative.py). Nothing of it is kept: the text stays as it was."""
 from __future__ import annotations
 
 import gradio as gr
 
-from model.serving.engine_speculative import engine_speculate
-from model.serving.speculative import SPEED_TEXTS, kept_choices, speculative_decode, speed_report
+from model.vllm.speculative import engine_speculate
+from model.speed.speculative import SPEED_TEXTS, kept_choices, speculative_decode, speed_report
 from model.errors import SessionError
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
@@ -24,7 +24,7 @@ DEFAULT_DRAFT = 4
 DEFAULT_NEW_TOKENS = 24  # the slider's start, and the tokens a lesson step's run writes
 DRAFT_SLIDER_MAX = 8  # the slider; the engine (and the API) takes up to MAX_DRAFT
 MEASURE_TOKENS = 32  # tokens per text of the speed measurement (x 2 texts x plain and speculative)
-SPEED_TEXT_WORDS = {"repeating": "spec_speed_repeating", "prose": "spec_speed_prose"}  # model.serving.speculative.SPEED_TEXTS
+SPEED_TEXT_WORDS = {"repeating": "spec_speed_repeating", "prose": "spec_speed_prose"}  # model.speed.speculative.SPEED_TEXTS
 
 
 def run_summary(run) -> dict:

@@ -64,8 +64,7 @@ class TrainingView:
     def score_pasted(self, request: gr.Request, text, lang):
         """A pasted text scored in one pass, on the user's model (an engine's: one request; the default local one
         before any session)."""
-        lm = self.app.user_model(request)
-        return gltr_html(score_text(lm, text if isinstance(text, str) else ""), lang)
+        return gltr_html(self.app.on_user_model(request, score_text, text if isinstance(text, str) else ""), lang)
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about training: the session's text in one parallel pass (teacher forcing)."""

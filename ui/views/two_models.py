@@ -64,7 +64,7 @@ class TwoModelsView:
         names, missing = installed_pair()
         if not names:
             raise SessionError("default_model_missing")
-        readings = read_by_each([self.app.models.get(name) for name in names], text)
+        readings = read_by_each([self.app.models.core(name) for name in names], text)
         return (readings_html(readings, missing, lang), carrier(two_models_chart(readings, lang), self.tab),
                 readings_summary(readings))
 

@@ -1,4 +1,4 @@
-"""The records of a speculative run (model/serving/speculative.py): plain numbers and TokenInfo, never torch, for viz/."""
+"""The records of a speculative run (model/speed/speculative.py): plain numbers and TokenInfo, never torch, for viz/."""
 from __future__ import annotations
 
 from dataclasses import dataclass

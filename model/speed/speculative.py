@@ -24,13 +24,15 @@ import torch
 from transformers import DynamicCache
 
 from model.decoding.cache_surgery import crop_to, restore, snapshot
-from model.decoding.door import model_pass, prefill
+from model.decoding.passes import prefill
+from model.decoding.scheduler import model_pass
 from model.errors import SessionError
 from model.decoding.loading import LoadedModel, end_ids
 from model.parse import whole_in_range
 from model.decoding.records import SPEC_KINDS, SamplingConfig, SpecChoice
 from model.decoding.sampling import draw_u, inverse_cdf, run_stages
-from model.serving.speculative_records import DraftCheck, DraftLookup, SpecRound, SpeculativeRun, SpeedComparison
+from model.speed.speculative_records import DraftCheck, DraftLookup, SpecRound, SpeculativeRun, SpeedComparison
+from model.decoding.core import computation
 
 __all__ = ["DraftCheck", "DraftLookup", "SpecRound", "SpeculativeRun", "SpeedComparison", "SpeculativeDecoder",
            "lookup_draft", "residual", "speculative_decode", "measure_speed", "speed_report", "plain_greedy", "GREEDY",
@@ -143,7 +145,7 @@ class SpeculativeDecoder:
     """Speculative decoding of one text on the shared, read-only model; the cache and ids belong to this object.
 
     The cache always holds the text minus its last token: each round's one pass runs that token and the drafts.
-    Each pass is a turn at the model's door, so the class's steps go between them.
+    Each pass is a turn at the model's scheduler, so the class's steps go between them.
     """
 
     def __init__(self, lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, draft_len: int = 4,
@@ -175,7 +177,7 @@ class SpeculativeDecoder:
         return "length" if len(self.generated) >= self.max_new_tokens else None
 
     def _prefill(self, ids: list[int]) -> DynamicCache:
-        """A new cache holding `ids` (door.prefill: in chunks if long); empty for no ids."""
+        """A new cache holding `ids` (passes.prefill: in chunks if long); empty for no ids."""
         return prefill(self.lm.model, ids).cache if ids else DynamicCache(config=self.lm.model.config)
 
     @torch.no_grad()
@@ -288,6 +290,7 @@ def _cut(new: list[int], budget: int, eos_ids: set[int]) -> list[int]:
     return new if end is None else new[: end + 1]
 
 
+@computation
 def speculative_decode(lm: LoadedModel, prompt_ids: list[int], cfg: SamplingConfig, draft_len: int = 4,
                        max_ngram: int = 2, max_new_tokens: int = 64) -> SpeculativeRun:
     """A whole speculative run from a prompt's ids (one prefill, then one target pass per round)."""
@@ -312,7 +315,7 @@ def plain_greedy(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) ->
     """Plain stepwise greedy decoding, one pass per token: (generated ids, decode ms, passes).
 
     Set up as the speculative run is: all but the last prompt token prefilled (not timed), then each pass
-    runs one token, so the two differ only in what each pass runs. Each pass is a turn at the model's door.
+    runs one token, so the two differ only in what each pass runs. Each pass is a turn at the model's scheduler.
     """
     eos = end_ids(lm)
     ids = list(prompt_ids)
@@ -330,7 +333,7 @@ def measure_speed(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int, d
                   max_ngram: int = 2, label: str = "") -> SpeedComparison:
     """Wall time per token of plain stepwise greedy against speculative greedy on the same prompt (decode only).
 
-    Each pass is a turn at the model's door, so other users' steps run between them; the times then include
+    Each pass is a turn at the model's scheduler, so other users' steps run between them; the times then include
     those waits too (a measurement taken in a busy class says so by its spread)."""
     plain, plain_ms, plain_passes = plain_greedy(lm, prompt_ids, max_new_tokens)
     dec = SpeculativeDecoder(lm, prompt_ids, GREEDY, draft_len, max_ngram, max_new_tokens)

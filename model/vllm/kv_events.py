@@ -30,7 +30,7 @@ from typing import Sequence
 
 import msgspec
 
-from model.serving.paged import block_hashes
+from model.speed.paged import block_hashes
 
 log = logging.getLogger(__name__)
 RECORD_SIZE = 4096  # events kept in order (stored, removed, cleared); older ones fall off
@@ -315,7 +315,7 @@ class EngineRow:
 @dataclass
 class EngineBlocksView:
     """The engine's blocks for the sessions given, and this app's block model of the same texts at the engine's
-    block size (model/serving/paged.py's chained hashes): how many full blocks each says two or more sessions share.
+    block size (model/speed/paged.py's chained hashes): how many full blocks each says two or more sessions share.
 
     engine_shared: distinct engine blocks in two or more chains; model_shared: the same count by the app's model;
     agree: the two counts are equal. live / removed_seen: the engine's live blocks and the removals in the record.

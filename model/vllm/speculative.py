@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.decoding.engine import EngineSpecRun
+from model.vllm.client import EngineSpecRun
 from model.errors import SessionError
-from model.serving.speculative import GREEDY, speculative_decode
-from model.serving.speculative_records import SpeculativeRun
+from model.speed.speculative import GREEDY, speculative_decode
+from model.speed.speculative_records import SpeculativeRun
 
 SHAPE = ("layers", "heads", "kv_heads", "head_dim", "hidden", "vocab")  # ModelInfo fields a twin must share
 
@@ -69,8 +69,8 @@ def engine_text(session) -> tuple[list[int], int, bool]:
 
 def engine_speculate(session, max_new_tokens: int, twin=None, draft_len: int = 4) -> EngineSpecComparison:
     """The engine's greedy speculative continuation of the session's text (`max_new_tokens` at most, fewer if the
-    text has less room), and, when `twin` (a loaded local model, is_twin) is given, the app's own speculative run
-    on it at `draft_len` drafts per round over the same ids. The session is only read: a fault of the engine is
+    text has less room), and, when `twin` (the core of a loaded local model, is_twin) is given, the app's own
+    speculative run on it at `draft_len` drafts per round over the same ids. The session is only read: a fault of the engine is
     its keyed SessionError and changes nothing."""
     ids, room, ended = engine_text(session)
     if ended:
@@ -79,7 +79,7 @@ def engine_speculate(session, max_new_tokens: int, twin=None, draft_len: int = 4
         raise SessionError("engine_context", limit=session.lm.info.context)
     n = min(int(max_new_tokens), room)
     run = session.lm.client.speculative_completion(ids, n)
-    local = speculative_decode(twin, ids, GREEDY, draft_len, max_new_tokens=n) if twin is not None else None
+    local = twin.compute(speculative_decode, ids, GREEDY, draft_len, max_new_tokens=n) if twin is not None else None
     tokens = [session.lm.tokens.info(i) for i in run.generated]
-    return EngineSpecComparison(run, session.lm.name, local, twin.name if twin is not None else None, tokens,
+    return EngineSpecComparison(run, session.lm.name, local, twin.lm.name if twin is not None else None, tokens,
                                 session.lm.tokens.text(list(run.generated)))

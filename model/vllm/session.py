@@ -1,4 +1,4 @@
-"""A model served by an engine (model/decoding/engine.py), and the backend a DecodeSession runs on for it: no local model.
+"""A model served by an engine (model/vllm/client.py), and the backend a DecodeSession runs on for it: no local model.
 
 Each step asks the engine for the top N log-probabilities (T = 1, raw) after the exact token ids so far. The app's
 own pipeline and seeded draw then run on those N (so a seed reproduces a session), with everything else, the
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import torch
 
-from model.decoding.backend import Capabilities
-from model.decoding.engine import EngineClient, EngineTop
+from model.decoding.backend import Capabilities, StepResult
+from model.vllm.client import EngineClient, EngineTop
 from model.errors import SessionError
 from model.decoding.kv import DTYPE_BYTES, formula_bytes
 from model.decoding.loading import ModelLoadError, model_info
@@ -48,12 +48,16 @@ class EngineModel:
     model: None = None  # nothing runs here
     engine: bool = field(default=True, init=False)
     # the engine's KV cache events, when the operator gave an address for them (app.py --engine-kv-events):
-    # a model/serving/kv_events.py KVEventSubscriber (snapshot()), else None
+    # a model/vllm/kv_events.py KVEventSubscriber (snapshot()), else None
     kv_events: object | None = None
     # an EngineClient of an engine serving the same model with --logprobs-mode processed_logprobs, when the operator
     # named one (app.py --engine-processed-url; it may be `client` itself): the candidates chart then shows the
-    # engine's own post-sampler distribution (model/decoding/engine_processed.py), else None and nothing is asked
+    # engine's own post-sampler distribution (model/vllm/processed.py), else None and nothing is asked
     processed: object | None = None
+
+    def backend(self) -> "EngineBackend":
+        """A new session's backend on this model: the engine asked (model/decoding/session.py backend_for)."""
+        return EngineBackend(self)
 
 
 def engine_model_name(served: str) -> str:
@@ -155,7 +159,6 @@ class EngineBackend:
                                 cache_tensors=False,  # nor its cache tensors: KV bytes are the formula's
                                 runs_locally=False,  # no weights here to run
                                 prefetch=False)  # an engine batches its own users; nothing is computed ahead here
-    batcher = None
 
     def __init__(self, lm: EngineModel):
         self.lm = lm
@@ -183,11 +186,11 @@ class EngineBackend:
     def eos_ids(self) -> set[int]:
         return self.lm.eos_ids
 
-    def start(self, ids):
+    def start(self, ids, cfg=None, ahead=None):
         """The engine's top N after the prompt (no attention)."""
         top, ms = self._ask(ids)
         self.tops = [top]
-        return _logits(top, self.lm.info.vocab), None, self._kv(len(ids)), ms
+        return StepResult(_logits(top, self.lm.info.vocab), None, self._kv(len(ids)), ms)
 
     def derive(self, logits, ids, cfg, force_token=None) -> EngineDistribution:
         """The pipeline and draw on the N, then the engine's own T = 1 numbers put back in the record."""
@@ -209,23 +212,20 @@ class EngineBackend:
         return EngineDistribution(**fields, approximate=not tail_independent(top, cfg), top_n=len(top.ids),
                                   known_mass=1.0 - top.tail_mass)
 
-    def advance(self, ids, dist):
-        """The engine asked for the chosen token's next answer: (the distribution as recorded, its logits, no
-        attention, the formula's cache bytes, the request's ms). A SessionError from the engine changes nothing."""
-        outside = dist.chosen.id not in self.top.ids  # forced from outside the N: ask the engine its number
-        top, forward_ms = self._ask([*ids, dist.chosen.id], last_logprob=outside)
-        if outside:
-            dist = replace(dist, chosen_logprob_t1=top.last_logprob, chosen_rank=top.last_rank,
-                           candidates=[replace(c, prob_t1=math.exp(top.last_logprob), logit=top.last_logprob,
-                                               rank=top.last_rank) if c.token.id == dist.chosen.id else c
-                                       for c in dist.candidates])
+    def advance(self, ids, token, cfg=None, ahead=None):
+        """The engine asked for the token's next answer: its logits, no attention, the formula's cache bytes, the
+        request's ms, and for a token forced from outside the N the engine's own T = 1 numbers for it. A
+        SessionError from the engine changes nothing."""
+        outside = token not in self.top.ids  # forced from outside the N: ask the engine its number
+        top, forward_ms = self._ask([*ids, token], last_logprob=outside)
         self.tops.append(top)
-        return dist, _logits(top, self.lm.info.vocab), None, self._kv(len(ids) + 1), forward_ms
+        return StepResult(_logits(top, self.lm.info.vocab), None, self._kv(len(ids) + 1), forward_ms,
+                          chosen_t1=(top.last_logprob, top.last_rank) if outside else None)
 
-    def back(self, ids, keep, prompt_len, prompt_logits):
+    def back(self, ids, keep, cfg=None, ahead=None):
         """The engine's answers for the shorter text are kept: nothing is asked again."""
-        del self.tops[keep - prompt_len + 1:]
-        return _logits(self.top, self.lm.info.vocab)
+        del self.tops[keep - self.tops[0].length + 1:]
+        return StepResult(_logits(self.top, self.lm.info.vocab), None, None, 0.0)
 
     def answers(self) -> list[EngineTop]:
         return list(self.tops)
@@ -241,3 +241,19 @@ class EngineBackend:
 
     def adopt(self, other: "EngineBackend") -> None:
         self.tops = other.tops
+
+    # an engine batches its own users: nothing is computed ahead here (capabilities.prefetch is False)
+    def prefetch(self, ids, token, cfg=None) -> bool:
+        return False
+
+    def ahead(self, timeout):
+        return None
+
+    def held(self):
+        return None
+
+    def sibling(self) -> "EngineBackend":
+        return EngineBackend(self.lm)
+
+    def close(self) -> None:
+        self.tops = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from model.decoding.engine import EngineProcessed, processed_settings
+from model.vllm.client import EngineProcessed, processed_settings
 from model.decoding.records import Distribution, SamplingConfig
 
 # vLLM's order of the stages a setting turns on (the penalty is first in the app's every order, as in vLLM's)

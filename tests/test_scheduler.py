@@ -1,7 +1,9 @@
-"""The model's door (model/decoding/door.py): decode steps first, whole-text runs pass by pass, long passes chunked.
+"""The model's scheduler (model/decoding/scheduler.py): decode steps first and batched, whole-text runs pass by pass,
+long passes chunked (model/decoding/passes.py).
 
-The unit tests drive the door with threads and a stand-in batcher (no model); the model tests prove that a chunked
-prefill gives a single pass's numbers, and that every pass of every whole-text computation goes through the door.
+The unit tests drive a scheduler with threads and a stand-in pass (no model); the model tests prove that a chunked
+prefill gives a single pass's numbers, and that every pass of every whole-text computation goes through the
+scheduler.
 """
 import threading
 import time
@@ -9,17 +11,28 @@ import time
 import pytest
 import torch
 
-from model.decoding.door import STEPS_BEFORE_TURN, ModelDoor, door_of, prefill
+import model.decoding.scheduler as scheduler_module
+from model.decoding.passes import prefill
+from model.decoding.scheduler import STEPS_BEFORE_TURN, Scheduler, scheduler_of
 
 
-class Queue:
-    """A batcher as the door sees it: steps queued or not."""
+class Passes:
+    """A stand-in for the model's decode pass: each pass waits until the test lets one go (go()), and says who ran."""
 
-    def __init__(self):
-        self.pending = False
+    def __init__(self, monkeypatch, order: list):
+        self.order, self.gate = order, threading.Semaphore(0)
+        fake = lambda model, caches, tokens: [self._pass("step") for _ in tokens]  # noqa: E731
+        monkeypatch.setattr(scheduler_module, "forward_batch", fake)
+        monkeypatch.setattr(scheduler_module, "forward_one", lambda model, cache, token: fake(model, [cache], [token])[0])
 
-    def has_pending(self):
-        return self.pending
+    def _pass(self, name):
+        self.gate.acquire()
+        self.order.append(name)
+        return (torch.zeros(1), None, 0.0)
+
+    def go(self, n=1):
+        for _ in range(n):
+            self.gate.release()
 
 
 def in_thread(fn) -> threading.Thread:
@@ -36,82 +49,98 @@ def wait_until(check, seconds=5.0):
 
 
 @pytest.mark.unit
-def test_a_waiting_step_goes_before_a_waiting_turn():
-    door, order = ModelDoor(), []
-    with door.turn():  # a run's pass under way; another run's turn, then a decode step, arrive
-        turn = in_thread(lambda: _take(door.turn(), order, "turn"))
-        wait_until(lambda: len(door._turns) == 1)
-        step = in_thread(lambda: _take(door.step(), order, "step"))
-        wait_until(lambda: door._steps_waiting == 1)
-    turn.join(5), step.join(5)
+def test_a_waiting_step_goes_before_a_waiting_turn(monkeypatch):
+    order = []
+    passes, scheduler = Passes(monkeypatch, order), Scheduler(object())
+    with scheduler.turn():  # a run's pass under way; another run's turn, then a decode step, arrive
+        turn = in_thread(lambda: _take_turn(scheduler, order))
+        wait_until(lambda: len(scheduler._turns) == 1)
+        job = scheduler.submit(object(), 1)
+        wait_until(scheduler.has_pending)
+    passes.go()
+    assert job.done.wait(5)
+    turn.join(5)
     assert order == ["step", "turn"]
 
 
 @pytest.mark.unit
-def test_steps_queued_in_a_batcher_hold_a_turn_back_until_they_have_had_their_passes():
-    door, queue, got = ModelDoor(), Queue(), []
-    door.serve(queue)
-    with door.turn():  # the last turn: none of the class's decode passes has run since
-        pass
-    queue.pending = True  # a class stepping: the batcher always has steps queued
-    waiting = in_thread(lambda: _take_turn(door, got))
-    time.sleep(0.2)
-    assert not got  # steps are queued, and none has run since the last turn
+def test_steps_always_queued_hold_a_turn_back_until_they_have_had_their_passes(monkeypatch):
+    order = []
+    passes, scheduler = Passes(monkeypatch, order), Scheduler(object(), max_batch=1)
+    with scheduler.turn():  # the last turn: none of the class's decode passes has run since
+        jobs = [scheduler.submit(object(), i) for i in range(STEPS_BEFORE_TURN + 2)]  # a class stepping
+    waiting = in_thread(lambda: _take_turn(scheduler, order))
+    wait_until(lambda: len(scheduler._turns) == 1)
     for _ in range(STEPS_BEFORE_TURN - 1):
-        with door.step():
-            pass
+        passes.go()
+    wait_until(lambda: len(order) == STEPS_BEFORE_TURN - 1)
     time.sleep(0.2)
-    assert not got
-    with door.step():  # the STEPS_BEFORE_TURN-th decode pass since the last turn: now the run may go once
-        pass
+    assert "turn" not in order  # steps are queued, and fewer than STEPS_BEFORE_TURN passes ran since the last turn
+    passes.go()  # the STEPS_BEFORE_TURN-th decode pass since the last turn: now the run goes, before the next step
     waiting.join(5)
-    assert got == ["turn"]
-    queue.pending = False
-    assert door.turns == 2 and door.steps == STEPS_BEFORE_TURN
+    assert order == ["step"] * STEPS_BEFORE_TURN + ["turn"]
+    passes.go(len(jobs) - STEPS_BEFORE_TURN)
+    assert all(job.done.wait(5) for job in jobs)
+    assert order == ["step"] * STEPS_BEFORE_TURN + ["turn"] + ["step"] * (len(jobs) - STEPS_BEFORE_TURN)
+    assert scheduler.turns == 2 and scheduler.steps == len(jobs)
 
 
 @pytest.mark.unit
 def test_with_no_step_waiting_a_turn_goes_at_once():
-    door, queue = ModelDoor(), Queue()
-    door.serve(queue)
+    scheduler = Scheduler(object())
     t0 = time.perf_counter()
-    with door.turn():
-        assert door.held()
-    assert not door.held() and time.perf_counter() - t0 < 1.0
+    with scheduler.turn():
+        assert scheduler.held()
+    assert not scheduler.held() and time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.unit
+def test_steps_waiting_while_the_model_is_held_go_as_one_pass(monkeypatch):
+    """Steps that arrive while a pass runs all join the next pass (up to max_batch): none is taken early into a
+    pass of its own."""
+    order = []
+    passes, scheduler = Passes(monkeypatch, order), Scheduler(object(), max_batch=3)
+    with scheduler.turn():
+        jobs = [scheduler.submit(object(), i) for i in range(5)]
+    passes.go(5)
+    assert all(job.done.wait(5) for job in jobs)
+    assert scheduler.batch_sizes == [3, 2]
 
 
 @pytest.mark.unit
 def test_turns_go_first_come_first_served():
-    door, order = ModelDoor(), []
-    with door.turn():
-        first = in_thread(lambda: _take_turn(door, order, "first"))
-        wait_until(lambda: len(door._turns) == 1)
-        second = in_thread(lambda: _take_turn(door, order, "second"))
-        wait_until(lambda: len(door._turns) == 2)
+    scheduler, order = Scheduler(object()), []
+    with scheduler.turn():
+        first = in_thread(lambda: _take_turn(scheduler, order, "first"))
+        wait_until(lambda: len(scheduler._turns) == 1)
+        second = in_thread(lambda: _take_turn(scheduler, order, "second"))
+        wait_until(lambda: len(scheduler._turns) == 2)
     first.join(5), second.join(5)
     assert order == ["first", "second"]
 
 
 @pytest.mark.unit
-def test_a_failing_pass_gives_the_door_back():
-    door = ModelDoor()
+def test_a_failing_pass_gives_the_model_back(monkeypatch):
+    scheduler = Scheduler(object())
     with pytest.raises(RuntimeError):
-        with door.turn():
+        with scheduler.turn():
             raise RuntimeError("a pass failed")
-    with pytest.raises(RuntimeError):
-        with door.step():
-            raise RuntimeError("a decode pass failed")
-    assert not door.held() and not door._turns and door._steps_waiting == 0
-    with door.turn():
+
+    def broken(*args):
+        raise RuntimeError("a decode pass failed")
+
+    monkeypatch.setattr(scheduler_module, "forward_one", broken)
+    job = scheduler.submit(object(), 1)
+    assert scheduler.wait(job, 5) and isinstance(job.error, RuntimeError)
+    with pytest.raises(RuntimeError, match="a decode pass failed"):
+        scheduler.run(object(), 2, timeout=5)
+    assert not scheduler.held() and not scheduler._turns and not scheduler._pending
+    with scheduler.turn():
         pass
 
 
-def _take_turn(door, out, name="turn"):
-    _take(door.turn(), out, name)
-
-
-def _take(way_in, out, name):
-    with way_in:
+def _take_turn(scheduler, out, name="turn"):
+    with scheduler.turn():
         out.append(name)
 
 
@@ -151,9 +180,12 @@ def test_a_chunked_prefill_past_a_sliding_window_matches_one_pass(lm):
 
 
 @pytest.mark.model
-def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
-    """A forward pre-hook on the model checks the door is held at every pass, whoever runs it."""
-    from model.decoding.door import PREFILL_CHUNK
+def test_every_pass_of_every_whole_text_computation_goes_through_the_scheduler(lm):
+    """A forward pre-hook on the model checks the scheduler holds the model at every pass, whoever runs it; and each
+    of these is a computation the model's core runs by name (core.computation), so it runs there in a process of
+    its own as well."""
+    from model.decoding.core import computation_name, core_of
+    from model.decoding.passes import PREFILL_CHUNK
     from model.classroom.myths import text_logprob
     from model.decoding.records import SamplingConfig
     from model.decoding.session import DecodeSession
@@ -164,15 +196,15 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.experiments.two_models import continue_text, read_by_each
     from model.inside.lens import logit_lens
     from model.inside.teacher_forcing import teacher_forcing
-    from model.serving.speculative import plain_greedy, speculative_decode
-    from model.serving.throughput import measure_throughput
+    from model.speed.speculative import plain_greedy, speculative_decode
+    from model.speed.throughput import measure_throughput
     from model.strategies.beams import beam_search, sampled_continuation
     from model.strategies.consistency import self_consistency
     from model.strategies.constrain import Constraint, constrained_decode
     from model.strategies.race import race
 
-    door, seen = door_of(lm.model), []
-    hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(door.held()))
+    scheduler, seen = scheduler_of(lm.model), []
+    hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(scheduler.held()))
     cfg = SamplingConfig(temperature=0.8, top_k=20, seed=3)
     short = lm.tokenizer("Question: what is two plus two? Answer:")["input_ids"]
     long = lm.tokenizer(LONG)["input_ids"][:PREFILL_CHUNK + 40]  # a prefill in two chunks
@@ -181,7 +213,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         "ablation": lambda: ablate(lm, long, Part("head", 2, 1), "mean", cfg, 2, 512),
         "teacher forcing": lambda: teacher_forcing(lm, long),
         "race": lambda: race(lm, short, cfg, SamplingConfig(temperature=0), 3, 512),
-        "two models' reading": lambda: read_by_each([lm], lm.tokenizer.decode(long)[:200]),
+        "two models' reading": lambda: read_by_each([core_of(lm)], lm.tokenizer.decode(long)[:200]),
         "two models' continuation": lambda: continue_text(DecodeSession(lm), "Hello there", cfg, 2),
         "self-consistency": lambda: self_consistency(lm, long, cfg, 2, 2),
         "beams": lambda: beam_search(lm, short, 2, 1.0, 2),
@@ -199,7 +231,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         for name, run in runs.items():
             seen.clear()
             run()
-            assert seen and all(seen), f"{name}: {seen.count(False)} of {len(seen)} passes outside the door"
+            assert seen and all(seen), f"{name}: {seen.count(False)} of {len(seen)} passes outside the scheduler"
         seen.clear()
         s = DecodeSession(lm)  # a session alone: its prefill and its steps too
         s.start(lm.tokenizer.decode(long))
@@ -208,7 +240,11 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         assert seen and all(seen)
     finally:
         hook.remove()
-    assert not door.held()
+    assert not scheduler.held()
+    for fn in (logit_lens, ablate, teacher_forcing, race, self_consistency, beam_search, sampled_continuation,
+               constrained_decode, speculative_decode, measure_cache_timing, measure_throughput, patching_grid,
+               head_scores, text_logprob):
+        assert computation_name(fn)
 
 
 # ---- a bystander's steps while another page's heavy view runs (served) ----------------------------------------
@@ -218,9 +254,9 @@ BYSTANDER_STEPS = 12
 @pytest.mark.server
 def test_a_bystanders_next_token_waits_about_one_pass_while_another_page_runs_a_heavy_view(lm):
     """One page steps Next token while another page runs the logit lens, then self-consistency, again and again on
-    a 440-token text. Before the door, the lens held the model for its whole run (a bystander's step waited 4.3 s at
+    a 440-token text. Before the scheduler, the lens held the model for its whole run (a bystander's step waited 4.3 s at
     p95 here against 0.12 s with nothing running; bench.scheduler). Now a run waits for the class's steps pass by
-    pass: the bystander's p95 may exceed its baseline by about one pass (a chunk of a long prefill), with a
+    pass at the model's scheduler: the bystander's p95 may exceed its baseline by about one pass (a chunk of a long prefill), with a
     generous margin for a loaded machine, and never by the length of a run."""
     from gradio_client import Client
 

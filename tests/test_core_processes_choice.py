@@ -1,4 +1,4 @@
-"""Whether the app runs its models in processes of their own (app.py --model-process): a class's server does (one
+"""Whether the app runs its models' cores in processes of their own (app.py --model-process): a class's server does (one
 that listens beyond this machine), one person's page on 127.0.0.1 does not, unless the operator says."""
 import pytest
 
@@ -17,9 +17,9 @@ pytestmark = pytest.mark.unit
     ("on", None, None, True),
     ("off", "0.0.0.0", None, False),
 ])
-def test_a_class_server_runs_its_models_apart(choice, host, env_host, expected, monkeypatch):
+def test_a_class_server_runs_its_cores_of_their_own(choice, host, env_host, expected, monkeypatch):
     if env_host is None:
         monkeypatch.delenv("GRADIO_SERVER_NAME", raising=False)
     else:
         monkeypatch.setenv("GRADIO_SERVER_NAME", env_host)
-    assert app_module.models_apart(choice, host) is expected
+    assert app_module.cores_of_their_own(choice, host) is expected

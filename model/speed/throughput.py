@@ -2,7 +2,7 @@
 of weights a pass reads against its time (effective memory bandwidth), and prefill against decode tokens/s.
 
 A decode step reads every weight once for the whole batch, so its time hardly grows with the batch while the
-tokens it makes do (docs/what-it-teaches.md: What it saves, Batching). Each pass is a turn at the model's door, never
+tokens it makes do (docs/what-it-teaches.md: What it saves, Batching). Each pass is a turn at the model's scheduler, never
 the whole measurement: the class's steps run between the passes.
 """
 from __future__ import annotations
@@ -16,11 +16,15 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from model.decoding.batcher import DECODE_THREADS, forward_batch, forward_one
-from model.decoding.door import model_pass, prefill
+from model.decoding.batching import forward_batch, forward_one
+
+from model.decoding.scheduler import DECODE_THREADS
+from model.decoding.passes import prefill
+from model.decoding.scheduler import model_pass
 from model.decoding.loading import LoadedModel
-from model.serving.speculative import SPEED_TEXTS
+from model.speed.speculative import SPEED_TEXTS
 from model.decoding.timing import separated, spread
+from model.decoding.core import computation
 
 BATCH_SIZES = (1, 2, 4, 8, 16)
 REPEATS = 3  # passes per batch size; the median is kept (the machine is shared)
@@ -117,6 +121,7 @@ def _threads(n: int):
         torch.set_num_threads(before)
 
 
+@computation
 @torch.no_grad()
 def measure_throughput(lm: LoadedModel, sizes=BATCH_SIZES, repeats: int = REPEATS,
                        context_tokens: int = CONTEXT_TOKENS, prefill_tokens: int = PREFILL_TOKENS,
@@ -124,7 +129,7 @@ def measure_throughput(lm: LoadedModel, sizes=BATCH_SIZES, repeats: int = REPEAT
     """Time the server's decode pass at each batch size, and one prefill pass, on this machine now.
 
     Each pass runs as the batcher runs one (forward_one at batch 1, forward_batch above), on copies of one
-    cache of `context_tokens` tokens, each pass a turn at the model's door. on_pass(), if given, is called
+    cache of `context_tokens` tokens, each pass a turn at the model's scheduler. on_pass(), if given, is called
     after every pass (a test uses it to see that others' steps run in between).
     """
     model = lm.model
@@ -135,7 +140,7 @@ def measure_throughput(lm: LoadedModel, sizes=BATCH_SIZES, repeats: int = REPEAT
         for batch in sizes:
             runs = []
             for _ in range(repeats + 1):  # the first is an untimed warm-up of this batch's shapes
-                caches = [copy.deepcopy(base) for _ in range(batch)]  # outside the door: not the model's time
+                caches = [copy.deepcopy(base) for _ in range(batch)]  # between its turns: not the model's time
                 tokens = [ids[context_tokens]] * batch
                 with model_pass(model, cores=False):
                     t0 = time.perf_counter()
