@@ -1,1 +1,1 @@
-"""Serving a class: every user's session and the one way to open one (with its admission), and what makes serving fast (speculative decoding, paged blocks, measured throughput)."""
+"""What a server adds around the model's core: every user's session and the model registry, their admission, and the core in a process of its own."""

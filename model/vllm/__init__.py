@@ -1,0 +1,1 @@
+"""An outside serving engine (vLLM, or any OpenAI-compatible server): its client, the backend a session runs on for it, its own sampler's distribution, speculative decoding, /metrics and KV cache events."""
