@@ -2,7 +2,6 @@
 that do not exist. Gradio's queue has one size for everybody (128): without this, one session could fill it."""
 from __future__ import annotations
 
-import ctypes
 import datetime
 import json
 import logging
@@ -14,6 +13,7 @@ import gradio as gr
 from starlette.middleware import Middleware
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
 
+from model.runtime import return_freed_memory
 from ui.strings import LANG_INPUT, LANGS, Refusal, t
 
 log = logging.getLogger("token-by-token")
@@ -260,14 +260,6 @@ def forget_gone_sessions(demo: gr.Blocks, is_page, idle_s: float, closed_s: floa
     if gone:
         return_freed_memory()
     return len(gone)
-
-
-def return_freed_memory() -> None:
-    """glibc's free pages back to the system (as model/serving/sessions.py does when a session closes; no torch here)."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def keep_forgetting(demo: gr.Blocks, is_page, idle_s: float, every_s: float = FORGET_EVERY_S) -> threading.Thread:
