@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import gc
 import sys
 import weakref
@@ -26,6 +25,7 @@ from bench import PROMPT, rss_bytes, save, table
 from model.decoding.loading import load_model
 from model.decoding.records import SamplingConfig
 from model.decoding.session import MAX_TOKENS, DecodeSession
+from model.runtime import return_freed_memory
 
 LONG_PROMPT = PROMPT + " some say it spread the Reformation, others that it mostly printed calendars and indulgences."
 CFG = SamplingConfig(temperature=0.8, top_p=0.9, top_k=50, seed=3)
@@ -60,11 +60,7 @@ def step_avoiding_end(session: DecodeSession, cfg: SamplingConfig) -> None:
 
 def malloc_trim() -> bool:
     """Ask glibc to return freed heap memory to the OS; False where that is not available."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        return False
-    return True
+    return return_freed_memory()
 
 
 def one_session(lm) -> dict:

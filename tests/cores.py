@@ -39,3 +39,10 @@ def scheduling(lm, **settings):
             for name, value in before.items():
                 setattr(scheduler, name, value)
             scheduler._cond.notify_all()
+
+
+def settle_ahead(session) -> None:
+    """The pass the core computes ahead for `session` taken back (or waited for if it runs), as the session's next
+    change would; the session then knows nothing is asked ahead."""
+    sequence(session).settle()
+    session._asked_ahead = None

@@ -12,7 +12,7 @@ import torch
 
 from model.decoding.batching import forward_batch, forward_one
 
-from cores import computed_ahead, sequence
+from cores import computed_ahead, sequence, settle_ahead
 from model.decoding.kv import formula_bytes, kv_cache_bytes
 from model.decoding.loading import LoadedModel, available_models, load_model, model_info
 from model.decoding.records import SamplingConfig
@@ -121,7 +121,7 @@ def test_a_prefetch_thrown_away_past_the_window_leaves_the_cache_right(windowed)
     other = next(c.token.id for c in s.preview(GREEDY).candidates if c.token.id != s.prefetched)
     r = s.step(GREEDY, force_token=other)  # another token: the prefetch is thrown away, the cache cut back
     assert sequence(s).prefetch_misses == misses + 1 and r.token.id == other
-    sequence(s).settle()  # (the pass that step started ahead)
+    settle_ahead(s)  # (the pass that step started ahead)
     assert r.kv.measured == r.kv.formula and sequence(s).cache.get_seq_length() == len(s.ids) == window + 1
     assert torch.allclose(s.next_logits, fresh_logits(lm, s.ids), atol=1e-3, rtol=1e-4)
     assert s.prefetch(GREEDY)

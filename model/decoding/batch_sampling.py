@@ -24,6 +24,7 @@ from model.decoding.records import Distribution, SamplingConfig
 from model.decoding.sampling import (GRAMMAR, TOP_N, greedy, stage_processor, candidate_records, draw_u, inverse_cdf,
                                      stage_names, stage_summaries)
 from model.decoding.tokens import TokenDisplay
+from model.decoding.threads import on_one_thread
 
 HEAD = 256  # the draw's first sorted head, as inverse_cdf's
 
@@ -54,6 +55,7 @@ def _signature(plan: tuple, row: SampleRow) -> tuple:
     return kinds, row.top_n
 
 
+@on_one_thread
 @torch.no_grad()
 def derive_batch(logits: torch.Tensor, rows: list[SampleRow]) -> list[Distribution]:
     """derive(logits[i], rows[i]...) for every row i, computed over the batch: (B, V) logits, B rows, B records.

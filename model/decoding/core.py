@@ -27,7 +27,8 @@ from model.decoding.batch_sampling import SampleRow
 from model.decoding.loading import LoadedModel
 from model.decoding.records import Distribution, SamplingConfig
 from model.decoding.sampling import derive
-from model.decoding.scheduler import MAX_BATCH, Scheduler, one_core, scheduler_of
+from model.decoding.scheduler import MAX_BATCH, Scheduler, scheduler_of
+from model.decoding.threads import one_core
 from model.decoding.sequence import Sequence
 from model.errors import SessionError
 from model.runtime import CPU, bench_stats

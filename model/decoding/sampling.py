@@ -20,6 +20,7 @@ from transformers.generation.logits_process import (
 from model.errors import SessionError
 from model.decoding.records import Candidate, Distribution, SamplingConfig, StageSummary, TemperatureSweep
 from model.decoding.tokens import TokenDisplay
+from model.decoding.threads import on_one_thread
 
 TOP_N = 20  # candidates kept in a record
 
@@ -144,6 +145,7 @@ def _mass_ahead(probs: torch.Tensor, token: int) -> float | None:
     return float(probs[ahead].double().sum())
 
 
+@on_one_thread
 def derive(
     logits: torch.Tensor,
     context_ids: torch.Tensor,
@@ -255,6 +257,7 @@ def still_drawable(scores: torch.Tensor) -> int:
     return int((scores > float("-inf")).sum())
 
 
+@on_one_thread
 def temperature_sweep(
     logits: torch.Tensor, context_ids: torch.Tensor, cfg: SamplingConfig, temperatures: list[float]
 ) -> TemperatureSweep:

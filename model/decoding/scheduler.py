@@ -21,7 +21,6 @@ outside it.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import time
 import weakref
@@ -34,6 +33,7 @@ from transformers import DynamicCache
 from model.decoding.batch_sampling import SampleRow, derive_batch
 from model.decoding.batching import forward_batch, forward_one
 from model.decoding.records import Distribution
+from model.decoding.threads import all_cores
 from model.runtime import CPU, keep_freed_memory, register_scheduler
 
 STEPS_BEFORE_TURN = 2  # decode passes that may go before a waiting run's turn, however many steps keep coming
@@ -302,33 +302,6 @@ def scheduler_of(model: torch.nn.Module) -> Scheduler:
         if scheduler is None:
             scheduler = _SCHEDULERS[model] = Scheduler(model)
         return scheduler
-
-
-# ---- the threads a pass runs on -------------------------------------------------------------------------------
-@contextlib.contextmanager
-def all_cores():
-    """Every core for a pass over many tokens, a prefill (338 tokens: 0.9 s on 2 threads, 1.6 s on 1).
-
-    torch's thread count is set per thread (OpenMP): this thread's own count comes back after the pass.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(os.cpu_count() or 1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-@contextlib.contextmanager
-def one_core():
-    """One thread for a run's work between its passes (softmaxes, records): the other core stays with the class's
-    decode passes and the web server. Its turns still take every core (model_pass())."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 @contextlib.contextmanager

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from model.decoding.scheduler import model_pass, one_core
+from model.decoding.scheduler import model_pass
+from model.decoding.threads import one_core
 from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
 from model.decoding.session import encode_prompt

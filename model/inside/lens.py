@@ -20,7 +20,7 @@ from model.decoding.loading import LoadedModel
 from model.decoding.records import TokenInfo
 from model.decoding.sampling import derive
 from model.decoding.passes import prefill
-from model.decoding.scheduler import one_core
+from model.decoding.threads import one_core
 from model.decoding.session import MAX_TOKENS
 from model.decoding.core import computation
 
