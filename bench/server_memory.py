@@ -6,7 +6,13 @@ class of 5 warms the server up (its first batched passes, thread arenas: about 0
 then the server's RSS is read before a class of N, with all of them open, and once they have closed.
 Target: back near the start (Gradio keeps a little state per session until its cache clean-up).
 
+`--split` reads instead what the server holds by process, with the models' cores in the page's process and in
+processes of their own (app.py --model-process off / on): after a Start and three steps on each model (an English
+page on SmolLM2, a Chinese one on Gemma 3 270M), each process's resident memory (RSS) and its proportional share
+(PSS: pages shared between processes counted once, split between them). `--root` reads another checkout's app.
+
     .venv/bin/python -m bench.server_memory [--students 30] [--steps 10]
+    .venv/bin/python -m bench.server_memory --split [--root /tmp/old-checkout]
 """
 from __future__ import annotations
 
@@ -33,11 +39,48 @@ def student(url: str, n: int, steps: int) -> Client:
     return client
 
 
+def by_process(pid: int) -> list[dict]:
+    """The server and its children: each one's name, RSS and PSS (MiB)."""
+    root = psutil.Process(pid)
+    out = []
+    for proc in [root, *root.children(recursive=True)]:
+        info = proc.memory_full_info()
+        name = "web process" if proc.pid == pid else f"core process {proc.pid}"
+        out.append({"pid": proc.pid, "name": name, "rss_mib": info.rss / MB, "pss_mib": info.pss / MB})
+    return out
+
+
+def split(root: str | None, mode: str) -> dict:
+    """What the app holds by process, its cores in the page's process (off) or their own (on), after a Start and
+    three steps on each model."""
+    env = {"TBT_MODEL_PROCESS": "1" if mode == "on" else "0"}
+    with AppServer(root=root, env=env, startup_timeout_s=600) as server:
+        for lang, model, prompt in (("en", "smollm2", "The capital of France is"), ("zh", "gemma3-270m", "今天天气")):
+            client = Client(server.url, verbose=False, analytics_enabled=False)
+            client.predict(prompt, "raw", model, **{**SETTINGS, "lang": lang}, api_name="/start")
+            for _ in range(3):
+                client.predict(**{**SETTINGS, "lang": lang}, api_name="/next_token")
+        time.sleep(5)
+        rows = by_process(server.pid)
+    total = {"rss_mib": sum(r["rss_mib"] for r in rows), "pss_mib": sum(r["pss_mib"] for r in rows)}
+    return {"model_process": mode, "root": root or ".", "processes": rows, **total}
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--students", type=int, default=30)
     ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--split", action="store_true", help="memory by process, the cores in the page's process and apart")
+    ap.add_argument("--root", default=None, help="another checkout's app (with --split)")
     args = ap.parse_args(argv)
+    if args.split:
+        runs = [split(args.root, mode) for mode in ("off", "on")]
+        rows = [[r["model_process"], p["name"][:40], f"{p['rss_mib']:.0f}", f"{p['pss_mib']:.0f}"]
+                for r in runs for p in r["processes"]]
+        rows += [[r["model_process"], "all", f"{r['rss_mib']:.0f}", f"{r['pss_mib']:.0f}"] for r in runs]
+        print(table(["cores apart", "process", "RSS MiB", "PSS MiB"], rows))
+        save("server_memory_split", {"runs": runs})
+        return {"runs": runs}
     with AppServer() as server:
         proc = psutil.Process(server.pid)
         warm = [student(server.url, 1000 + n, args.steps) for n in range(5)]

@@ -145,9 +145,9 @@ class CoreBackend:
         it lost (its process started again meanwhile), once more after holding them again. holds None: the call holds
         a text anew itself (start, resume) and is simply made again; adopt has nothing to hold again."""
         for attempt in (0, 1):
-            if holds is not None:
-                self._held(holds)
             try:
+                if holds is not None:
+                    self._held(holds)
                 return getattr(self.core, op)(self.key, *args)
             except SequenceLost:
                 if attempt or op == "adopt":

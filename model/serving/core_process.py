@@ -86,6 +86,7 @@ class ProcessCore:
         self._lock = threading.Lock()  # starting and restarting
         self.process: multiprocessing.Process | None = None
         self.restarts = 0  # starts after the first
+        self.stopped = False  # stop() was called: nothing starts it again
         self._current = (0, "")  # (generation, address) of the process that listens: set once it does
         self._links = threading.Condition()
         self._idle: list[tuple[int, Link]] = []  # (generation, link) ready for a call
@@ -132,8 +133,8 @@ class ProcessCore:
         `seen` (None: of the current one). If a later one is up, there is nothing to do; the one it saw die is waited
         for while it is still dying (up to DYING_S)."""
         with self._lock:
-            if seen is not None and seen != self.generation:
-                return  # another call started it again already
+            if self.stopped or (seen is not None and seen != self.generation):
+                return  # stopped for good, or another call started it again already
             deadline = time.monotonic() + DYING_S
             while self.process is not None and self.process.is_alive() and time.monotonic() < deadline:
                 self.process.join(0.05)
@@ -145,6 +146,9 @@ class ProcessCore:
                     self._start()
 
     def stop(self) -> None:
+        """Stop the process for good (the app ends): calls after this are refused, nothing is started again."""
+        with self._lock:
+            self.stopped = True
         if self.process is not None and self.process.is_alive():
             self.process.terminate()
             self.process.join(10)
@@ -293,11 +297,13 @@ class ProcessCore:
 
     def _close_dropped(self) -> None:
         """Close the sequences of dropped sessions in the core, a batch at a time (never in the dropping thread)."""
-        while True:
+        while not self.stopped:
             keys = [self._closing.get()]
             time.sleep(CLOSE_EVERY_S)  # let the others of a closing class join this batch
             while not self._closing.empty():
                 keys.append(self._closing.get())
+            if self.stopped:
+                return
             try:
                 self.call("close_many", keys)
             except (SessionError, SequenceLost, RuntimeError):
