@@ -261,8 +261,9 @@ def stats_delta(before: dict | None, after: dict | None) -> dict | None:
     for model, hist in after["batch_sizes"].items():
         old = before["batch_sizes"].get(model, {})
         sizes[model] = {int(k): v - old.get(k, 0) for k, v in hist.items() if v - old.get(k, 0)}
-    apart = {name: stats_delta(before.get("cores", {}).get(name), stats) for name, stats in after.get("cores", {}).items()
-             if stats.get("pid") == before.get("cores", {}).get(name, {}).get("pid")}  # not one restarted between
+    cores = lambda read: read.get("cores", read.get("apart", {}))  # noqa: E731 ("apart": a checkout before issue 44)
+    apart = {name: stats_delta(cores(before).get(name), stats) for name, stats in cores(after).items()
+             if stats.get("pid") == cores(before).get(name, {}).get("pid")}  # not one restarted between
     for one in apart.values():
         for model, hist in one["batch_sizes"].items():
             sizes[model] = {k: sizes.get(model, {}).get(k, 0) + hist.get(k, 0) for k in {*sizes.get(model, {}), *hist}}

@@ -16,16 +16,20 @@ waiting session needs first. The core process ends with the web process
 """
 from __future__ import annotations
 
+import atexit
 import logging
-import multiprocessing
 import os
 import pickle
 import queue
 import secrets
+import select
+import subprocess
+import sys
 import tempfile
 import threading
 import time
 from multiprocessing.connection import Client, Connection, Listener
+from pathlib import Path
 
 import torch
 
@@ -72,6 +76,54 @@ class Link:
         self.conn.close()
 
 
+ROOT = Path(__file__).resolve().parents[2]  # the project: `python -m model.serving.core_process` runs from here
+
+
+class CoreChild:
+    """The core process as its handle sees it (multiprocessing.Process's face: pid, is_alive, join, kill)."""
+
+    def __init__(self, popen: subprocess.Popen):
+        self.popen = popen
+        self.pid = popen.pid
+        atexit.register(self.kill)  # the web process ends: so does its core (a killed one: the child's own watch)
+
+    def handshake(self, authkey: bytes, timeout: float) -> str:
+        """Send the key; the child's first line: "ok" once it listens, else why it could not start."""
+        try:
+            self.popen.stdin.write(authkey.hex().encode() + b"\n")
+            self.popen.stdin.close()
+        except OSError:
+            pass  # it died already: its stdout says why, or ends
+        ready, _, _ = select.select([self.popen.stdout], [], [], timeout)
+        if not ready:
+            return f"no answer in {timeout:.0f} s"
+        line = self.popen.stdout.readline().decode(errors="replace").strip()
+        self.popen.stdout.close()
+        return line or f"exit code {self.popen.poll()}"
+
+    @property
+    def exitcode(self) -> int | None:
+        return self.popen.poll()
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def join(self, timeout: float | None = None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def terminate(self) -> None:
+        if self.is_alive():
+            self.popen.terminate()
+
+    def kill(self) -> None:
+        if self.is_alive():
+            self.popen.kill()
+            self.join(10)
+
+
 class ProcessCore:
     """The web process's handle on a model's core in a process of its own: the same calls as a ModelCore's.
 
@@ -84,7 +136,7 @@ class ProcessCore:
         self._dir = tempfile.mkdtemp(prefix="tbt-core-")  # 0700: only this user reaches the socket
         self._authkey = secrets.token_bytes(32)
         self._lock = threading.Lock()  # starting and restarting
-        self.process: multiprocessing.Process | None = None
+        self.process: CoreChild | None = None
         self.restarts = 0  # starts after the first
         self.stopped = False  # stop() was called: nothing starts it again
         self._current = (0, "")  # (generation, address) of the process that listens: set once it does
@@ -103,22 +155,18 @@ class ProcessCore:
         return self
 
     def _start(self) -> None:
-        ctx = multiprocessing.get_context("spawn")  # a fresh interpreter: no torch threads or locks forked
+        """A fresh interpreter (no torch threads or locks forked) that imports this module only: not the web
+        process's main module, as multiprocessing's spawn would (app.py, Gradio: seconds of every restart and a
+        few hundred MB of the core process's memory). Its key goes over its stdin; it says "ok" on its stdout once
+        its model is loaded and it listens."""
         address = os.path.join(self._dir, f"core-{self.restarts}.sock")
-        ready_here, ready_there = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=serve, name=f"tbt-core-{self.name}", daemon=True,
-                                   args=(self.name, address, self._authkey, ready_there, os.getpid()))
-        self.process.start()
-        ready_there.close()
-        if not ready_here.poll(START_TIMEOUT_S):
+        self.process = CoreChild(subprocess.Popen(
+            [sys.executable, "-m", "model.serving.core_process", self.name, address, str(os.getpid())],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
+        answer = self.process.handshake(self._authkey, START_TIMEOUT_S)
+        if answer != "ok":
             self.process.kill()
-            raise RuntimeError(f"the core process of {self.name} did not start in {START_TIMEOUT_S:.0f} s")
-        try:
-            status, detail = ready_here.recv()
-        except EOFError:
-            status, detail = "err", f"exit code {self.process.exitcode}"
-        if status != "ok":
-            raise RuntimeError(f"the core process of {self.name} could not start: {detail}")
+            raise RuntimeError(f"the core process of {self.name} could not start: {answer}")
         self._current = (self.restarts, address)  # calls go to it from now on
         log.info("core process of %s: pid %d", self.name, self.process.pid)
 
@@ -311,19 +359,21 @@ class ProcessCore:
 
 
 # ---- the core process ---------------------------------------------------------------------------------------------
-def serve(name: str, address: str, authkey: bytes, ready, parent: int) -> None:
-    """The core process's main: load `name`, listen at `address`, a thread per connection."""
+def serve(name: str, address: str, authkey: bytes, parent: int) -> None:
+    """The core process's main: load `name`, listen at `address`, a thread per connection; "ok" on stdout once it
+    listens (else why not)."""
     torch.set_num_threads(1)
     logging.basicConfig(level=logging.WARNING)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
     try:
         core = ModelCore(load_model(name), max_batch=MAX_BATCH, gather_s=GATHER_S)
         listener = Listener(address, family="AF_UNIX", authkey=authkey)
     except Exception as err:  # noqa: BLE001 (said to the web process, which refuses to start with it)
-        ready.send(("err", repr(err)))
+        print(repr(err).replace("\n", " "), flush=True)
         return
-    ready.send(("ok", os.getpid()))
-    ready.close()
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    print("ok", flush=True)
+    os.dup2(2, 1)  # the web process read its one line: anything printed after goes where the logs go
+    sys.stdout = sys.stderr
     while True:
         try:
             conn = listener.accept()
@@ -367,3 +417,7 @@ def _answer(link: Link, core: ModelCore) -> None:
         pass
     finally:
         link.close()
+
+
+if __name__ == "__main__":  # python -m model.serving.core_process <model> <address> <parent pid>; the key on stdin
+    serve(sys.argv[1], sys.argv[2], bytes.fromhex(sys.stdin.readline().strip()), int(sys.argv[3]))
