@@ -113,11 +113,11 @@ MAX_NOTES_CHARS = 4_000  # a student's notes (about two printed pages): the note
 
 def valid_notes(notes) -> str:
     """A student's notes as a page or a trace sent them: plain text of at most MAX_NOTES_CHARS ('' for None);
-    refused ('notes_too_long', 'notes_invalid_text') otherwise."""
+    refused ('notes_too_long', 'notes_invalid_text', 'notes_not_text') otherwise."""
     if notes is None:
         return ""
     if not isinstance(notes, str):
-        raise SessionError("notes_invalid_text")
+        raise SessionError("notes_not_text")
     valid_text(notes, "notes_invalid_text")
     if len(notes) > MAX_NOTES_CHARS:
         raise SessionError("notes_too_long", n=len(notes), limit=MAX_NOTES_CHARS)

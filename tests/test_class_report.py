@@ -190,7 +190,7 @@ def test_the_report_counts_the_rooms_votes_with_lapsed_and_late_seats():
 def test_seat_names_are_checked():
     assert seat_name(None) == "" and seat_name("  Ana   Li ") == "Ana Li"
     for bad, key in (("x" * 25, "room_name_too_long"), ("a\nb", "room_name_invalid"), (5, "room_name_invalid"),
-                     ("\ud800", "room_name_invalid")):
+                     ("\ud800", "room_name_invalid_text")):
         with pytest.raises(SessionError) as err:
             seat_name(bad)
         assert err.value.key == key

@@ -879,7 +879,7 @@ WORDS.update({
     "report_draws": ("The class as the sampler", "全班当采样器"),
     "report_no_draws": ("The class drew no tokens.", "全班没有抽过词元。"),
     "report_round": ("Round {no}: T = {temperature}, {n} draws", "第 {no} 轮：T = {temperature}，{n} 次抽样"),
-    "report_other_tokens": ("every other token", "其他所有词元"),
+    "report_other_tokens": ("other tokens", "其他词元"),
     "report_class_draws": ("the class's draws", "全班的抽样"),
     "report_expected": ("what p expects", "按 p 的期望"),
     "report_draws_stats": ("χ² = {chi2} with {dof} degrees of freedom, p-value {p}, total variation {tv}.",
@@ -898,12 +898,11 @@ WORDS.update({
                            "共 {n} 个词元：全班 {klass} 比特，模型 {model} 比特（越少越好）。"),
     "report_class_wins": ("The class beat the model.", "全班赢了模型。"),
     "report_model_wins": ("The model beat the class.", "模型赢了全班。"),
-    "report_joined": ("Who joined when ({n} seats)", "谁在什么时候加入（{n} 个座位）"),
+    "report_joined": ("Who joined when ({n} seats: number, the name they typed)",
+                      "谁在什么时候加入（{n} 个座位：座位号、自己输入的名字）"),
     "report_no_seats": ("No one joined.", "没有人加入。"),
     "report_minute": ("min {start}–{end}", "第 {start}–{end} 分钟"),
-    "report_seat_no": ("Seat", "座位"),
-    "report_seat_name": ("Name they typed", "自己输入的名字"),
-    "report_seat_minute": ("Joined (min)", "加入时间（分钟）"),
+    "report_seat_at": ("joined at min {minute}", "第 {minute} 分钟加入"),
 })
 
 

@@ -14,7 +14,7 @@ RIGHT = KEY_COLOR  # bluish green: the right answer
 WRONG = FATE_COLORS["chosen"]  # vermillion: the most common wrong answer
 OTHER = "#999999"  # grey: the other answers
 CLASS = FATE_COLORS["kept"]  # blue: what the class did (as on the wall)
-ROW_PX, LABEL_PX, BAR_PX, VALUE_PX = 28, 190, 360, 130
+ROW_PX, LABEL_PX, BAR_PX, VALUE_PX = 28, 190, 330, 240
 MAX_JOIN_BUCKETS = 30
 
 
@@ -174,8 +174,7 @@ def _seats(report: ClassReport, lang: str) -> str:
     rows = [(t("report_minute", lang, start=k * width, end=(k + 1) * width), n, CLASS, str(n))
             for k, n in sorted(buckets.items())]
     out.append(bars_svg(rows, max(buckets.values()), t("report_joined", lang, n=len(report.seats))))
-    cells = "".join(f'<tr><td class="n">{no}</td><td>{esc(name) or "<span class=none>—</span>"}</td>'
-                    f'<td class="n">{at / 60:.1f}</td></tr>' for no, name, at in report.seats)
-    out.append(f'<table class="seats"><tr><th>{esc(t("report_seat_no", lang))}</th><th>{esc(t("report_seat_name", lang))}'
-               f'</th><th>{esc(t("report_seat_minute", lang))}</th></tr>{cells}</table>')
+    items = "".join(f'<li data-seat="{no}"><b>{no}</b> {esc(name) or "—"} · '
+                    f'{esc(t("report_seat_at", lang, minute=f"{at / 60:.1f}"))}</li>' for no, name, at in report.seats)
+    out.append(f'<ul class="seats" style="columns: 3 14em; list-style: none; padding: 0; font-size: 14px">{items}</ul>')
     return "".join(out) + "</section>"

@@ -11,19 +11,21 @@ from viz.i18n import t
 from viz.lesson import bold_marked, reveal_html
 from viz.printable import CHART_WIDTH, document, esc, json_data
 from viz.style import format_prob
+from viz.tokenizers import MODEL_NAMES
 
 Say = Callable[..., str]  # say(key, **fmt): any of the page's words in the summary's language (ui.strings.t)
 
-# Draws each kept chart as a still picture, its width the page's (a printed A4 page: CHART_WIDTH)
+# Draws each kept chart as a still picture, as wide as the page (at most a printed A4 page's text: CHART_WIDTH)
 DRAW_CHARTS = """
 const kept = JSON.parse(document.getElementById('tbt-kept').textContent);
 kept.forEach((fig, i) => {
-  const layout = Object.assign({}, fig.layout, {width: %d, autosize: false});
-  Plotly.newPlot(document.getElementById('kept-' + i), fig.data || [], layout,
+  const box = document.getElementById('kept-' + i);
+  const layout = Object.assign({}, fig.layout, {width: Math.min(box.clientWidth || %d, %d), autosize: false});
+  Plotly.newPlot(box, fig.data || [], layout,
                  {staticPlot: true, displayModeBar: false, responsive: false});
 });
 document.body.dataset.drawn = String(kept.length);
-""" % CHART_WIDTH
+""" % (CHART_WIDTH, CHART_WIDTH)
 
 
 def summary_page(summary: Summary, lang: str, say: Say, made: str, plotly_js: str | None = None) -> str:
@@ -57,7 +59,7 @@ def _texts(texts: list[Text], lang: str) -> str:
         mode = t("summary_mode_chat" if text.chat else "summary_mode_raw", lang)
         ended = " " + t("summary_ended", lang) if text.finished else ""
         out.append(f'<div class="box text" data-steps="{text.steps}" data-forced="{len(text.forced)}" '
-                   f'data-backs="{len(text.backs)}"><h3>{esc(t("summary_text_head", lang, n=n, model=text.model))}</h3>'
+                   f'data-backs="{len(text.backs)}"><h3>{esc(t("summary_text_head", lang, n=n, model=MODEL_NAMES.get(text.model, text.model)))}</h3>'
                    f'<p><b>{esc(t("summary_prompt", lang, mode=mode))}</b></p><div class="quote">{esc(text.prompt)}</div>'
                    f'<p><b>{esc(t("summary_written", lang, steps=text.steps))}</b>{esc(ended)}</p>'
                    f'<div class="quote">{esc(text.text) or "&nbsp;"}</div>')

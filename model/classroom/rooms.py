@@ -532,12 +532,12 @@ class RoomRecord:
 
 def seat_name(name) -> str:
     """A seat's name as a student typed it: spaces trimmed and runs of them made one, at most MAX_NAME_CHARS; ''
-    for none. Refused ('room_name_invalid', 'room_name_too_long') otherwise."""
+    for none. Refused ('room_name_invalid', 'room_name_invalid_text', 'room_name_too_long') otherwise."""
     if name is None:
         return ""
     if not isinstance(name, str) or any(ord(c) < 32 or 0x7f <= ord(c) < 0xa0 for c in name):
         raise SessionError("room_name_invalid")
-    name = " ".join(valid_text(name, "room_name_invalid").split())
+    name = " ".join(valid_text(name, "room_name_invalid_text").split())
     if len(name) > MAX_NAME_CHARS:
         raise SessionError("room_name_too_long", limit=MAX_NAME_CHARS)
     return name
