@@ -235,3 +235,18 @@ def test_the_rooms_draws_and_games_are_reported_and_go_when_it_closes():
     with pytest.raises(SessionError) as err:
         rooms.report("teacher")
     assert err.value.key == "report_no_room"
+
+
+def test_a_trace_written_before_notes_still_reads_and_has_none():
+    """tests/data/trace-before-notes.json was written by the code before issue 49 (commit d11be03)."""
+    from pathlib import Path
+
+    from model.decoding.trace import parse_trace, read_trace, trace_notes
+
+    trace = read_trace((Path(__file__).parent / "data" / "trace-before-notes.json").read_bytes())
+    prompt, chat, steps = parse_trace(trace)
+    assert prompt == "The capital of France is" and not chat and len(steps) == 3
+    assert trace_notes(trace) is None and trace_notes({**trace, "notes": "mine"}) == "mine"
+    with pytest.raises(SessionError) as err:
+        trace_notes({**trace, "notes": ["not", "text"]})
+    assert err.value.key == "notes_not_text"

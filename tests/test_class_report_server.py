@@ -23,6 +23,7 @@ from viz.style import format_prob
 
 pytestmark = pytest.mark.server
 NOTES = "Step 4: I forced a rare token.\n<b>not bold</b> & 中文笔记"
+OLD_TRACE = Path(__file__).parent / "data" / "trace-before-notes.json"
 
 
 @pytest.fixture(scope="module")
@@ -67,11 +68,11 @@ def test_notes_go_into_a_trace_and_a_saved_page_and_come_back(server, stepped):
     loaded = call(other, "/import_trace", handle_file(trace_path))
     assert loaded[-1] == NOTES  # the notes box holds them again
     assert app.store.get(other.session_hash).replay_left == len(session.steps)
-    old = {key: value for key, value in trace.items() if key != "notes"}  # as every trace before issue 49
-    old_path = Path(trace_path).with_name("old.json")
-    old_path.write_text(json.dumps(old), encoding="utf-8")
-    loaded = call(other, "/import_trace", handle_file(str(old_path)))
-    assert app.store.get(other.session_hash).replay_left == len(session.steps)  # it still loads
+    # a trace written by the code before notes (d11be03: a step forced, gone back on, stepped again)
+    old = json.loads(OLD_TRACE.read_text(encoding="utf-8"))
+    assert "notes" not in old
+    loaded = call(other, "/import_trace", handle_file(str(OLD_TRACE)))
+    assert app.store.get(other.session_hash).replay_left == len(old["steps"])  # it still loads
     assert loaded[-1] in ("", None)  # and leaves the (empty) notes box as it was
     for lang in ("en", "zh"):
         page = read(client.predict(lang, 0, NOTES, api_name="/export_page"))
