@@ -264,7 +264,7 @@ class LessonView:
         results = read_results(results, len(lesson["steps"]))
         if answer["right"] is not None:  # a guess committed: scored (the teacher's Reveal without one is not)
             results[str(int(index))] = answer["right"]
-            self._journal(request, lesson, int(index), session, cfg, answer, results)
+            self._journal(request, lesson, int(index), session, cfg, answer, results, view.lang)
         measured = answer_figure(answer, view.lang)  # the measurement's own chart (a step_time, a beam_vs_sample)
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
                  self.results: results, self.progress: self._progress(lesson, int(index), results),
@@ -279,20 +279,17 @@ class LessonView:
                                                                                   replace(view, tab=step["view"]))
         return shown
 
-    def _journal(self, request, lesson, index, session, cfg, answer, results):
-        """The student's answer, the right one (in the reveal record) and their score, for their summary."""
+    def _journal(self, request, lesson, index, session, cfg, answer, results, lang):
+        """The student's answer, the right one (in the reveal record) and their score, for their summary: the
+        question in every language about the text the student answered on (as a room asks it, `_room_question`)."""
         step = lesson["steps"][index]
-        predict, info = step["predict"], session.lm.info
-        name = MODEL_NAMES.get(session.lm.name, session.lm.name)
-        counts = count_choices(session, cfg) if predict["kind"] == "kept_count" else None
-        question, choices = {}, {}
-        for lang in LANGS:
-            figures = step_figures(step, info, name, session, lang)
-            question[lang] = self._question(predict, lang, figures)
-            choices[lang] = self._choices(predict, lang, info=info, counts=counts)
+        info = session.lm.info
+        figures = step_figures(step, info, MODEL_NAMES.get(session.lm.name, session.lm.name), session, lang)
+        counts = count_choices(session, cfg) if step["predict"]["kind"] == "kept_count" else None
+        asked = self._room_question(lesson, index, lang, figures, info, counts)
         summaries = self.page.summaries
-        summaries.answered(request.session_hash, Answer(question_key(lesson, index), "lesson", dict(lesson["title"]),
-                                                        index, question, choices, answer["guess"], answer,
+        summaries.answered(request.session_hash, Answer(asked.key, "lesson", dict(lesson["title"]), index,
+                                                        asked.words, asked.choices, answer["guess"], answer,
                                                         right_values(answer)))
         score = lesson_score(lesson, results)
         summaries.scored(request.session_hash, Scored(lesson["id"], dict(lesson["title"]), score.right, score.total))
