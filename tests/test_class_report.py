@@ -43,11 +43,10 @@ def text_of(steps):
 def test_the_journal_lists_each_forced_step_and_each_going_back_once():
     journal = Journal()
     hot = SamplingConfig(temperature=1.5, seed=4)
-    shown = []
-
     def see(steps, prompt="The capital of France is", finished=False):
-        shown.append(list(steps))
-        journal.saw("smollm2", prompt, False, steps, text_of(steps), finished)
+        if steps:
+            steps[-1].text = text_of(steps)  # (a StepRecord's text: the generated text so far)
+        journal.saw("smollm2", prompt, False, steps, finished)
 
     a, b = step(1, 10), step(2, 11)
     c = step(3, 12, forced=True, rank=7, prob=0.01)
@@ -108,8 +107,9 @@ def test_the_right_answer_is_read_from_any_reveal_record():
 def test_the_summary_page_says_what_the_journal_holds_in_each_language():
     journal = Journal()
     a, b = step(1, 10), step(2, 11, forced=True, rank=3, prob=0.125)
-    journal.saw("smollm2", "The <b>capital</b>", False, [a, b], "␣w10␣w11", False)
-    journal.saw("smollm2", "The <b>capital</b>", False, [a], "␣w10", False)
+    a.text, b.text = "␣w10", "␣w10␣w11"
+    journal.saw("smollm2", "The <b>capital</b>", False, [a, b], False)
+    journal.saw("smollm2", "The <b>capital</b>", False, [a], False)
     record = {"kind": "order", "guess": "transformers", "right": False, "first": 3, "last": 5,
               "answer": "temperature_last"}
     choices = {"en": [("Temperature first", "transformers"), ("Temperature last", "temperature_last")],

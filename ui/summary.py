@@ -55,7 +55,7 @@ class Summaries:
         if outputs[0] is None or not session.started:  # only a chart drawn again: the text did not change
             return
         self.journal(user).saw(session.lm.name, session.prefill.prompt, session.prefill.chat, session.steps,
-                               session.text, session.finished)
+                               session.finished)
 
     def answered(self, user: str, answer: Answer) -> None:
         self.journal(user).answered(answer)

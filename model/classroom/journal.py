@@ -55,11 +55,17 @@ class WentBack:
 
 @dataclass
 class SettingsRun:
-    """Steps first..last (1-based) of a text were taken with these settings ({SETTING_NAMES: value})."""
+    """Steps first..last (1-based) of a text were taken with these settings (a SamplingConfig)."""
 
     first: int
     last: int
-    settings: dict
+    config: object
+
+    @property
+    def settings(self) -> dict:
+        """{SETTING_NAMES: value}."""
+        values = asdict(self.config)
+        return {name: values[name] for name in SETTING_NAMES}
 
 
 @dataclass
@@ -75,7 +81,7 @@ class Text:
     settings: list[SettingsRun] = field(default_factory=list)
     forced: list[Forced] = field(default_factory=list)
     backs: list[WentBack] = field(default_factory=list)
-    seen: list[tuple[int, bool]] = field(default_factory=list)  # (token id, forced) per step as last seen
+    seen: list[int] = field(default_factory=list)  # each step's token id as last seen
     displays: list[str] = field(default_factory=list)  # each step's token as last seen ("␣Paris")
 
 
@@ -141,28 +147,33 @@ class Journal:
         self.charts: list[KeptChart] = []
 
     # ---- what the page was shown ----------------------------------------------------------------------
-    def saw(self, model: str, prompt: str, chat: bool, steps: list[StepRecord], text: str, finished: bool) -> None:
-        """The page now shows this text: `steps` its step records (never changed: a step appends a new one)."""
-        now = [(s.token.id, bool(s.distribution.forced)) for s in steps]
+    def saw(self, model: str, prompt: str, chat: bool, steps: list[StepRecord], finished: bool) -> None:
+        """The page now shows this text: `steps` its step records (never changed: a step appends a new one).
+
+        Called after every render: a render that changed nothing costs a comparison of two lists of ints, a new
+        step the work of that step (about 10 us at any length), not of the whole text."""
+        now = [s.distribution.chosen.id for s in steps]
         with self._lock:
             entry = self._text(model, prompt[:TEXT_CHARS], chat)
             if now == entry.seen and entry.finished == finished:
                 return
-            same = 0
-            for before, after in zip(entry.seen, now):
-                if before != after:
-                    break
-                same += 1
+            same = len(entry.seen) if now[:len(entry.seen)] == entry.seen else _common(entry.seen, now)
             if same < len(entry.seen):
                 entry.backs.append(WentBack(len(entry.seen), same, entry.displays[same:same + UNDONE_SHOWN]))
+                del entry.displays[same:]
+                _cut_runs(entry.settings, same)
             for s in steps[same:]:
-                if s.distribution.forced:
-                    cand = s.distribution.chosen_candidate
-                    entry.forced.append(Forced(s.step, s.token.display, s.distribution.chosen_rank, cand.prob_t1))
-            del entry.backs[:-MAX_EVENTS], entry.forced[:-MAX_EVENTS]
-            entry.seen, entry.displays = now, [s.token.display for s in steps]
-            entry.steps, entry.finished, entry.text = len(now), finished, text[:TEXT_CHARS]
-            entry.settings = settings_runs(steps)
+                dist = s.distribution
+                if dist.forced:
+                    entry.forced.append(Forced(s.step, s.token.display, dist.chosen_rank, dist.chosen_candidate.prob_t1))
+                entry.displays.append(s.token.display)
+                if entry.settings and entry.settings[-1].config == dist.config and entry.settings[-1].last == s.step - 1:
+                    entry.settings[-1].last = s.step
+                else:
+                    entry.settings.append(SettingsRun(s.step, s.step, dist.config))
+            del entry.backs[:-MAX_EVENTS], entry.forced[:-MAX_EVENTS], entry.settings[:-MAX_SETTINGS_RUNS]
+            entry.seen, entry.steps, entry.finished = now, len(now), finished
+            entry.text = steps[-1].text[:TEXT_CHARS] if steps else ""
 
     def _text(self, model: str, prompt: str, chat: bool) -> Text:
         """The text of this model, prompt and mode (the newest such), made the newest; a new one past MAX_TEXTS
@@ -211,21 +222,22 @@ class Journal:
                            copy.deepcopy(list(self.scores.values())), valid_notes(notes), list(self.charts))
 
 
-def settings_runs(steps: list[StepRecord]) -> list[SettingsRun]:
-    """The steps' settings as runs of equal settings (first..last), at most MAX_SETTINGS_RUNS (the last ones)."""
-    runs: list[SettingsRun] = []
-    for s in steps:
-        cfg = s.distribution.config
-        if runs and runs[-1].settings == _settings(cfg):
-            runs[-1].last = s.step
-        else:
-            runs.append(SettingsRun(s.step, s.step, _settings(cfg)))
-    return runs[-MAX_SETTINGS_RUNS:]
+def _common(before: list[int], after: list[int]) -> int:
+    """How many steps two texts share from the start."""
+    same = 0
+    for a, b in zip(before, after):
+        if a != b:
+            break
+        same += 1
+    return same
 
 
-def _settings(cfg) -> dict:
-    values = asdict(cfg)
-    return {name: values[name] for name in SETTING_NAMES}
+def _cut_runs(runs: list[SettingsRun], steps: int) -> None:
+    """The runs of a text cut back to its first `steps` steps."""
+    while runs and runs[-1].first > steps:
+        runs.pop()
+    if runs:
+        runs[-1].last = min(runs[-1].last, steps)
 
 
 def right_values(record: dict) -> list[str]:
