@@ -63,6 +63,7 @@ def room_report(url):
     for name, guess in (("Ana", " Paris"), ("中文名", " London"), ("", " London")):
         student = Client(url, verbose=False)
         student.predict(code, "en", name, api_name="/join_room")
+        student.predict("en", api_name="/room_state")  # (its page shows the question: its choices)
         student.predict(guess, "en", api_name="/room_guess")
     teacher.predict(" Paris", **DEFAULTS, api_name="/lesson_guess")
     pages = {}

@@ -9,8 +9,6 @@ import json
 from viz.i18n import t
 from viz.style import FONT_FAMILY, INK, MUTED
 
-CHART_WIDTH = 680  # px: a chart as wide as an A4 page's text at the browser's print scale (180 mm)
-
 CSS = f"""
 body {{ font-family: {FONT_FAMILY}; color: {INK}; margin: 16px auto; max-width: 860px; padding: 0 16px;
        line-height: 1.45; font-size: 16px; }}
@@ -21,13 +19,13 @@ h3 {{ font-size: 18px; margin: 14px 0 6px; }}
 table {{ border-collapse: collapse; margin: 6px 0; font-size: 15px; }}
 td, th {{ border: 1px solid #ccc; padding: 3px 8px; text-align: left; vertical-align: top; }}
 th {{ background: #f3f3f3; }}
-td.n {{ text-align: right; font-variant-numeric: tabular-nums; }}
+td.n {{ text-align: right; font-variant-numeric: tabular-nums; }} table.settings td:first-child {{ white-space: nowrap; }}
 .box {{ border: 1px solid #ddd; border-radius: 8px; padding: 8px 12px; margin: 10px 0; }}
 .quote {{ white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; padding: 6px 8px; border-radius: 6px; }}
 code {{ background: #f0f0f0; padding: 0 3px; border-radius: 3px; overflow-wrap: anywhere; }}
 .right {{ color: #006b4f; font-weight: 600; }} .wrong {{ color: #a33f00; font-weight: 600; }}
 figure {{ margin: 10px 0; }} figcaption {{ font-weight: 600; margin-bottom: 4px; }}
-.plot {{ width: 100%; max-width: {CHART_WIDTH}px; }}
+.plot {{ width: 100%; }}
 svg text {{ font-family: {FONT_FAMILY}; }}
 @media (max-width: 600px) {{ body {{ padding: 0 8px; font-size: 15px; }} h1 {{ font-size: 22px; }}
   table {{ font-size: 13px; }} td, th {{ padding: 2px 4px; }} }}

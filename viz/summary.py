@@ -7,25 +7,37 @@ from __future__ import annotations
 from typing import Callable
 
 from model.classroom.journal import Answer, KeptChart, Summary, Text, right_values
-from viz.i18n import t
+from viz.i18n import counted, t
 from viz.lesson import bold_marked, reveal_html
-from viz.printable import CHART_WIDTH, document, esc, json_data
+from viz.printable import document, esc, json_data
 from viz.style import format_prob
 from viz.tokenizers import MODEL_NAMES
 
+DRAW_WIDTH = 960  # px: about the width of a chart on the page at a projector's 1280 px
 Say = Callable[..., str]  # say(key, **fmt): any of the page's words in the summary's language (ui.strings.t)
 
-# Draws each kept chart as a still picture, as wide as the page (at most a printed A4 page's text: CHART_WIDTH)
+# Draws each kept chart at the width the page's charts are made for (DRAW_WIDTH px), as a still SVG picture that
+# then scales to the page (a phone, an A4 page's text): a chart drawn narrower would cut its titles and labels
 DRAW_CHARTS = """
 const kept = JSON.parse(document.getElementById('tbt-kept').textContent);
-kept.forEach((fig, i) => {
+Promise.all(kept.map(async (fig, i) => {
   const box = document.getElementById('kept-' + i);
-  const layout = Object.assign({}, fig.layout, {width: Math.min(box.clientWidth || %d, %d), autosize: false});
-  Plotly.newPlot(box, fig.data || [], layout,
-                 {staticPlot: true, displayModeBar: false, responsive: false});
-});
-document.body.dataset.drawn = String(kept.length);
-""" % (CHART_WIDTH, CHART_WIDTH)
+  const scratch = document.createElement('div');
+  scratch.style.cssText = 'position: absolute; left: -10000px; top: 0';
+  document.body.appendChild(scratch);
+  const width = %d, height = (fig.layout && fig.layout.height) || 480;
+  const layout = Object.assign({}, fig.layout, {width: width, height: height, autosize: false});
+  await Plotly.newPlot(scratch, fig.data || [], layout, {staticPlot: true, displayModeBar: false});
+  const url = await Plotly.toImage(scratch, {format: 'svg', width: width, height: height});
+  Plotly.purge(scratch);
+  scratch.remove();
+  const img = document.createElement('img');
+  img.src = url;
+  img.alt = box.dataset.caption || '';
+  img.style.cssText = 'width: 100%%; height: auto; display: block';
+  box.appendChild(img);
+})).then(() => { document.body.dataset.drawn = String(kept.length); });
+""" % DRAW_WIDTH
 
 
 def summary_page(summary: Summary, lang: str, say: Say, made: str, plotly_js: str | None = None) -> str:
@@ -61,7 +73,7 @@ def _texts(texts: list[Text], lang: str) -> str:
         out.append(f'<div class="box text" data-steps="{text.steps}" data-forced="{len(text.forced)}" '
                    f'data-backs="{len(text.backs)}"><h3>{esc(t("summary_text_head", lang, n=n, model=MODEL_NAMES.get(text.model, text.model)))}</h3>'
                    f'<p><b>{esc(t("summary_prompt", lang, mode=mode))}</b></p><div class="quote">{esc(text.prompt)}</div>'
-                   f'<p><b>{esc(t("summary_written", lang, steps=text.steps))}</b>{esc(ended)}</p>'
+                   f'<p><b>{esc(counted(text.steps, "summary_written_one", "summary_written", lang))}</b>{esc(ended)}</p>'
                    f'<div class="quote">{esc(text.text) or "&nbsp;"}</div>')
         if text.settings:
             rows = "".join(f"<tr><td>{esc(_steps(run.first, run.last, lang))}</td><td>{esc(settings_line(run.settings, lang))}"
@@ -155,5 +167,5 @@ def _charts(charts: list[KeptChart], lang: str, say: Say) -> str:
         caption = t("summary_chart_caption", lang, tab=say(chart.tab_title, lang), step=chart.step)
         out.append(f'<figure class="keep"><figcaption>{esc(caption)}</figcaption>'
                    f'<div class="quote small">{esc(chart.text[-300:])}</div>'
-                   f'<div id="kept-{i}" class="plot"></div></figure>')
+                   f'<div id="kept-{i}" class="plot" data-caption="{esc(caption)}"></div></figure>')
     return "".join(out) + "</section>"
