@@ -32,51 +32,77 @@ def report_body(report: ClassReport, lang: str, made: str) -> str:
     return f'<div class="tbt-report" data-questions="{len(report.questions)}">{PREVIEW_CSS}{"".join(body)}</div>'
 
 
+# Each chart is drawn twice: wide (the label left of its bar: a projector, a printed page) and narrow (the label
+# above its bar, at a phone's width and full size); the style sheet shows one (NARROW_CSS).
+NARROW_PX, NARROW_BAR_PX = 360, 200
+NARROW_CSS = (".tbt-narrow {display: none} @media (max-width: 600px) {.tbt-wide {display: none} .tbt-narrow "
+              "{display: block}} @media print {.tbt-wide {display: block !important} .tbt-narrow {display: none "
+              "!important}}")
+
+
 # The report's look where the Room tab shows it (the printable page has the whole style sheet, viz/printable.py)
 PREVIEW_CSS = ("<style>.tbt-report .box {border: 1px solid #ddd; border-radius: 8px; padding: 6px 10px; margin: 8px 0}"
                " .tbt-report .none, .tbt-report .meta, .tbt-report .small {color: #666}"
-               " .tbt-report td, .tbt-report th {border: 1px solid #ccc; padding: 2px 6px}</style>")
+               " .tbt-report td, .tbt-report th {border: 1px solid #ccc; padding: 2px 6px} " + NARROW_CSS + "</style>")
 
 
 # ---- charts ---------------------------------------------------------------------------------------------------
+def _svg(width: int, height: int, caption: str, body: str) -> str:
+    return (f'<svg class="chart" role="img" aria-label="{esc(caption)}" viewBox="0 0 {width} {height}" width="100%" '
+            f'style="max-width:{width}px" xmlns="http://www.w3.org/2000/svg">{body}</svg>')
+
+
+def _text(x: float, y: float, words: str, size: int = 14, color: str = INK, anchor: str = "start") -> str:
+    return (f'<text x="{x:.1f}" y="{y}" font-size="{size}" fill="{color}" text-anchor="{anchor}">{esc(words)}'
+            f"</text>")
+
+
+def _bar(x: float, y: float, length: float, height: int, color: str, outlined: bool = False) -> str:
+    paint = f'fill="white" stroke="{INK}" stroke-width="2"' if outlined else f'fill="{color}"'
+    return f'<rect x="{x}" y="{y}" width="{length:.1f}" height="{height}" {paint}/>'
+
+
+def both(wide: str, narrow: str) -> str:
+    return f'<div class="tbt-wide">{wide}</div><div class="tbt-narrow">{narrow}</div>'
+
+
 def bars_svg(rows: list[tuple[str, float, str, str]], top: float, caption: str) -> str:
-    """Horizontal bars, one per row (label, value, colour, words after the value), scaled to `top`."""
-    height = ROW_PX * len(rows) + 8
-    width = LABEL_PX + BAR_PX + VALUE_PX
-    parts = [f'<svg class="chart" role="img" aria-label="{esc(caption)}" viewBox="0 0 {width} {height}" '
-             f'width="100%" style="max-width:{width}px" xmlns="http://www.w3.org/2000/svg">']
+    """Horizontal bars, one per row (label, value, colour, words after the value), scaled to `top`; wide and
+    narrow."""
+    scale = lambda v, px: 0 if top <= 0 else px * v / top  # noqa: E731
+    wide, narrow = [], []
     for i, (label, value, color, words) in enumerate(rows):
-        y = 4 + i * ROW_PX
-        length = 0 if top <= 0 else BAR_PX * value / top
-        parts.append(f'<text x="{LABEL_PX - 8}" y="{y + 18}" text-anchor="end" font-size="14" fill="{INK}">'
-                     f'{esc(_short(label))}</text><rect x="{LABEL_PX}" y="{y + 4}" width="{length:.1f}" height="18" '
-                     f'fill="{color}"/><text x="{LABEL_PX + length + 6:.1f}" y="{y + 18}" font-size="14" '
-                     f'fill="{INK}">{esc(words)}</text>')
-    return "".join(parts) + "</svg>"
+        y, length = 4 + i * ROW_PX, scale(value, BAR_PX)
+        wide.append(_text(LABEL_PX - 8, y + 18, _short(label), anchor="end") + _bar(LABEL_PX, y + 4, length, 18, color)
+                    + _text(LABEL_PX + length + 6, y + 18, words))
+        y, length = 4 + i * 2 * ROW_PX, scale(value, NARROW_BAR_PX)
+        narrow.append(_text(0, y + 14, _short(label, 40)) + _bar(0, y + 22, length, 18, color)
+                      + _text(length + 6, y + 36, words, 13))
+    width = LABEL_PX + BAR_PX + VALUE_PX
+    return both(_svg(width, ROW_PX * len(rows) + 8, caption, "".join(wide)),
+                _svg(NARROW_PX, 2 * ROW_PX * len(rows) + 8, caption, "".join(narrow)))
 
 
 def paired_svg(rows: list[tuple[str, float, float]], names: tuple[str, str], caption: str, digits: str = "g") -> str:
-    """Two bars per row (label, the class's value solid blue, the model's outlined), scaled together."""
+    """Two bars per row (label, the class's value solid blue, the model's outlined), scaled together; wide and
+    narrow."""
     top = max([max(a, b) for _, a, b in rows] + [1e-9])
-    height = 2 * ROW_PX * len(rows) + 34
-    width = LABEL_PX + BAR_PX + VALUE_PX
-    parts = [f'<svg class="chart" role="img" aria-label="{esc(caption)}" viewBox="0 0 {width} {height}" '
-             f'width="100%" style="max-width:{width}px" xmlns="http://www.w3.org/2000/svg">',
-             f'<rect x="{LABEL_PX}" y="4" width="14" height="14" fill="{CLASS}"/><text x="{LABEL_PX + 20}" y="16" '
-             f'font-size="13" fill="{INK}">{esc(names[0])}</text><rect x="{LABEL_PX + 200}" y="4" width="14" '
-             f'height="14" fill="white" stroke="{INK}" stroke-width="2"/><text x="{LABEL_PX + 220}" y="16" '
-             f'font-size="13" fill="{INK}">{esc(names[1])}</text>']
+    legend = lambda x: (_bar(x, 4, 14, 14, CLASS) + _text(x + 20, 16, names[0], 13)  # noqa: E731
+                        + _bar(x + 180, 4, 14, 14, "", outlined=True) + _text(x + 200, 16, names[1], 13))
+    wide, narrow = [legend(LABEL_PX)], [legend(0)]
     for i, (label, a, b) in enumerate(rows):
-        y = 30 + i * 2 * ROW_PX
-        la, lb = BAR_PX * a / top, BAR_PX * b / top
-        parts.append(f'<text x="{LABEL_PX - 8}" y="{y + 24}" text-anchor="end" font-size="14" fill="{INK}">'
-                     f'{esc(_short(label))}</text>'
-                     f'<rect x="{LABEL_PX}" y="{y + 2}" width="{la:.1f}" height="20" fill="{CLASS}"/>'
-                     f'<text x="{LABEL_PX + la + 6:.1f}" y="{y + 17}" font-size="13" fill="{INK}">{a:{digits}}</text>'
-                     f'<rect x="{LABEL_PX}" y="{y + 26}" width="{lb:.1f}" height="20" fill="white" stroke="{INK}" '
-                     f'stroke-width="2"/><text x="{LABEL_PX + lb + 6:.1f}" y="{y + 41}" font-size="13" '
-                     f'fill="{MUTED}">{b:{digits}}</text>')
-    return "".join(parts) + "</svg>"
+        y, la, lb = 30 + i * 2 * ROW_PX, BAR_PX * a / top, BAR_PX * b / top
+        wide.append(_text(LABEL_PX - 8, y + 24, _short(label), anchor="end")
+                    + _bar(LABEL_PX, y + 2, la, 20, CLASS) + _text(LABEL_PX + la + 6, y + 17, f"{a:{digits}}", 13)
+                    + _bar(LABEL_PX, y + 26, lb, 20, "", outlined=True)
+                    + _text(LABEL_PX + lb + 6, y + 41, f"{b:{digits}}", 13, MUTED))
+        y, la, lb = 30 + i * 3 * ROW_PX, NARROW_BAR_PX * a / top, NARROW_BAR_PX * b / top
+        narrow.append(_text(0, y + 14, _short(label, 40)) + _bar(0, y + 22, la, 20, CLASS)
+                      + _text(la + 6, y + 37, f"{a:{digits}}", 13) + _bar(0, y + 46, lb, 20, "", outlined=True)
+                      + _text(lb + 6, y + 61, f"{b:{digits}}", 13, MUTED))
+    width = LABEL_PX + BAR_PX + VALUE_PX
+    return both(_svg(width, 2 * ROW_PX * len(rows) + 34, caption, "".join(wide)),
+                _svg(NARROW_PX, 3 * ROW_PX * len(rows) + 34, caption, "".join(narrow)))
 
 
 def _short(label: str, most: int = 22) -> str:
