@@ -89,7 +89,7 @@ class RoomView:
             self.code = add(gr.Textbox(label=t("room_code"), elem_id="tbt-room-code", max_lines=1, scale=2),
                             "room_code")
             # the seat's name, as the class report lists it (optional: else the seat's number)
-            self.name = add(gr.Textbox(label=t("room_seat_name"), elem_id="tbt-room-name", max_lines=1, scale=2,
+            self.name = add(gr.Textbox("", label=t("room_seat_name"), elem_id="tbt-room-name", max_lines=1, scale=2,
                                        max_length=MAX_NAME_CHARS, placeholder=t("room_seat_name_hint")),
                             words=lambda lang: {"label": t("room_seat_name", lang),
                                                 "placeholder": t("room_seat_name_hint", lang)})
