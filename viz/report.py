@@ -25,8 +25,10 @@ def report_page(report: ClassReport, lang: str, made: str) -> str:
 
 def report_body(report: ClassReport, lang: str, made: str) -> str:
     """The report's sections as HTML (the page's body; the Room tab shows it as it is, with PREVIEW_CSS)."""
+    meta = t("report_meta", lang, made=made, minutes=f"{report.open_s / 60:.0f}", joined=len(report.seats),
+             seated=report.seated, peak=report.peak)
     body = [f"<h1>{esc(t('report_title', lang, code=report.code))}</h1>",
-            f'<p class="meta">{esc(t("report_meta", lang, made=made, minutes=f"{report.open_s / 60:.0f}", joined=len(report.seats), seated=report.seated, peak=report.peak))}</p>',
+            f'<p class="meta">{esc(meta)}</p>',
             _questions(report, lang), _draws(report, lang), _games(report, lang), _seats(report, lang),
             f'<p class="small">{esc(t("report_privacy", lang))}</p>']
     return f'<div class="tbt-report" data-questions="{len(report.questions)}">{PREVIEW_CSS}{"".join(body)}</div>'
