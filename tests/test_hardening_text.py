@@ -20,8 +20,9 @@ from gradio_client.exceptions import AppError
 
 from model.classroom.guess_game import split_text, valid_guess
 from model.classroom.lessons import LessonError, check_lesson, read_lesson
-from model.classroom.rooms import Rooms
+from model.classroom.rooms import Rooms, seat_name
 from model.errors import SessionError, message
+from model.parse import valid_notes
 from model.inside.tokenizers import compare
 from model.serving.sessions import SessionStore
 from model.strategies.constrain import Constraint
@@ -63,6 +64,8 @@ MODEL_INPUTS = [
     ("game opening", lambda: split_text(f"The {LONE} | sat"), "game_invalid_text"),
     ("game guess", lambda: valid_guess(f"sat{LONE}"), "game_guess_invalid_text"),
     ("room code", lambda: Rooms().join("student", f"ABCD{LONE}EFG"), "room_code_invalid_text"),
+    ("seat name", lambda: seat_name(f"Ana{LONE}"), "room_name_invalid_text"),
+    ("notes", lambda: valid_notes(f"my notes {LONE}"), "notes_invalid_text"),
     ("lesson file", lambda: read_lesson(json.dumps(lesson_with(
         lambda d: d["steps"][0]["predict"]["question"].update(en=f"Which{LONE}?"))), TABS), "lesson_invalid_text"),
 ]

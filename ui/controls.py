@@ -9,7 +9,7 @@ import gradio as gr
 
 import viz
 from model.errors import SessionError
-from model.parse import parse_token_id
+from model.parse import MAX_NOTES_CHARS, parse_token_id
 from model.decoding.records import SETTING_NAMES
 from ui.events import Event
 from ui.handlers import named_range, page_handler, whole
@@ -17,6 +17,7 @@ from ui.labels import Labels, choices
 from ui.protocol import CARRIERS, GRADIO_PLOTS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
 from ui.state import App
 from ui.strings import LANG_INPUT, LANGS, Refusal, t
+from ui.summary import summaries_of
 
 EXAMPLES = [
     "The capital of France is",
@@ -91,6 +92,8 @@ class Page:
         self.titles = dict(titles) if titles is not None else {tab: tab for tab in tabs}
         self.labels = Labels()
         self.tabs_block: gr.Tabs | None = None  # build_tabs
+        self.summaries = summaries_of(app)  # the student's journal, its keep buttons and summary (ui/summary.py)
+        self.keeps: list[tuple[str, gr.Button, gr.HTML]] = []  # (tab, its Keep this chart button, what it said)
 
     # ---- components ----------------------------------------------------------------------------------
     def build_shared(self):
@@ -162,6 +165,7 @@ class Page:
                 self.back = add(gr.Button(L("btn_back"), elem_id=IDS["back"], min_width=60), "btn_back", "value")
                 self.reset = add(gr.Button(L("btn_reset"), elem_id=IDS["reset"], min_width=60), "btn_reset", "value")
                 self.play = add(gr.Button(L("btn_play"), elem_id=IDS["play"], min_width=60), "btn_play", "value")
+            self.build_notes()
             with gr.Accordion(L("sampling"), open=True, elem_classes="tbt-settings") as box:
                 add(box, "sampling")
                 self.temperature = add(gr.Slider(0, 2, 1.0, step=0.05, label=L("temperature"),
@@ -186,6 +190,27 @@ class Page:
         for knob, key in zip((*self.settings, self.play_steps), (*SETTING_NAMES, "play_steps")):
             if knob is not self.order:
                 named_range(knob, key)  # (each setting's label is the key of its name)
+
+    def build_notes(self):
+        """The student's notes, beside the step buttons: plain text, kept by the page, saved in a trace, a saved
+        page and the summary (issue 49)."""
+        with gr.Accordion(t("notes", "en"), open=False, elem_id="tbt-notes-box") as box:
+            self.labels.add(box, "notes")
+            self.notes = self.labels.add(
+                gr.Textbox("", label=t("notes_label", "en"), placeholder=t("notes_placeholder", "en"), lines=4,
+                           max_lines=12, max_length=MAX_NOTES_CHARS, elem_id="tbt-notes"),
+                words=lambda lang: {"label": t("notes_label", lang), "placeholder": t("notes_placeholder", lang)})
+
+    def build_keep(self, view):
+        """Under the chart of a view that draws every step: Keep this chart (for the student's summary)."""
+        if not view.chart:
+            return
+        with gr.Row(equal_height=True, elem_classes="tbt-keep-row"):
+            button = self.labels.add(gr.Button(t("btn_keep", "en"), size="sm", scale=0, min_width=160,
+                                               elem_id=f"tbt-keep-{view.tab}", elem_classes="tbt-keep"),
+                                     "btn_keep", "value")
+            said = gr.HTML("", elem_id=f"tbt-kept-{view.tab}")
+        self.keeps.append((view.tab, button, said))
 
     def build_text(self):
         self.text = gr.HTML(label="Text", elem_id=CARRIERS["text"])  # the chips, and the status line under them
@@ -307,6 +332,8 @@ class Page:
             Event(self.goto.click, h(self.go_to, "step"), [self.goto_step, *page_in], out, "model", "go_to",
                   {"js": f"(...a) => [window.{GLOBALS['goto_step']} ?? a[0], ...a.slice(1)]"}),
             Event(self.lang.change, h(self.set_language), page_in, [*relabelled, *out], "views", "set_language"),
+            *(Event(button.click, h(self.summaries.keeper(tab)), page_in, [said], "views", f"keep_{tab}")
+              for tab, button, said in self.keeps),
         ]
 
     def on_load(self, demo: gr.Blocks, start_in_default: bool = True):

@@ -1033,6 +1033,39 @@ PAGE: dict[str, tuple[str, str]] = {
 }
 
 
+# ---- what a class leaves with (issue 49): notes, kept charts, my summary, seat names, the class report ----
+PAGE.update({
+    "notes": ("My notes", "我的笔记"),
+    "notes_label": ("Notes (kept in your trace, saved page and summary)", "笔记（会存进你的记录文件、保存的网页和总结）"),
+    "notes_placeholder": ("What did you notice at this step?", "这一步你注意到了什么？"),
+    "btn_keep": ("Keep this chart", "留下这张图"),
+    "keep_kept": ("Kept for your summary ({n} of {limit}).", "已留到你的总结里（{n} / {limit}）。"),
+    "keep_no_chart": ("This tab has no chart of your text to keep.", "这个标签页没有关于你的文本的图可以留下。"),
+    "explain_summary": (
+        "**My summary**: everything this page did, on one page to print or keep: the texts you wrote with their "
+        "settings, the steps you forced or went back on, your answers to lesson questions with the right ones and "
+        "why, your score, your notes and the charts you kept. Nothing of anyone else's. Open the file, then print it "
+        "(or save it as PDF) with its Print button.",
+        "**我的总结**：这个页面做过的一切，汇成一页，可以打印或保存：你写的文本和它们的设置、你强制选择或后退的步骤、"
+        "你对课程问题的回答以及正确答案和原因、你的得分、你的笔记和你留下的图。不含任何其他人的内容。"
+        "打开文件，用其中的“打印”按钮打印（或保存为 PDF）。"),
+    "btn_summary": ("My summary", "我的总结"),
+    "summary_file": ("Summary (a page to print)", "总结（可打印的网页）"),
+    "room_seat_name": ("Your name in the class report (optional)", "你在班级报告里的名字（可不填）"),
+    "room_seat_name_hint": ("e.g. Ana, or leave empty", "例如：小明，或留空"),
+    "report_box": ("Class report", "班级报告"),
+    "explain_report": (
+        "The class's answers to each question against the right one, the class's draws against the model's "
+        "distribution, the games' results and who joined when. Download it as CSV (one row per question and "
+        "answer) and as a page to print. Students appear only under the name they typed; the server keeps nothing "
+        "of it once the room closes.",
+        "每道题全班的回答与正确答案的对比、全班的抽样与模型分布的对比、游戏结果，以及谁在什么时候加入。"
+        "可以下载为 CSV（每道题的每个答案一行）和可打印的网页。学生只以他们自己输入的名字出现；课堂关闭后，服务器不保留任何内容。"),
+    "btn_report": ("Make the class report", "生成班级报告"),
+    "report_files": ("Class report (CSV and a page to print)", "班级报告（CSV 和可打印的网页）"),
+})
+
+
 def t(key: str, lang: str = "en", **fmt) -> str:
     """A page, figure or refusal text for `key` in `lang` (as a request sent it: anything but "zh" is English),
     its {placeholders} filled from `fmt`."""

@@ -50,7 +50,7 @@ def _kv(kv: KVBytes) -> list[int]:
 
 
 def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelInfo, layers: list[int],
-                   lang: str = "en") -> dict:
+                   lang: str = "en", notes: str = "") -> dict:
     """What the page replays, as plain JSON: the prompt, every step, the words of its language.
 
     layers: the attention layers to keep; [] for a session without attention weights (an engine's model), whose
@@ -60,7 +60,8 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
     settings, note (the engine's line about its top N, "" for a local model), candidates [[display, p, final,
     fate]], attention {layer: row}, kv}], kv_unit [name, bytes per unit], kv_measured (False: every measured size
     is 0, the engine's cache is not here), no_attention (why the page has no attention panel, or None),
-    attention_colors {scale: the live attention view's colorscale, future: its mask colour} (viz.style).
+    attention_colors {scale: the live attention view's colorscale, future: its mask colour} (viz.style), notes (the
+    student's notes, plain text: the page shows them under its title).
     """
     out_steps, shown = [], [label.short for label in token_labels([*prefill.tokens, *(s.token for s in steps)])]
     for n, s in enumerate(steps, start=len(prefill.tokens)):
@@ -95,6 +96,7 @@ def session_record(prefill: PrefillRecord, steps: list[StepRecord], info: ModelI
         "words": {key.removeprefix("offline_"): t(key, lang) for key in WORD_KEYS},
         "font": FONT_FAMILY,
         "attention_colors": {"scale": ATTENTION_SCALE, "future": MASK_FUTURE},
+        "notes": notes,
     }
 
 
@@ -129,6 +131,7 @@ def session_page(record: dict, plotly_js: str) -> str:
 </head><body>
 <h1>{title}</h1>
 <p class="intro">{intro}</p>
+{notes_html(record.get("notes", ""), lang)}
 <div id="controls"></div>
 <div id="status" data-step="0"></div>
 <div id="chips"></div>
@@ -163,7 +166,17 @@ h1 { font-size: 24px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 8px 0; }
 #cands tr.chosen { font-weight: bold; }
 #cand-note { color: #555; margin: 0 0 6px; } #cand-note:empty { display: none; }
 .why { font-size: 18px; color: #555; }
+.notes { white-space: pre-wrap; overflow-wrap: anywhere; background: #f7f7f7; border-radius: 8px; padding: 6px 10px;
+         font-size: 16px; max-height: 240px; overflow-y: auto; }
 """
+
+
+def notes_html(notes: str, lang: str) -> str:
+    """The student's notes as the saved page shows them (escaped, their lines kept); nothing without notes."""
+    if not notes.strip():
+        return ""
+    return (f'<section id="notes"><h2>{html.escape(t("offline_notes", lang))}</h2>'
+            f'<div class="notes">{html.escape(notes)}</div></section>')
 
 
 def replay_script() -> str:

@@ -20,6 +20,7 @@ from model.errors import SessionError
 
 MAX_ROUNDS = 6  # rounds of draws a room keeps (only the current one keeps its distribution)
 MAX_PLAYS = 40  # rooms with play state (a room's entry goes when it closes; this bounds the rest)
+MAX_GAMES = 4  # games a room's report keeps (each one's score: a few hundred numbers)
 
 
 @dataclass
@@ -31,6 +32,7 @@ class Play:
     round_no: int = 0  # the current round's number (0: none yet)
     game: Game | None = None
     game_no: int = 0
+    games: list[tuple[int, str, dict]] = field(default_factory=list)  # earlier games: (number, text, score), newest last
     revision: int = 0  # every change: the wall draws again
 
 
@@ -42,6 +44,12 @@ class ClassPlay:
         self.rooms, self.max_plays, self.max_rounds = rooms, max_plays, max_rounds
         self._plays: OrderedDict[str, Play] = OrderedDict()
         self._lock = threading.Lock()
+        rooms.on_close.append(self.forget)  # a room's rounds and games go with it
+
+    def forget(self, code: str) -> None:
+        """A room closed: its rounds (every student's draw) and games (every guess) are let go."""
+        with self._lock:
+            self._plays.pop(code, None)
 
     # ---- who -------------------------------------------------------------------------------------------
     def teaching(self, teacher: str) -> str:
@@ -89,6 +97,8 @@ class ClassPlay:
     def start_game(self, teacher: str, game: Game) -> None:
         with self._lock:
             _, play = self._teaching(teacher)
+            if play.game is not None and play.game.at > 0:  # the game it replaces, for the report
+                play.games = [*play.games, (play.game_no, play.game.texts[-1], asdict(play.game.score()))][-MAX_GAMES:]
             play.game, play.game_no = game, play.game_no + 1
             play.revision += 1
 
@@ -108,6 +118,22 @@ class ClassPlay:
             rounds = [round_record(r, tokens) for r, tokens in play.rounds]
             score = asdict(play.game.score()) if play.game is not None else None
             return play.revision, rounds, score, play.game
+
+    def results(self, teacher: str) -> tuple[list[dict], list[tuple[int, str, dict]]]:
+        """For the class report: each kept round as a plain record (round_record, its number "no" added) and each
+        game with a revealed token ((number, its whole text, its score as a plain record)), oldest first; ([], [])
+        before the room played."""
+        with self._lock:
+            code = self.teaching(teacher)
+            play = self._plays.get(code)
+            if play is None:
+                return [], []
+            first = play.round_no - len(play.rounds) + 1
+            rounds = [{**round_record(r, tokens), "no": first + i} for i, (r, tokens) in enumerate(play.rounds)]
+            games = list(play.games)
+            if play.game is not None and play.game.at > 0:
+                games.append((play.game_no, play.game.texts[-1], asdict(play.game.score())))
+            return rounds, games
 
     # ---- a student --------------------------------------------------------------------------------------------
     def draw(self, student: str, u) -> tuple[str, float, float]:

@@ -28,7 +28,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from model.classroom.quiz import NoToken
 from model.classroom.scores import ClassResult, class_result
@@ -50,6 +50,8 @@ JOIN_EVERY_S = 1.0  # then one more join per this many seconds
 AWAY_KEPT = 2 * MAX_FOLLOWERS  # votes of followers away for a while, kept per room to give back on their return
 CLOSED_KEPT = 500  # closed rooms remembered, so their followers are told it closed (not "no such room")
 RESULTS_KEPT = 200  # questions whose class results a room keeps (a few lessons' worth)
+SEATS_KEPT = 4 * MAX_FOLLOWERS  # seats a room's report remembers (who joined when, under which name)
+MAX_NAME_CHARS = 24  # a seat's name, as a student types it
 
 
 @dataclass
@@ -82,6 +84,24 @@ class Question:
         return [value for _, value in next(iter(self.choices.values()))]
 
 
+@dataclass
+class Asked:
+    """A question as the room asked it, for the class report: its words and choices, each seat's vote when it
+    closed (revealed, or left unrevealed for the next question), the right values (at the reveal; none if never
+    revealed), the seats then, and the votes set aside from seats that had lapsed (not counted, as the room did not
+    count them)."""
+
+    key: str
+    words: dict[str, str]
+    choices: dict[str, list[tuple[str, str]]]
+    votes: dict  # follower -> the value picked (in a RoomRecord: seat number -> the value)
+    counts: dict[str, int]  # each value -> the votes it got (every value, zeros too)
+    right: list[str]
+    revealed: bool
+    seated: int
+    lapsed: int
+
+
 @dataclass(frozen=True)
 class Split:
     """How a room's class answered its question, as one follower may see it: counts only, no names.
@@ -110,6 +130,10 @@ class Room:
     address: str | None = None  # the teacher's client address (rooms are bounded per address)
     wall: float = 0.0  # when the teacher's wall last ticked
     results: OrderedDict[str, ClassResult] = field(default_factory=OrderedDict)  # question key -> the class's result
+    asked: OrderedDict[str, Asked] = field(default_factory=OrderedDict)  # question key -> as it closed (the report)
+    seats: OrderedDict[str, tuple[int, str, float]] = field(default_factory=OrderedDict)  # follower -> (its number
+    #   in join order, the name it chose or "", when it first sat: clock s), at most SEATS_KEPT
+    peak: int = 0  # the most seats held at once
 
 
 class Rooms:
@@ -130,6 +154,8 @@ class Rooms:
         self._closed: OrderedDict[str, str] = OrderedDict()  # code -> why ("left", "closed", "idle")
         self._lock = threading.Lock()
         self._revision = 0
+        self.on_close: list = []  # hook(code) after a room closes, run in order on a thread of their own (they may
+        #                           take other locks): ClassPlay forgets the room's rounds and games
 
     # ---- the teacher ---------------------------------------------------------------------------------
     def open(self, teacher: str, address: str | None = None) -> str:
@@ -213,6 +239,8 @@ class Rooms:
             if room is None:
                 return
             if question is None or room.question is None or room.question.key != question.key:
+                if room.question is not None and room.question.open and room.guesses:  # asked, never revealed
+                    self._keep_asked(room, room.question, revealed=False)
                 room.guesses, room.away = {}, OrderedDict()
             room.question = question
             room.touched = self.clock()
@@ -239,6 +267,7 @@ class Rooms:
                 room.results[question.key] = class_result(room.guesses, scores, len(room.followers))
                 while len(room.results) > RESULTS_KEPT:
                     room.results.popitem(last=False)
+                self._keep_asked(room, question, revealed=True)
 
     def results(self, teacher: str) -> dict[str, ClassResult]:
         """The class's result of each question the teacher's room revealed, by question key (counts, no names);
@@ -263,10 +292,12 @@ class Rooms:
             return room.question, counts, len(room.followers)
 
     # ---- a follower ----------------------------------------------------------------------------------
-    def join(self, follower: str, code, address: str | None = None) -> str:
-        """Follow the room of `code` (typed by a student: case and spaces forgiven) from a page at `address`; a
-        refusal naming why not. The page's ticks (state) keep the seat."""
+    def join(self, follower: str, code, address: str | None = None, name=None) -> str:
+        """Follow the room of `code` (typed by a student: case and spaces forgiven) from a page at `address`, under
+        the seat name `name` the student typed (optional: none, the seat is known by its number); a refusal naming
+        why not. The page's ticks (state) keep the seat."""
         code = normal_code(valid_text(code, "room_code_invalid_text"))
+        name = seat_name(name)
         with self._lock:
             self._expire()
             if code in self._closed:
@@ -278,6 +309,7 @@ class Rooms:
             if room.teacher == follower:
                 raise SessionError("room_own")
             self._take_seat(room, follower, address)
+            self._name_seat(room, follower, name)
             return code
 
     def guess(self, follower: str, value) -> str:
@@ -359,7 +391,48 @@ class Rooms:
     def __len__(self) -> int:
         return len(self._rooms)
 
+    def report(self, teacher: str) -> "RoomRecord":
+        """What the class report of the teacher's room says, copied (no session ids: each seat by its number and
+        the name its student chose); refused ('report_no_room') without a room. The open question is counted as it
+        stands."""
+        with self._lock:
+            room = self._rooms.get(self._by_teacher.get(teacher))
+            if room is None:
+                raise SessionError("report_no_room")
+            self._sweep(room)
+            asked = list(room.asked.values())
+            question = room.question
+            if question is not None and question.key not in room.asked and (question.open or room.guesses):
+                asked.append(self._asked(room, question, revealed=not question.open))
+            number = {follower: seat[0] for follower, seat in room.seats.items()}
+            questions = [replace(a, votes={number[f]: v for f, v in a.votes.items() if f in number}) for a in asked]
+            seats = [(no, name, at - room.opened) for no, name, at in room.seats.values()]
+            return RoomRecord(room.code, self.clock() - room.opened, len(room.followers), room.peak, seats, questions)
+
     # ---- inside the lock -----------------------------------------------------------------------------
+    def _asked(self, room: Room, question: Question, revealed: bool) -> Asked:
+        right = [value for value, record in question.scores.items() if record.get("right") is True]
+        lapsed = sum(1 for follower in room.away if follower not in room.guesses)
+        counts = {value: 0 for value in question.values()}
+        for value in room.guesses.values():
+            counts[value] += 1
+        return Asked(question.key, dict(question.words), dict(question.choices), dict(room.guesses), counts, right,
+                     revealed, len(room.followers), lapsed)
+
+    def _keep_asked(self, room: Room, question: Question, revealed: bool) -> None:
+        room.asked.pop(question.key, None)
+        room.asked[question.key] = self._asked(room, question, revealed)
+        while len(room.asked) > RESULTS_KEPT:
+            room.asked.popitem(last=False)
+
+    def _name_seat(self, room: Room, follower: str, name: str) -> None:
+        """The seat's name as its student chose it (a name another seat holds gets its seat number after it)."""
+        seat = room.seats.get(follower)
+        if seat is None or not name:
+            return
+        taken = {other[1].casefold() for f, other in room.seats.items() if f != follower}
+        room.seats[follower] = (seat[0], name if name.casefold() not in taken else f"{name} ({seat[0]})", seat[2])
+
     def _seated(self, follower: str) -> Room:
         """The open room where `follower` holds a seat (see seat_of); a closed room is told, not forgotten."""
         code = self._following.get(follower)
@@ -392,6 +465,9 @@ class Rooms:
             self._leave(follower)
         room.followers[follower] = self.clock()
         self._following[follower] = room.code
+        if follower not in room.seats and len(room.seats) < SEATS_KEPT:
+            room.seats[follower] = (len(room.seats) + 1, "", self.clock())
+        room.peak = max(room.peak, len(room.followers))
         vote = room.away.pop(follower, None)
         if vote is not None and room.question is not None and room.question.open:
             room.guesses[follower] = vote
@@ -429,6 +505,8 @@ class Rooms:
         while len(self._closed) > CLOSED_KEPT:
             self._closed.popitem(last=False)
         # its followers keep their entry in _following: their next look at the room tells them it closed
+        if self.on_close:  # (outside this lock: a hook's own lock may be held by a caller of ours), in their order
+            threading.Thread(target=lambda: [hook(code) for hook in list(self.on_close)], daemon=True).start()
 
     def _expire(self) -> None:
         now = self.clock()
@@ -436,6 +514,33 @@ class Rooms:
             self._close(code, "idle")
         for code in [c for c, r in self._rooms.items() if now - r.wall > self.teacher_stale_s]:
             self._close(code, "left")
+
+
+@dataclass
+class RoomRecord:
+    """A room as its class report says it: its code, minutes open, seats now and at most, every seat (number, the
+    name its student chose or "", when it first sat: s after the room opened) and every question asked (Asked, its
+    votes by seat number)."""
+
+    code: str
+    open_s: float
+    seated: int
+    peak: int
+    seats: list[tuple[int, str, float]]
+    questions: list[Asked]
+
+
+def seat_name(name) -> str:
+    """A seat's name as a student typed it: spaces trimmed and runs of them made one, at most MAX_NAME_CHARS; ''
+    for none. Refused ('room_name_invalid', 'room_name_invalid_text', 'room_name_too_long') otherwise."""
+    if name is None:
+        return ""
+    if not isinstance(name, str) or any(ord(c) < 32 or 0x7f <= ord(c) < 0xa0 for c in name):
+        raise SessionError("room_name_invalid")
+    name = " ".join(valid_text(name, "room_name_invalid_text").split())
+    if len(name) > MAX_NAME_CHARS:
+        raise SessionError("room_name_too_long", limit=MAX_NAME_CHARS)
+    return name
 
 
 def counted(room: Room) -> dict[str, int]:

@@ -13,6 +13,9 @@ it ("forced": false) is drawn again from its settings and seed, and a step kept 
 not refused: the step is imported as forced, marked so ("marked_forced"), because traces written before these checks
 (a kept speculative run was then recorded as plain draws) and float differences between machines must still import,
 and the token itself is what the trace is about. marked_steps() lists the steps so marked.
+
+"notes" (optional, since issue 49; a trace without it still reads) is the student's notes, plain text of at most
+MAX_NOTES_CHARS characters: exported with the session, given back to the notes box on import (trace_notes).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from dataclasses import dataclass, field
 
 from model.decoding.branches import MAX_BRANCHES
 from model.errors import SessionError
+from model.parse import valid_notes
 from model.decoding.records import SETTING_NAMES, SPEC_KINDS, SamplingConfig, SpecChoice
 from model.decoding.session import DecodeSession
 
@@ -39,8 +43,9 @@ MAX_TRACE_BYTES = 5_000_000
 MAX_TRACE_STEPS = 1024
 
 
-def to_trace(session: DecodeSession) -> dict:
-    """The whole session as a JSON-ready dict."""
+def to_trace(session: DecodeSession, notes: str = "") -> dict:
+    """The whole session as a JSON-ready dict, with the student's `notes` (valid_notes)."""
+    notes = valid_notes(notes)
     if not session.started:
         raise SessionError("nothing_to_export")
     prefill = session.prefill
@@ -62,7 +67,13 @@ def to_trace(session: DecodeSession) -> dict:
         "branch": {"id": book.current_id, "parent": book.current_parent, "fork": book.current_fork,
                    "tail": _steps_json(whole.steps[len(session.steps) :])},
         "branches": kept,
+        "notes": notes,
     }
+
+
+def trace_notes(trace: dict) -> str | None:
+    """The notes a trace holds (checked as valid_notes), or None for a trace without any (written before issue 49)."""
+    return None if "notes" not in trace else valid_notes(trace["notes"])
 
 
 def _steps_json(steps) -> list[dict]:

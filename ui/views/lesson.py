@@ -22,6 +22,7 @@ from model.classroom.figures import fill, step_figures
 from model.classroom.quiz import (NoToken, count_choices, graded, reveal_record, size_choices, step_config,
                                   typed_guess)
 from model.classroom.rooms import Question
+from model.classroom.journal import Answer, Scored, right_values
 from model.classroom.scores import lesson_score, read_results
 from model.errors import SessionError
 from ui.events import Event
@@ -92,6 +93,13 @@ class LessonView:
                 self.reveal = gr.HTML("", elem_id="tbt-lesson-reveal")
                 # at the last step: the student's score (and, with a room open, the class's per question)
                 self.score = gr.Markdown("", elem_id="tbt-lesson-score")
+                # at the last step: the student's summary, as the Save / load tab makes it (ui/summary.py)
+                with gr.Row(visible=False, elem_id="tbt-lesson-summary-row") as self.summary_row:
+                    self.summary_btn = add(gr.Button(t("btn_summary"), variant="primary", size="sm", scale=0,
+                                                     min_width=180, elem_id="tbt-lesson-summary"), "btn_summary",
+                                           "value")
+                    self.summary_file = add(gr.File(label=t("summary_file"), interactive=False, scale=1,
+                                                    elem_id="tbt-lesson-summary-file"), "summary_file")
                 # the step's whole tab, for more than its chart (its knobs, its buttons)
                 self.open_view = gr.Button("", visible=False, size="sm", elem_id="tbt-lesson-open")
             with gr.Column(scale=3, min_width=320):
@@ -205,6 +213,7 @@ class LessonView:
             page.tab_state: step["view"] if stepped and predict is None else gr.skip(),
             page.text: text, page.figure: figure, page.force: force,
             self.class_plot: gr.update(value=None, visible=False),
+            self.summary_row: gr.update(visible=index == len(lesson["steps"]) - 1),
         }
         # the room asked last, once the teacher's answer is made: a step that fails asks the class nothing
         self.app.rooms.ask(request.session_hash,  # if this user has a room
@@ -255,6 +264,7 @@ class LessonView:
         results = read_results(results, len(lesson["steps"]))
         if answer["right"] is not None:  # a guess committed: scored (the teacher's Reveal without one is not)
             results[str(int(index))] = answer["right"]
+            self._journal(request, lesson, int(index), session, cfg, answer, results, view.lang)
         measured = answer_figure(answer, view.lang)  # the measurement's own chart (a step_time, a beam_vs_sample)
         shown = {self.revealed: answer, self.reveal: reveal_html(answer, view.lang),
                  self.results: results, self.progress: self._progress(lesson, int(index), results),
@@ -268,6 +278,21 @@ class LessonView:
             _, shown[self.page.figure], shown[self.page.force] = self.app.answer(session, cfg,
                                                                                   replace(view, tab=step["view"]))
         return shown
+
+    def _journal(self, request, lesson, index, session, cfg, answer, results, lang):
+        """The student's answer, the right one (in the reveal record) and their score, for their summary: the
+        question in every language about the text the student answered on (as a room asks it, `_room_question`)."""
+        step = lesson["steps"][index]
+        info = session.lm.info
+        figures = step_figures(step, info, MODEL_NAMES.get(session.lm.name, session.lm.name), session, lang)
+        counts = count_choices(session, cfg) if step["predict"]["kind"] == "kept_count" else None
+        asked = self._room_question(lesson, index, lang, figures, info, counts)
+        summaries = self.page.summaries
+        summaries.answered(request.session_hash, Answer(asked.key, "lesson", dict(lesson["title"]), index,
+                                                        asked.words, asked.choices, answer["guess"], answer,
+                                                        right_values(answer)))
+        score = lesson_score(lesson, results)
+        summaries.scored(request.session_hash, Scored(lesson["id"], dict(lesson["title"]), score.right, score.total))
 
     def open_step_view(self, lesson, index):
         """The step's tab, opened when the student has read the step (and, at a question, seen the answer)."""
@@ -419,7 +444,7 @@ class LessonView:
                 self.score, self.open_view, self.predict_box, self.question,
                 self.guess, self.commit, self.reveal, self.reveal_plot, page.prompt, page.mode, page.model,
                 *page.settings, page.tabs_block, page.tab_state, *page.step_out, self.class_plot, self.reveal_btn,
-                self.class_btn]
+                self.class_btn, self.summary_row]
 
     def events(self, page):
         h, page_in = page.handler, page.page_in
@@ -448,6 +473,8 @@ class LessonView:
             Event(self.open_view.click, self.open_step_view, held, [page.tabs_block], "page", "lesson_open_tab"),
             Event(self.class_btn.click, friendly(self.class_guesses), [*held, page.lang], [self.class_plot], "page",
                   "lesson_class_guesses"),
+            Event(self.summary_btn.click, friendly(page.summaries.make), [page.lang, page.notes], [self.summary_file],
+                  "views", "lesson_summary"),
             Event(page.lang.change, self.redraw, [*held, self.revealed, self.figures, self.results, page.lang],
                   [self.step_md, self.score, self.open_view, self.question, self.guess, self.reveal], "page"),
         ]

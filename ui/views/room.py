@@ -21,9 +21,11 @@ import segno
 from gradio.context import get_blocks_context
 
 import viz
-from model.classroom.rooms import Question, Snapshot, Split
+from model.classroom.journal import Answer, right_values
+from model.classroom.rooms import MAX_NAME_CHARS, Question, Snapshot, Split
 from model.errors import SessionError
 from ui.class_play import ClassPlayView
+from ui.class_report import ClassReportView
 from ui.controls import plot
 from ui.guard import address
 from ui.events import Event
@@ -31,6 +33,7 @@ from ui.handlers import friendly
 from ui.protocol import CARRIERS, carried_figure
 from ui.state import carrier
 from ui.strings import LANGS, Refusal, t
+from ui.summary import summaries_of
 from viz.guesses import after_reveal_chart
 
 POLL_S = 0.5  # a follower's page asks for the room's state this often (a dict read when nothing changed)
@@ -52,7 +55,7 @@ WALL_IN_VIEW_JS = "() => setTimeout(() => document.querySelector('#tbt-room-join
 # (the controls, its text, the other tabs) is hidden, so the teacher's text and chart are the page, and nothing of
 # the student's own session (the same prompt's candidates) gives a question's answer away. Explore shows it again.
 FOLLOWING = ":is(.tbt-controls, #%s, .tbt-room-teacher, .tbt-room-explain, .tbt-room-joinrow, #tbt-room-back, " \
-            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher)" % CARRIERS["text"]
+            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher, #tbt-report-box)" % CARRIERS["text"]
 # The teacher's page with its wall up: no student's Join box, and the explanation gives the wall its room
 WALL_UP = ":is(.tbt-room-joinrow, .tbt-room-explain)"
 ROOM_CSS = (f"<style>body:has(.tbt-room-on) {FOLLOWING} {{display: none !important}}"
@@ -70,6 +73,7 @@ class RoomView:
         self.rooms = app.rooms
         app.on_render.append(self.rooms.on_render)
         self.play = ClassPlayView(app, self.tab)  # the class as the sampler, beat the model (ui/class_play.py)
+        self.report = ClassReportView(app, self.tab)  # the class report (ui/class_report.py)
 
     def build(self, page):
         add = page.labels.add
@@ -84,6 +88,11 @@ class RoomView:
         with gr.Row(equal_height=True, elem_classes="tbt-room-joinrow"):
             self.code = add(gr.Textbox(label=t("room_code"), elem_id="tbt-room-code", max_lines=1, scale=2),
                             "room_code")
+            # the seat's name, as the class report lists it (optional: else the seat's number)
+            self.name = add(gr.Textbox("", label=t("room_seat_name"), elem_id="tbt-room-name", max_lines=1, scale=2,
+                                       max_length=MAX_NAME_CHARS, placeholder=t("room_seat_name_hint")),
+                            words=lambda lang: {"label": t("room_seat_name", lang),
+                                                "placeholder": t("room_seat_name_hint", lang)})
             self.join_btn = add(gr.Button(t("btn_room_join"), elem_id="tbt-room-join", variant="primary", scale=1),
                                 "btn_room_join", "value")
         self.status = gr.HTML("", elem_id="tbt-room-status")
@@ -101,6 +110,7 @@ class RoomView:
                                 "btn_room_guess", "value")
             self.sent = gr.HTML("", elem_id="tbt-room-sent")  # after the reveal: this student's feedback
         self.play.build(page)
+        self.report.build(page)
         self.mirror = gr.HTML("", elem_id="tbt-room-text")
         plot(self.tab)
         gr.HTML(ROOM_CSS, elem_classes="tbt-hidden", js_on_load=None)
@@ -143,8 +153,8 @@ class RoomView:
         return [html.escape(t("room_closed_teacher", lang)), "", gr.Timer(active=False)]
 
     # ---- a follower ----------------------------------------------------------------------------------
-    def join_room(self, request: gr.Request, code, lang="en"):
-        code = self.rooms.join(request.session_hash, code, address(request))
+    def join_room(self, request: gr.Request, code, lang="en", name=""):
+        code = self.rooms.join(request.session_hash, code, address(request), name)
         return [following(t("room_waiting", lang, code=code)), gr.Timer(active=True), None]
 
     def follow(self, request: gr.Request, seen, lang="en"):
@@ -160,6 +170,8 @@ class RoomView:
         if snap is None or now == seen:
             return {self.status: gr.skip()}  # nothing changed: every output as it was ({} is one value)
         ask = seen is None or now[1:] != tuple(seen)[1:]  # the question changed: show it again
+        if ask and question is not None and not question.open:  # revealed: the student's answer, for their summary
+            self._journal(request, code, question)
         chart = self._chart(snap, lang) if question is None or not question.open else \
             carrier(after_reveal_chart(lang), self.tab)  # the teacher's chart would give the answer away
         shown = {self.status: self._status(code, snap, lang), self.mirror: self._text(snap, lang),
@@ -178,6 +190,20 @@ class RoomView:
         return {self.question_box: gr.update(visible=True), self.question: question.words[lang],
                 self.answer: gr.update(choices=question.choices[lang], value=guessed, interactive=question.open),
                 self.send: gr.update(interactive=question.open), self.sent: said}
+
+    def _journal(self, request, code: str, question: Question) -> None:
+        """A revealed question as the student's summary keeps it: their answer, how it was scored, the right one."""
+        try:
+            split = self.rooms.split(request.session_hash)
+        except SessionError:
+            return
+        record = split.scores.get(split.mine) if split.mine is not None else None
+        if record is None:  # no guess (or one the reveal could not score): the question's answer, no verdict
+            any_record = next(iter(split.scores.values()), None)
+            record = {**any_record, "guess": None, "right": None} if any_record else {"kind": None, "right": None}
+        summaries_of(self.app).answered(request.session_hash, Answer(
+            f"room:{code}#{question.key}", "room", {}, None, dict(question.words), dict(question.choices),
+            split.mine, record, right_values(record)))
 
     def send_guess(self, request: gr.Request, value, lang="en"):
         """A follower's guess at the teacher's question: counted (without a name) on the teacher's page."""
@@ -248,9 +274,9 @@ class RoomView:
             Event(self.wall_timer.tick, friendly(self.wall_tick), [page.lang], [self.joined, self.wall_timer], "page",
                   "room_wall"),
             Event(self.close_btn.click, friendly(self.close_room), [page.lang], opened, "page", "close_room"),
-            Event(self.join_btn.click, friendly(self.join_room), [self.code, page.lang],
+            Event(self.join_btn.click, friendly(self.join_room), [self.code, page.lang, self.name],
                   [self.status, self.timer, self.seen], "page", "join_room"),
-            Event(self.code.submit, friendly(self.join_room), [self.code, page.lang],
+            Event(self.code.submit, friendly(self.join_room), [self.code, page.lang, self.name],
                   [self.status, self.timer, self.seen], "page"),
             Event(self.timer.tick, friendly(self.follow), [self.seen, page.lang], follow_out, "page", "room_state"),
             Event(self.explore_btn.click, h(self.explore), page.page_in, [*page.step_out, self.status, self.timer],
@@ -260,6 +286,7 @@ class RoomView:
             Event(self.send.click, friendly(self.send_guess), [self.answer, page.lang], [self.sent], "page",
                   "room_guess"),
             *self.play.events(page, [self.join_btn.click, self.code.submit, self.back_btn.click]),
+            *self.report.events(page),
         ]
 
 

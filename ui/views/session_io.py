@@ -1,54 +1,20 @@
-"""Save / load: export the session as its JSON trace; import one to play it back step by step."""
+"""Save / load: export the session as its JSON trace (with the student's notes); import one to play it back step by
+step; the student's summary of everything this page did (ui/summary.py), to print or keep."""
 from __future__ import annotations
-
-import functools
-import json
-import shutil
-import tempfile
-import threading
-from pathlib import Path
 
 import gradio as gr
 
 from model.errors import SessionError
-from model.decoding.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace
+from model.decoding.trace import MAX_TRACE_BYTES, read_trace, replay, to_trace, trace_notes
+from model.parse import valid_notes
 from viz.offline import session_page, session_record, shown_layers
 from ui.events import Event
+from ui.exports import EXPORT_KEEP_S, EXPORT_NAME, Exports  # noqa: F401 (EXPORT_KEEP_S, EXPORT_NAME: the tests' names)
 from ui.handlers import friendly, upload_bytes, whole
 from ui.protocol import PLOTLY_JS
 from ui.strings import Refusal, t
 
-EXPORT_NAME = "token-by-token-trace.json"
 PAGE_NAME = "token-by-token-session.html"
-EXPORT_KEEP_S = 10.0  # an export's own file lives this long: Gradio has copied it for the download by then
-
-
-class Exports:
-    """Each exported file is written to a folder of its own, which is removed EXPORT_KEEP_S later: Gradio serves
-    the download from its own copy, made as soon as the handler returns the file (and removed by its cache
-    clean-up). The user's newest folder is kept in the app's stash (ui/stash.py) with its removal as its cleanup,
-    so it also goes when their next export does, or when they leave."""
-
-    def __init__(self, stash, name: str):
-        self.stash, self.name = stash, name  # the app's stash, and this view's name in it
-
-    def write(self, user: str, trace: dict) -> str:
-        return self.write_text(user, EXPORT_NAME, json.dumps(trace, ensure_ascii=False, indent=1))
-
-    def write_text(self, user: str, name: str, text: str) -> str:
-        """`text` in a new folder of the user's, as the file `name` (one of ours: never a name the page sent)."""
-        folder = Path(tempfile.mkdtemp(prefix="tbt-export-"))
-        path = folder / name
-        path.write_text(text, encoding="utf-8")
-        self.stash.put(user, self.name, folder, cleanup=functools.partial(shutil.rmtree, folder, ignore_errors=True))
-        timer = threading.Timer(EXPORT_KEEP_S, self._expire, (user, folder))
-        timer.daemon = True
-        timer.start()
-        return str(path)
-
-    def _expire(self, user: str, folder: Path) -> None:
-        self.stash.forget(user, self.name, only=folder)  # still the user's newest: let go, its cleanup removes it
-        shutil.rmtree(folder, ignore_errors=True)  # a no-op unless the stash let it go without its cleanup
 
 
 class SessionView:
@@ -69,12 +35,18 @@ class SessionView:
                              "page_file")
         self.import_btn = add(gr.UploadButton(t("btn_import"), file_types=[".json"], elem_id="tbt-import"),
                               "btn_import")  # an UploadButton says its text by its label
+        # the student's summary (issue 49): what this page did, their answers, notes and kept charts, to print
+        add(gr.Markdown(t("explain_summary"), elem_classes="tbt-explain"), "explain_summary", "value")
+        self.summary_btn = add(gr.Button(t("btn_summary"), variant="primary", elem_id="tbt-summary"), "btn_summary",
+                               "value")
+        self.summary_file = add(gr.File(label=t("summary_file"), elem_id="tbt-summary-file", interactive=False),
+                                "summary_file")
 
-    def export_trace(self, request: gr.Request, lang="en"):
-        trace = to_trace(self.app.session(request))
+    def export_trace(self, request: gr.Request, lang="en", notes=""):
+        trace = to_trace(self.app.session(request), notes)
         return self.exports.write(request.session_hash, trace)
 
-    def export_page(self, request: gr.Request, lang="en", layer=0):
+    def export_page(self, request: gr.Request, lang="en", layer=0, notes=""):
         """The session as one web page that replays offline (viz/offline.py), in the page's language, with the
         attention of the attention view's layer, the first and the last (mean over heads). No model pass, and no
         engine call: on an engine's model (no attention weights) the page has the engine's candidates and says why
@@ -86,25 +58,29 @@ class SessionView:
             info = session.lm.info
             layer = 0 if layer in (None, "") else whole(layer, "layer")  # NaN, 1.5, "x": refused, named
             layers = shown_layers(layer, info) if session.capabilities.attention else []
-            record = session_record(session.prefill, list(session.steps), info, layers, lang)
+            record = session_record(session.prefill, list(session.steps), info, layers, lang, valid_notes(notes))
         page = session_page(record, PLOTLY_JS.read_text(encoding="utf-8"))
         return self.exports.write_text(request.session_hash, PAGE_NAME, page)
 
     def import_trace(self, request, file, cfg, view):
+        """A trace played back (checked whole first); its notes, if it has any, into the notes box."""
         raw = uploaded_bytes(file)
         trace = read_trace(raw)
+        notes = trace_notes(trace)  # (refused before any pass, as the rest of the trace)
         # checked whole, then played back one step per Next token
         session = self.app.open_session(request, trace.get("model"), lambda s: replay(s, trace, rewind=True))
-        return self.app.answer(session, cfg, view)
+        return [*self.app.answer(session, cfg, view), gr.skip() if notes is None else notes]
 
     def events(self, page):
         return [
-            Event(self.export_btn.click, friendly(self.export_trace), [page.lang], [self.export_file], "views",
-                  "export"),
-            Event(self.page_btn.click, friendly(self.export_page), [page.lang, page.layer], [self.page_file], "views",
-                  "export_page"),
+            Event(self.export_btn.click, friendly(self.export_trace), [page.lang, page.notes], [self.export_file],
+                  "views", "export"),
+            Event(self.page_btn.click, friendly(self.export_page), [page.lang, page.layer, page.notes],
+                  [self.page_file], "views", "export_page"),
             Event(self.import_btn.upload, page.handler(self.import_trace, "file"), [self.import_btn, *page.page_in],
-                  page.step_out, "import", "import_trace"),
+                  [*page.step_out, page.notes], "import", "import_trace"),
+            Event(self.summary_btn.click, friendly(page.summaries.make), [page.lang, page.notes], [self.summary_file],
+                  "views", "my_summary"),
         ]
 
 
