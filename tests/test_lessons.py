@@ -13,6 +13,7 @@ from gradio_client.exceptions import AppError
 from model.classroom.lessons import KINDS, LessonError, check_lesson, read_lesson
 from model.classroom.figures import fill, step_figures
 from model.classroom.quiz import count_choices, predict_cache_bytes, size_choices
+from model.decoding.core import computation
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.serving.sessions import SessionStore
@@ -539,9 +540,9 @@ def test_the_measured_questions_are_checked_with_their_defaults():
 def timing_of(cached, runs=3, spread=0.01):
     from model.decoding.records import CacheTiming
 
-    return lambda lm, ids, lengths, *a: CacheTiming(
+    return computation(lambda lm, ids, lengths, *a: CacheTiming(
         list(lengths), list(cached), [10 * c for c in cached], [(c * (1 - spread), c * (1 + spread)) for c in cached],
-        [(10 * c, 10 * c) for c in cached], [runs] * len(cached))
+        [(10 * c, 10 * c) for c in cached], [runs] * len(cached)))
 
 
 @pytest.mark.model
@@ -576,6 +577,7 @@ def test_the_step_time_reveal_shows_the_kv_views_own_measurement(lm, monkeypatch
 
     measured = []
 
+    @computation  # run by the model's core, as the function it stands in for
     def spy(lm_, ids, lengths, *args):
         measured.append((list(ids), list(lengths), timing.measure_cache_timing(lm_, ids, lengths, *args)))
         return measured[-1][2]

@@ -251,8 +251,8 @@ class ModelRegistry:
         """The core of a local model already loaded that is the engine's model here (engine_speculative.is_twin:
         same shape, same vocabulary), else None; never loads one."""
         with self._lock:
-            loaded = [(m, self._cores[name]) for name, m in self._models.items() if name in self._cores]
-        return next((core for m, core in loaded if is_twin(lm, m)), None)
+            loaded = dict(self._models)  # loaded or handed in preloaded (its core made on first use, cheaply)
+        return next((self.core(name) for name, m in loaded.items() if is_twin(lm, m)), None)
 
     def new_session(self, name: str | None = None) -> DecodeSession:
         """A session on a model: on its core, computing ahead (a server's), or on the engine's backend (the engine
