@@ -118,7 +118,7 @@ def test_presenter_mode_is_remembered_by_the_browser(url, new_tab):
     assert page.locator(".tbt-controls .tbt-settings").first.evaluate("e => getComputedStyle(e).display") == "none"
     page.locator("#tbt-next").click()
     wait_for_step(page, 1)
-    page.wait_for_timeout(500)
+    settle(page)
     (ARTIFACTS / "layout").mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "layout" / "presenter_1280.png"))
     page.locator("#tbt-presenter input").uncheck()
