@@ -56,9 +56,10 @@ engine: $(ENGINE_STAMP)
 # selection: make test ARGS="-m 'model or server'". The suite writes its screenshots under tests/artifacts/
 # (ignored); `make screenshots` runs the browser tests with TBT_SHOTS=assets to refresh the README's pictures.
 # Nothing is retried: a test that fails, failed (ARGS="--reruns 2" for a machine known to be overloaded; the
-# summary then lists each retry, -rR in pytest.ini).
+# summary then lists each retry, -rR in pytest.ini). Every run ends with its 30 slowest set-ups and tests (the budget:
+# README, Contributing); ARGS="--durations=0" lists them all.
 test: $(STAMP) browser engine
-	$(PY) -m pytest -q $(ARGS)
+	$(PY) -m pytest -q --durations=30 $(ARGS)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m unit $(ARGS)

@@ -221,10 +221,30 @@ FONTS = r"""() => {
 }"""
 
 
-def settle(page):
-    """Wait until no request of the page is under way and plotly has laid out what it was given."""
-    page.wait_for_function("() => !document.querySelector('.pending, .generating, .eta-bar')", timeout=180_000)
-    page.wait_for_timeout(800)  # plotly's responsive re-layout after a resize, and a chart re-drawn for a phone's width
+# Whether the page is done with what was asked of it: no request under way, the fonts in, and the document unchanged
+# for `ms` and `frames` frames since the wait began. What follows a resize, an opened tab or an answer (plotly's
+# re-layout, a chart drawn again for a phone, a gr.Plot refitted: charts.js) changes the document, each change a frame
+# or a timer after the last; a change restarts the count. Polled once a frame (wait_for_function's "raf").
+QUIET = r"""([token, ms, frames]) => {
+  const q = window.__tbtQuiet || (window.__tbtQuiet = {token: null});
+  if (!q.observer) {
+    q.observer = new MutationObserver(() => { q.last = performance.now(); q.frames = 0; });
+    q.observer.observe(document.documentElement, {subtree: true, childList: true, attributes: true, characterData: true});
+  }
+  if (q.token !== token) { q.token = token; q.last = performance.now(); q.frames = 0; }  // a new wait
+  q.frames += 1;
+  if (document.querySelector('.pending, .generating, .eta-bar') || document.fonts.status !== 'loaded') {
+    q.last = performance.now(); q.frames = 0; return false;
+  }
+  return performance.now() - q.last >= ms && q.frames >= frames;
+}"""
+_waits = iter(range(1, 1 << 62))  # each wait's own token
+
+
+def settle(page, quiet_ms: int = 300, frames: int = 3):
+    """Wait until no request of the page is under way and plotly has laid out what it was given: the page quiet for
+    `quiet_ms` (a fixed 800 ms wait here was two fifths of the audit's time)."""
+    page.wait_for_function(QUIET, arg=[next(_waits), quiet_ms, frames], polling="raf", timeout=180_000)
 
 
 def open_view(page, name: str):
@@ -233,12 +253,24 @@ def open_view(page, name: str):
 
 
 def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3, home=(1280, 800),
-          screens: dict | None = None) -> dict:
+          screens: dict | None = None, every_shot: bool = True, each=None) -> dict:
     """{(tab, lang, width): [finding, ...]} for a tab already on the page (English or Chinese). Each tab is opened
     at the window size `home`, then read at each of `sizes` (a phone's page: home and sizes 390x844, as a phone
     opens it; a window turned narrow under a drawn chart is another case, checked at the wide home). `screens`,
-    if given, gets {(tab, lang, width): SCREEN's measures} for each narrow size."""
+    if given, gets {(tab, lang, width): SCREEN's measures} for each narrow size. Screenshots go to `shots`: every
+    reading's, or (every_shot False) only those of a reading with findings. `each(tab, width)`, if given, is called
+    at each reading, after the checks: a test's own reading of the same page."""
     from ui.strings import t
+
+    def resized(width, height):  # (a window set to the size it has changes nothing: no wait)
+        if page.viewport_size != {"width": width, "height": height}:
+            page.set_viewport_size({"width": width, "height": height})
+            settle(page)
+
+    def shot(name, findings):
+        if shots and (every_shot or findings):
+            shots.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shots / f"{name}.png"))
 
     page.locator("#tbt-marker").wait_for(timeout=120_000)
     for step in range(1, steps + 1):
@@ -247,32 +279,32 @@ def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 
                                timeout=120_000)
     found = {}
     for tab, action in tabs:
-        page.set_viewport_size({"width": home[0], "height": home[1]})
-        settle(page)  # (the charts re-laid out for the width before the tab row is clicked)
+        resized(*home)  # (the charts re-laid out for the width before the tab row is clicked)
         open_view(page, t(f"tab_{tab}", lang))
         for selector in (action,) if isinstance(action, str) else action or ():
             page.locator(selector).click()
             settle(page)
-        settle(page)
+        if not action:
+            settle(page)
         # the wide sizes first: a window turned narrow re-draws the charts for a phone, turned wide it only resizes them
         for width, height in sorted(sizes, reverse=True):
-            page.set_viewport_size({"width": width, "height": height})
-            settle(page)
-            if shots:
-                shots.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(shots / f"{tab}_{lang}_{width}.png"))
-            found[(tab, lang, width)] = page.evaluate(CHECK)
+            resized(width, height)
+            key = (tab, lang, width)
+            found[key] = page.evaluate(CHECK)
+            shot(f"{tab}_{lang}_{width}", found[key])
             if screens is not None and width <= 700:
-                screens[(tab, lang, width)] = page.evaluate(SCREEN)
+                screens[key] = page.evaluate(SCREEN)
+            if each:
+                each(tab, width)
             # and the open tab's first chart scrolled to, what lay above it now under what is pinned (the checks
             # above are the same scrolled or not)
             chart = page.locator("[role=tabpanel]:visible .js-plotly-plot:visible").first
             if chart.count():
                 chart.scroll_into_view_if_needed()
-                page.wait_for_timeout(200)
-                found[(tab, lang, width)] += page.evaluate(PINNED)
-                if shots:
-                    page.screenshot(path=str(shots / f"{tab}_{lang}_{width}_chart.png"))
+                settle(page, quiet_ms=100, frames=2)
+                pinned = page.evaluate(PINNED)
+                found[key] += pinned
+                shot(f"{tab}_{lang}_{width}_chart", pinned)
             page.evaluate("() => scrollTo(0, 0)")
     return found
 

@@ -8,9 +8,12 @@ Screenshots: screenshot(tab, name) writes SHOTS/screenshots/<name>.png, SHOTS be
 writes under tests/artifacts/shots/ (ignored); `make screenshots` sets TBT_SHOTS=assets to refresh the pictures the
 README shows. artifact(tab, name) is for the rest (full pages, a failure's picture). No test writes a tracked file.
 """
+import json
 import os
 import shutil
 from pathlib import Path
+
+from bench.layout_audit import settle  # noqa: F401 (the wait for a page that stopped changing: tests import it here)
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -61,7 +64,7 @@ def artifact(tab, name: str, full_page: bool = False) -> Path:
     before = len(tab.problems)
     tab.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
     if full_page:
-        tab.wait_for_timeout(500)  # (the page's answer to being resized back)
+        settle(tab)  # (the page's answer to being resized back)
         tab.problems[before:] = [p for p in tab.problems[before:] if not any(cut in p for cut in CUT_BY_FULL_PAGE)]
     return ARTIFACTS / f"{name}.png"
 
@@ -121,3 +124,17 @@ def wait_for_step(page, step: int):
 
 def plot_drawn(page, elem_id: str):
     page.locator(f"#{elem_id} .js-plotly-plot .main-svg").first.wait_for(timeout=90_000)
+
+
+LANGUAGES = {"en": "English", "zh": "中文"}  # the language radio's choices (ui/controls.py)
+
+
+def choose_language(page, lang: str):
+    """Switch the page to `lang` with its radio and wait until the page has answered: Next token relabelled in that
+    language, then the page quiet (every label written again, the step drawn again in it)."""
+    from ui.strings import t
+
+    page.get_by_label(LANGUAGES[lang]).check()
+    page.wait_for_function(f"() => document.getElementById('tbt-next')?.textContent.trim() === "
+                           f"{json.dumps(t('btn_next', lang))}", timeout=180_000)
+    settle(page)

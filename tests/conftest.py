@@ -59,22 +59,38 @@ def pytest_collection_modifyitems(config, items):
 
 
 # ---- the model --------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def lm():
+_LOADED: dict = {}  # name: the model loaded for this run (read-only: a test that changes weights changes a copy)
+
+
+def _load_once(name: str):
     from model.decoding.loading import load_model
 
-    return load_model("smollm2")
+    if name not in _LOADED:
+        _LOADED[name] = load_model(name)
+    return _LOADED[name]
+
+
+@pytest.fixture(scope="session")
+def lm():
+    return _load_once("smollm2")
+
+
+@pytest.fixture(scope="session")
+def load_once(lm):
+    """`load_once(name)`: the packaged model `name` (smollm2, gemma3-270m), loaded once for the whole run (a load is
+    3-4 s of CPU; a dozen modules ask for Gemma). A test that changes weights does so on a copy (copy.deepcopy)."""
+    return _load_once
 
 
 @pytest.fixture(scope="module")
-def lesson_models(lm):
+def lesson_models(lm, load_once):
     """The model each language's lessons run on: SmolLM2 for English, Gemma 3 270M for Chinese (skips, saying why,
     without Gemma)."""
-    from model.decoding.loading import available_models, load_model
+    from model.decoding.loading import available_models
 
     if "gemma3-270m" not in available_models():
         pytest.skip("Gemma 3 270M is not installed (see model/decoding/loading.py): the Chinese lessons run on it")
-    return {"en": lm, "zh": load_model("gemma3-270m")}
+    return {"en": lm, "zh": load_once("gemma3-270m")}
 
 
 @pytest.fixture(scope="module")
@@ -122,28 +138,63 @@ def held_elsewhere():
 
 
 # ---- the page in Chromium -----------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def url(lm):
-    """The app on the default model, one server for the test module: its URL."""
+    """The app on the default model, one server for the whole run (the browser modules share it; each test's tab is a
+    session of its own, dropped when the tab closes): its URL. A module that needs the app itself, another store or
+    other models serves its own (served.served) under this name or another."""
     from served import served
 
     with served(lm) as (_, address, _demo):
         yield address
 
 
-@pytest.fixture(scope="module")
+class _Browsers:
+    """Debian's Chromium, headless, driven by Playwright: launched for the first test that asks for it and kept for the
+    tests that follow in a row (the browser tier's modules are next to one another), closed before the first test that
+    does not: Playwright's sync API marks an asyncio loop running while it is up, and asyncio.run() refuses to run then
+    (tests/test_event_cost.py and others use it)."""
+
+    def __init__(self):
+        self.playwright = self.browser = None
+
+    def get(self):
+        from browser import CHROMIUM, FLAGS
+        from playwright.sync_api import sync_playwright
+
+        if self.browser is not None and not self.browser.is_connected():  # (it crashed: a new one for the next test)
+            self.close()
+        if self.browser is None:
+            self.playwright = sync_playwright().start()
+            self.browser = self.playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
+        return self.browser
+
+    def close(self):
+        if self.browser is not None and self.browser.is_connected():
+            self.browser.close()
+        if self.playwright is not None:
+            self.playwright.stop()
+        self.playwright = self.browser = None
+
+
+_BROWSERS = _Browsers()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield  # (the test's tabs closed first)
+    if _BROWSERS.browser is not None and (nextitem is None or "chromium" not in getattr(nextitem, "fixturenames", ())):
+        _BROWSERS.close()
+
+
+@pytest.fixture
 def chromium():
-    """Debian's Chromium, headless, driven by Playwright: one per test module (each tab has its own context)."""
-    from browser import CHROMIUM, FLAGS
+    """The browser (see _Browsers: one for each row of tests that use it; each tab has its own context)."""
+    from browser import CHROMIUM
 
     if not os.path.exists(CHROMIUM):
         pytest.skip("Debian's chromium is not installed (make test installs it)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
-        yield browser
-        browser.close()
+    return _BROWSERS.get()
 
 
 @pytest.fixture

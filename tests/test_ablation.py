@@ -9,7 +9,7 @@ import threading
 import pytest
 import torch
 
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.decoding.records import SamplingConfig
 from model.decoding.sampling import derive
 from model.decoding.session import DecodeSession
@@ -22,10 +22,10 @@ TEXT = "The capital of France is Paris. The capital of Germany is Berlin. The ca
 
 
 @pytest.fixture(scope="module")
-def gemma():
+def gemma(load_once):
     if "gemma3-270m" not in available_models():
         pytest.skip("gemma3-270m is not installed")
-    return load_model("gemma3-270m")
+    return load_once("gemma3-270m")
 
 
 def _ids(lm):

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from model.strategies.beams import beam_search, compare_texts, sampled_continuation
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 
@@ -36,12 +36,12 @@ def generate_greedy(lm, ids, new_tokens):
 
 
 @pytest.fixture(scope="module", params=["smollm2", "gemma3-270m"])
-def model(request, lm):
+def model(request, lm, load_once):
     if request.param == "smollm2":
         return lm
     if request.param not in available_models():
         pytest.skip("Gemma 3 270M is not installed")
-    return load_model(request.param)
+    return load_once(request.param)
 
 
 @pytest.mark.parametrize("width,penalty,new_tokens", CASES)

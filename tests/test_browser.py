@@ -1,7 +1,7 @@
 """The page in headless Chromium (Debian's, driven by Playwright): type, step, see every chart, switch language."""
 import pytest
 
-from browser import artifact, marker, open_view, plot_drawn, screenshot, start_text, wait_for_step
+from browser import artifact, marker, open_view, plot_drawn, screenshot, settle, start_text, wait_for_step
 from viz.style import SMALL_SIZE, TITLE_SIZE
 
 pytestmark = pytest.mark.browser
@@ -98,7 +98,10 @@ def test_temperature_moves_show_pages_drawn_ahead_and_the_answers_do_not_draw_ag
                 Math.abs(div.getBoundingClientRect().top - document.querySelector('.tbt-stack').getBoundingClientRect().top) < 1,
                 div.getBoundingClientRect().right > 0]; }}""")
     assert same == [True, True, False, True, True]
-    page.wait_for_timeout(1500)  # the server's answer to the move arrives, is the same chart, and is not drawn
+    # the server's answer to the move arrives (its chart in the figure carrier), is the same chart, and is not drawn
+    page.wait_for_function("() => document.querySelector('.tbt-figdata[data-target=\"tbt-fig-candidates\"]')"
+                           "?.dataset.t === '1.50'", timeout=60_000)
+    settle(page)
     assert page.evaluate("() => window.draws") == 0
     assert page.evaluate(f"() => {shown}.map((d) => d.dataset.t)") == ["1.50"]
     assert page.evaluate("() => document.getElementById('tbt-fig-candidates').dataset.t") == "1.50"

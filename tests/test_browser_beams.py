@@ -3,7 +3,7 @@ step, Run to the end shows the finished beams beside the greedy and the sampled 
 tests/artifacts/ (ignored)."""
 import pytest
 
-from browser import artifact, open_view, plot_drawn
+from browser import artifact, choose_language, open_view, plot_drawn
 
 pytestmark = pytest.mark.browser
 WORDS = {"en": dict(tab="Beams", search="Search", next="Next step", end="Run to the end", step="Step {n} of",
@@ -28,8 +28,7 @@ def test_beams_tab(page):
     for lang in ("en", "zh"):
         w = WORDS[lang]
         if lang == "zh":
-            page.get_by_label("中文").check()
-            page.wait_for_timeout(1500)
+            choose_language(page, "zh")
         open_view(page, w["tab"])
         page.get_by_role("button", name=w["search"], exact=True).click()
         summary_has(page, w["step"].format(n=1))

@@ -2,7 +2,7 @@
 both texts; Compare lays them side by side; Continue this branch gives the old text back, chip for chip."""
 import pytest
 
-from browser import open_view, plot_drawn, screenshot, start_text
+from browser import choose_language, open_view, plot_drawn, screenshot, start_text
 
 pytestmark = pytest.mark.browser
 PROMPT = "The old lighthouse keeper opened the door and"
@@ -58,8 +58,7 @@ def test_branches_tab(page):
     for lang in ("en", "zh"):
         w = WORDS[lang]
         if lang == "zh":
-            page.get_by_label("中文").check()
-            page.wait_for_timeout(1500)
+            choose_language(page, "zh")
             open_view(page, "候选词元")  # forcing a token is on the Candidates tab
         first = fork_the_text(page)
         second = chips(page)

@@ -3,7 +3,7 @@ language and change nothing; a grid is drawn one row per layer; the heads are sc
 induction head opens it in the Attention view (the page's layer and head set). Pictures go to tests/artifacts/."""
 import pytest
 
-from browser import artifact, open_view, plot_drawn
+from browser import artifact, open_view, plot_drawn, settle
 
 pytestmark = pytest.mark.browser
 WORDS = {
@@ -52,7 +52,7 @@ def test_a_clicked_head_opens_in_the_attention_view(page):
     page.wait_for_function("() => (document.querySelector('#tbt-heads-result')?.innerText || '').length > 20",
                            timeout=600_000)
     plot_drawn(page, "tbt-plot-heads")
-    page.wait_for_timeout(1000)
+    settle(page)
     x, y, layer, head = page.evaluate("""() => {
       const gd = document.getElementById('tbt-fig-heads');
       const named = gd.data.find((t) => t.name === 'induction named');

@@ -3,7 +3,7 @@
 tests/artifacts/."""
 import pytest
 
-from browser import artifact, marker, open_view, plot_drawn
+from browser import artifact, choose_language, marker, open_view, plot_drawn, settle
 
 pytestmark = pytest.mark.browser
 WORDS = {
@@ -28,8 +28,7 @@ def test_lens_and_race_tabs(page):
     for lang in ("en", "zh"):
         w = WORDS[lang]
         if lang == "zh":
-            page.get_by_label("中文").check()
-            page.wait_for_timeout(1500)
+            choose_language(page, "zh")
         open_view(page, w["lens"])
         page.get_by_role("button", name=w["read"], exact=True).click()
         page.wait_for_function(f"() => document.querySelector('#tbt-lens-result')?.innerText.includes({w['result']!r})",
@@ -70,8 +69,7 @@ def test_lens_pinned_tokens(new_tab, url, size):
         page.wait_for_function("() => document.querySelector('#tbt-marker')?.dataset.step === '0'", timeout=180_000)
         w = {**WORDS[lang], **PINS[lang]}
         if lang == "zh":
-            page.get_by_label("中文").check()
-            page.wait_for_timeout(1500)
+            choose_language(page, "zh")
         open_view(page, w["lens"])
         page.get_by_role("button", name=w["read"], exact=True).click()
         plot_drawn(page, "tbt-plot-lens-pins")  # the pinned tokens follow the read at its last position
@@ -86,6 +84,6 @@ def test_lens_pinned_tokens(new_tab, url, size):
         assert pin_lines(page) == lines  # refused: the chart as it was
         box.fill(" Paris, London")
         page.locator("#tbt-plot-lens-pins").scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        settle(page, quiet_ms=100, frames=2)
         artifact(page, f"lens_pins_{lang}_{size[0]}x{size[1]}")
         assert page.problems == []

@@ -4,7 +4,7 @@ screen, a question's chart only after the reveal (a guess or the teacher's Revea
 that survives a reload (screenshots: browser.screenshot)."""
 import pytest
 
-from browser import open_view, reload, screenshot, wait_for_step
+from browser import open_view, reload, screenshot, settle, wait_for_step
 
 pytestmark = pytest.mark.browser
 WORDS = {
@@ -67,7 +67,7 @@ def walk(tab, words, lang, size="wide"):
     shows_step(tab, words, 2)
     wait_for_step(tab, 6)  # its six tokens were written as Start and Next token would
     tab.locator("#tbt-lesson-plot .js-plotly-plot").first.wait_for(timeout=60_000)  # the attention chart, here
-    tab.wait_for_timeout(500)  # the scroll back to the lesson (after the event)
+    settle(tab)  # the scroll back to the lesson (after the event)
     screenshot(tab, f"lesson-step-{lang}-{size}")
     on_one_screen(tab, "#tbt-lesson-step", "#tbt-lesson-next")
     if size == "wide":  # beside the text; on a phone the chart follows it
@@ -114,7 +114,7 @@ def test_a_lesson_on_a_phone(url, new_tab, lang):
     tab.get_by_role("button", name=words["next"]).click()
     shows_step(tab, words, 2)
     tab.locator("#tbt-lesson-plot .js-plotly-plot").first.wait_for(timeout=60_000)
-    tab.wait_for_timeout(500)
+    settle(tab)
     screenshot(tab, f"lesson-step-{lang}-phone")
     on_one_screen(tab, "#tbt-lesson-step", "#tbt-lesson-next")
     assert tab.problems == [], tab.problems

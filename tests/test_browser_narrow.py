@@ -4,7 +4,7 @@ ahead.js); at a projector's sizes, it and the newest chip are on screen together
 (assets/js/presenter.js)."""
 import pytest
 
-from browser import artifact, marker, plot_drawn, wait_for_step
+from browser import artifact, marker, plot_drawn, settle, wait_for_step
 
 pytestmark = pytest.mark.browser
 
@@ -25,8 +25,9 @@ SHOWN = """() => {
 
 def settled(tab):
     """The chart as it is once the page and plotly are done with a resize or a step: plotly's own resize waits
-    100 ms, the page's re-draw for a phone two frames and 300 ms (page.js); 2 s is ample, and no timer is pending."""
-    tab.wait_for_timeout(2000)
+    100 ms, the page's re-draw for a phone two frames (page.js); the page quiet for 300 ms (settle), and no timer
+    is pending."""
+    settle(tab)
     tab.wait_for_function("() => ![...document.querySelectorAll('.js-plotly-plot')].some((gd) => gd._resolveResize)",
                           timeout=30_000)
     return tab.evaluate(SHOWN)
@@ -107,7 +108,7 @@ def test_the_newest_chip_and_the_chart_are_on_screen_together_during_play_and_af
     tab.wait_for_function("() => !document.getElementById('tbt-playing')", timeout=60_000)
     tab.locator("#tbt-next").click()
     wait_for_step(tab, 41)
-    tab.wait_for_timeout(1000)  # the chart shown, and scrolled into view if it was not (presenter.js)
+    settle(tab)  # the chart shown, and scrolled into view if it was not (presenter.js)
     shown = tab.evaluate(TOGETHER)
     assert shown["chip_in_box"] and shown["chip_on_screen"] and shown["chart_on_screen"], shown
     # scrolled back by its reader, the box keeps their place through a step
@@ -115,7 +116,7 @@ def test_the_newest_chip_and_the_chart_are_on_screen_together_during_play_and_af
                  " b.dispatchEvent(new Event('scroll')); }")
     tab.locator("#tbt-next").click()
     wait_for_step(tab, 42)
-    tab.wait_for_timeout(500)
+    settle(tab)
     kept = tab.evaluate(TOGETHER)
     assert kept["scroll_top"] < 8 and kept["overflow"] > 20, str(kept)  # (a re-layout may move it a pixel or two)
     assert tab.problems == []

@@ -3,7 +3,7 @@ the Beams tree's labels apart from one another and its phone legend clear of the
 view's chips all on view on a phone (item 7). Screenshots go to tests/artifacts/ (ignored)."""
 import pytest
 
-from browser import artifact, open_view, plot_drawn, reload, wait_for_step
+from browser import artifact, choose_language, open_view, plot_drawn, reload, settle, wait_for_step
 from viz.style import FATE_COLORS
 
 pytestmark = pytest.mark.browser
@@ -31,8 +31,7 @@ def overlap(a, b, slack=1.0) -> bool:
 
 def set_language(tab, lang):
     if lang == "zh":
-        tab.get_by_label("中文").check()
-        tab.wait_for_timeout(1500)
+        choose_language(tab, "zh")
 
 
 @pytest.mark.parametrize("size", [(1280, 800), (390, 844)], ids=["1280", "phone"])
@@ -50,7 +49,7 @@ def test_the_beams_tree_labels_do_not_overlap_and_its_legend_clears_the_subtitle
         set_language(tab, lang)
         tab.wait_for_function(f"() => !!document.querySelector('.tbt-beam-texts[lang={lang}]')", timeout=300_000)
         plot_drawn(tab, "tbt-plot-beams")
-        tab.wait_for_timeout(1500)  # (a phone's re-layout: charts.js refit)
+        settle(tab)  # (a phone's re-layout: charts.js refit)
         tree = tab.evaluate(TREE)
         assert tree["lang"] == lang and len(tree["labels"]) >= 8, tree
         crossed = [(a, b) for i, a in enumerate(tree["labels"]) for b in tree["labels"][i + 1 :] if overlap(a, b)]
@@ -101,7 +100,7 @@ SWITCH = {"en": "Predict first", "zh": "先猜后看"}
 def chart_now(tab, step=None):
     if step is not None:
         wait_for_step(tab, step)
-    tab.wait_for_timeout(800)  # (the chart is drawn in the same task as the step's text: a frame is ample)
+    settle(tab)  # (the chart is drawn in the same task as the step's text)
     return tab.evaluate(CHART % FATE_COLORS["chosen"])
 
 
@@ -133,7 +132,7 @@ def test_predict_first_hides_the_draw_until_next_and_changes_no_token(url, new_t
         artifact(tab, f"polish_predict_{lang}_1280")
         presenter = tab.locator("#tbt-presenter input")
         presenter.check()
-        tab.wait_for_timeout(800)
+        settle(tab)
         shown = chart_now(tab, 3)
         assert ASKED[lang] in shown["caption"] and not shown["u"], shown
         artifact(tab, f"polish_predict_presenter_{lang}_1280")
@@ -145,7 +144,7 @@ def test_predict_first_hides_the_draw_until_next_and_changes_no_token(url, new_t
         tab.wait_for_function("() => document.querySelector('#tbt-predict input')?.checked === true", timeout=60_000)
         tab.locator("#tbt-predict input").uncheck()  # off again, and drawn again at once
         tab.wait_for_function("() => !document.documentElement.hasAttribute('data-tbt-predict')")
-        tab.wait_for_timeout(800)
+        settle(tab)
         shown = chart_now(tab)
         assert CHOSEN["en"] in shown["caption"] and shown["u"], shown
     assert tab.problems == []

@@ -2,7 +2,7 @@
 steps and chart; screenshots of both sides in English and Chinese; no console errors on either."""
 import pytest
 
-from browser import artifact, open_view, screenshot, wait_for_step
+from browser import artifact, open_view, screenshot, settle, wait_for_step
 from ui.strings import t
 
 pytestmark = pytest.mark.browser
@@ -37,7 +37,7 @@ def test_a_student_follows_the_teacher(url, new_tab, lang, locale):
     teacher_tokens = teacher.locator("#tbt-chips .tbt-gen").all_inner_texts()
     assert student.locator("#tbt-room-chips .tbt-gen").all_inner_texts() == teacher_tokens
     assert student.locator("#tbt-room-marker").get_attribute("data-tab") == "candidates"
-    student.wait_for_timeout(600)
+    settle(student)
     screenshot(teacher, f"room_teacher_{lang}")
     screenshot(student, f"room_student_{lang}")
 

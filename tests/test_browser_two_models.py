@@ -13,14 +13,14 @@ SIZES = {"projector": (1920, 1080), "phone": (390, 844)}
 
 
 @pytest.fixture(scope="module")
-def both_url(lm):
-    from model.decoding.loading import available_models, load_model
+def both_url(lm, load_once):
+    from model.decoding.loading import available_models
     from model.serving.sessions import ModelRegistry
     from served import served
 
     if "gemma3-270m" not in available_models():
         pytest.fail("Gemma 3 270M is not installed: make run / make test install it (Makefile GEMMA)")
-    models = ModelRegistry("smollm2", {"smollm2": lm, "gemma3-270m": load_model("gemma3-270m")},
+    models = ModelRegistry("smollm2", {"smollm2": lm, "gemma3-270m": load_once("gemma3-270m")},
                            by_language={"zh": "gemma3-270m"})
     with served(models) as (_, address, _demo):
         yield address

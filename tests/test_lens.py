@@ -11,7 +11,7 @@ import torch
 from model.errors import SessionError
 from model.inside.lens import (LENS_MAX_CELLS, LENS_MAX_TOKENS, LENS_WINDOW, MAX_PINS, lens_column, lens_positions,
                                logit_lens, pin_ids, pinned_probs)
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.strategies.race import RACE_MAX_STEPS, race
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
@@ -26,12 +26,12 @@ MODELS = ["smollm2", "gemma3-270m"]
 
 
 @pytest.fixture(scope="module", params=MODELS)
-def model(request, lm):
+def model(request, lm, load_once):
     if request.param == "smollm2":
         return lm
     if request.param not in available_models():
         pytest.skip(f"{request.param} is not installed")
-    return load_model(request.param)
+    return load_once(request.param)
 
 
 def _rms_norm(norm, x: torch.Tensor) -> torch.Tensor:

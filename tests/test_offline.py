@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from gradio_client import Client
 
-from browser import open_offline, screenshot
+from browser import open_offline, screenshot, settle
 from model.decoding.records import ModelInfo, SamplingConfig
 from viz.i18n import t
 from viz.attention import attention_chart
@@ -83,7 +83,8 @@ def test_the_page_replays_the_sessions_tokens_and_probabilities_offline(exported
         tab.click("#btn-back")
         tab.wait_for_function(f"() => document.body.dataset.shown === '{len(session.steps) - 1}'")
         tab.click("#btn-last")
-        tab.wait_for_timeout(300)
+        tab.wait_for_function(f"() => document.body.dataset.shown === '{len(session.steps)}'")
+        settle(tab, quiet_ms=100, frames=2)  # (plotly's draw of the last step, for the picture)
         screenshot(tab, f"offline_page_{lang}")
         assert tab.requests == [] and tab.problems == []
     finally:

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from model.decoding.scheduler import scheduler_of
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.errors import SessionError
 from model.experiments.patching import (DEFAULT_CLEAN, answer_id, both_runs, decoder_layers,
                                         encode_pair, patched_logits, patching_grid)
@@ -18,12 +18,12 @@ TOLERANCE = 5e-3  # |logit| difference allowed between passes of different batch
 
 
 @pytest.fixture(scope="module", params=["smollm2", "gemma3-270m"])
-def model(request, lm):
+def model(request, lm, load_once):
     if request.param == "smollm2":
         return lm
     if "gemma3-270m" not in available_models():
         pytest.fail("Gemma 3 270M is not installed: make run / make test install it (Makefile GEMMA)")
-    return load_model("gemma3-270m")
+    return load_once("gemma3-270m")
 
 
 @torch.no_grad()

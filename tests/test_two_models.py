@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from model.decoding.core import core_of
-from model.decoding.loading import available_models, load_model
+from model.decoding.loading import available_models
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession
 from model.errors import SessionError
@@ -42,10 +42,10 @@ def test_a_text_that_cannot_be_read_is_refused_with_a_reason(text, key):
 
 # ---- both models -------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def gemma():
+def gemma(load_once):
     if "gemma3-270m" not in available_models():
         pytest.fail("Gemma 3 270M is not installed: make run / make test install it (Makefile GEMMA)")
-    return load_model("gemma3-270m")
+    return load_once("gemma3-270m")
 
 
 @pytest.fixture(scope="module")

@@ -441,19 +441,9 @@ def test_a_trace_exported_on_the_engine_model_imports_onto_it(engine_app, engine
         page.store.drop(reader.session_hash)
 
 
-@pytest.mark.engine
-def test_the_engine_stopped_mid_session():
-    """On an engine of its own, which it stops: the run's shared engine serves the engine tests after this one."""
-    from engine_server import started_for_the_tests
-
-    own = started_for_the_tests(log="vllm-stopped")
-    try:
-        stopped_mid_session(load_engine_model(EngineClient(own.url, own.model, timeout=REQUEST_S), own.folder), own)
-    finally:
-        own.stop()
-
-
 def stopped_mid_session(engine_lm, engine):
+    """The engine stopped mid-session: the next step is refused as engine_down and the session is as it was (run by
+    tests/test_vllm_spec.py at the end of its module, on the engine it started: stopping one costs no start)."""
     session = DecodeSession(engine_lm)
     session.start("Hello there")
     session.step(SamplingConfig(temperature=0))

@@ -292,7 +292,7 @@ def test_the_engine_sessions_page_in_chromium(engine_export, chromium, tmp_path)
     """The exported page opened offline: each step's candidates and the engine's note, no attention panel but the
     sentence saying why, the formula's cache line; English and Chinese (screenshots engine_offline_<lang>). A local
     model's page from the same app still draws its attention and measured cache."""
-    from browser import open_offline, screenshot
+    from browser import open_offline, screenshot, settle
 
     from viz.style import format_prob
 
@@ -316,7 +316,7 @@ def test_the_engine_sessions_page_in_chromium(engine_export, chromium, tmp_path)
             tab.click("#btn-first")
             tab.click("#btn-next")  # step 1: T = 1, approximate
             tab.wait_for_function("() => document.body.dataset.shown === '1'")
-            tab.wait_for_timeout(300)
+            settle(tab, quiet_ms=100, frames=2)  # (plotly's draw of the step, for the picture)
             screenshot(tab, f"engine_offline_{lang}")
             assert tab.requests == [] and tab.problems == []
         finally:

@@ -12,6 +12,7 @@ that occurred before, its earliest occurrence, the k tokens after it), and the t
 greedy decoding of the same ids.
 """
 import json
+import os
 import time
 
 import httpx
@@ -346,3 +347,21 @@ def test_the_view_shows_the_engines_run_beside_the_local_one(spec_lm, lm):
         with pytest.raises(Exception, match="not kept|不会保留"):
             a.predict(**settings, api_name="/speculative_keep")
         assert session.ids == before
+
+
+@pytest.mark.engine
+def test_the_engine_stopped_mid_session(spec_engine, spec_lm):
+    """(last: it stops the module's engine, which it would stop at the module's end anyway) The engine stopped under a
+    session: tests/test_vllm.py stopped_mid_session. An engine started elsewhere (TBT_TEST_SPEC_ENGINE) is left
+    running: one of the test's own is started and stopped instead."""
+    from engine_server import started_for_the_tests
+    from test_vllm import stopped_mid_session
+
+    if not os.environ.get("TBT_TEST_SPEC_ENGINE"):
+        stopped_mid_session(spec_lm, spec_engine)
+        return
+    own = started_for_the_tests(log="vllm-stopped")
+    try:
+        stopped_mid_session(load_engine_model(EngineClient(own.url, own.model, timeout=REQUEST_S), own.folder), own)
+    finally:
+        own.stop()
