@@ -35,9 +35,11 @@ SLOW_PER_ADDRESS = 16  # slow events of one kind from one address, waiting or ru
 # for seconds: one address's runs are bounded tighter, so another address's run waits behind at most six of them.
 # An import of the largest valid trace holds one of the import lane's two places for about 30 s: two per address,
 # so another address's import waits behind about one pair of them, not eight (bench.import_wait --served).
-SLOW_PER_ADDRESS_OF = {"runs": 6, "import": 2}
+# A lesson's steps are shown to a whole class at once (a teacher says "Next"): a class's worth per address.
+SLOW_PER_ADDRESS_OF = {"runs": 6, "import": 2, "lesson_steps": 80}
 STEP_LANES = ("model", "play", "ahead")  # a step and what the page asks with it (ui/events.py LANES)
-SLOW_LANES = ("runs", "measure", "import", "lesson", "bundle")  # a session may have one of each kind waiting or running
+# every event that may run the model beyond one step: a session may have one of each kind waiting or running
+SLOW_LANES = ("runs", "measure", "import", "lesson", "bundle", "lesson_steps", "reveal")
 
 
 def address(request) -> str | None:
