@@ -249,14 +249,18 @@ def test_a_forged_forwarding_header_is_refused_before_the_queue(server, capfd):
 
 @pytest.mark.server
 def test_a_scripts_call_with_a_value_too_many_or_a_name_not_the_apis_gets_the_apps_sentence(server, capfd):
-    """/call/next_token takes the API's 10 values (its State input is no parameter). Before: 11 were taken as the
-    event's 11 inputs, each value after the State shifted onto the next (Gradio's "Could not preprocess input
-    component at index 9 ... 'mean'"); a name not the API's (/call/v2) was a 500 and a traceback."""
+    """/call/next_token takes the API's 10 values (its State input is no parameter); one value for each of its 11
+    inputs is Gradio's whole form. Before: 11 values meant as the API's 10 and one more had every value after the
+    State shifted onto the next input (Gradio's "Could not preprocess input component at index 9 ... 'mean'"), 12
+    were taken without a word, too few were counted in Gradio's inputs, and a name not the API's (/call/v2) was a
+    500 and a traceback."""
     url, settings = server[1], [*DEFAULTS.values()]
-    for data in (settings + [1], settings[:-1], settings + [1, 2]):
+    for data in (settings[:-1], settings + [1, 2]):
         answer = httpx.post(f"{url}gradio_api/call/next_token", json={"data": data}, timeout=30)
-        assert answer.status_code == 422 and "10" in answer.json()["detail"], answer.text
-        assert f"{len(data)}" in answer.json()["detail"] and not GRADIOS.search(answer.text)
+        assert answer.status_code == 422 and f"10 inputs; {len(data)} were sent" in answer.text, answer.text
+    shifted = httpx.post(f"{url}gradio_api/call/next_token", json={"data": settings + [1]}, timeout=30)
+    stream = httpx.get(f"{url}gradio_api/call/next_token/{shifted.json()['event_id']}", timeout=60).text
+    assert "event: error" in stream and t("layer", "en") in stream and not GRADIOS.search(stream), stream
     answer = httpx.post(f"{url}gradio_api/call/v2/next_token", json={**DEFAULTS, "extra": 1}, timeout=30)
     assert answer.status_code == 422 and answer.json()["detail"] == t("api_arguments", "en") + " " + t(
         "api_arguments", "zh")

@@ -12,6 +12,7 @@ import threading
 import time
 
 import gradio as gr
+import orjson
 import pydantic
 from gradio import route_utils
 from gradio.exceptions import ComponentProcessingError, InvalidPathError
@@ -111,17 +112,14 @@ def fair_push(demo: gr.Blocks, push):
 
 
 def api_miscount(fn, body) -> tuple[int, int] | None:
-    """(values the API takes, values sent) for a script's call (/call/<api>: Gradio's simple format) that sent a
-    number of values other than the API's, else None. Gradio lines up such a call's values with the event's inputs
-    only when they are exactly the API's (a State input, no parameter of the API, gets None): one value too many is
-    taken as the whole inputs, each value after a State shifted onto the next input (a language onto a slider)."""
+    """(values the API takes, values sent) for a script's call (/call/<api>: Gradio's simple format) that sent
+    neither the API's values (which Gradio has lined up with the event's inputs by now: a State input, no parameter
+    of the API, given None) nor one value for every input, else None. Gradio would take too many without a word
+    (the extra ones dropped) and say too few in its own words, counting inputs the API does not show."""
     data = body.data
-    if not getattr(body, "simple_format", False) or not isinstance(data, list):
+    if not getattr(body, "simple_format", False) or not isinstance(data, list) or len(data) == len(fn.inputs):
         return None
-    skipped = [at for at, block in enumerate(fn.inputs) if getattr(block, "skip_api", False)]
-    api = len(fn.inputs) - len(skipped)
-    lined_up = len(data) == len(fn.inputs) and all(data[at] is None for at in skipped)  # (as Gradio lined them up)
-    return None if lined_up else (api, len(data))
+    return sum(1 for block in fn.inputs if not getattr(block, "skip_api", False)), len(data)
 
 
 def share_refused(queue, fn, session_hash, client, lang) -> str | None:
@@ -223,8 +221,17 @@ class Gate:
             await send_json(send, 422, said("api_arguments", None))
 
 
+ORIGIN_HEADERS = (b"x-forwarded-host", b"x-gradio-server")  # what Gradio builds an origin from, before Host
+PLAIN_HOST = re.compile(rb"(?:[A-Za-z0-9.\-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+
+
 def readable_origin(scope) -> bool:
-    """Whether Gradio can build the request's origin from its headers, as every queued event and upload does."""
+    """Whether Gradio can build the request's origin from its headers, as every queued event and upload does: a
+    request with a plain Host and none of ORIGIN_HEADERS can (no more asked: this runs before every request);
+    any other is asked of Gradio's own route_utils.get_request_origin."""
+    headers = scope.get("headers") or ()
+    if all(name not in ORIGIN_HEADERS and (name != b"host" or PLAIN_HOST.fullmatch(value)) for name, value in headers):
+        return True
     try:
         route_utils.get_request_origin(Request(scope), scope.get("path", ""))
         return True
@@ -342,8 +349,14 @@ SURROGATE = re.compile("[\ud800-\udfff]")
 
 def valid_utf8(value):
     """`value` with every lone surrogate in its strings (nested in lists, tuples and dicts) replaced by U+FFFD, so
-    it can be sent as UTF-8 (Gradio's stream cannot send one: orjson refuses it); `value` itself when it has none."""
-    return _without_surrogates(value) if _has_surrogate(value) else value
+    it can be sent as UTF-8 (Gradio's stream cannot send one: orjson refuses it); `value` itself when it has none.
+    Asked first of orjson itself, as Gradio's stream will (about 10 us for a step's answer; a search of every
+    string took 50 times that): only a value it refuses is searched."""
+    try:
+        orjson.dumps(value, default=lambda _: None)
+        return value
+    except orjson.JSONEncodeError:  # a surrogate, or something else orjson refuses (left to Gradio)
+        return _without_surrogates(value) if _has_surrogate(value) else value
 
 
 def _has_surrogate(value) -> bool:
