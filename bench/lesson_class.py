@@ -3,6 +3,7 @@
     .venv/bin/python -m bench.lesson_class                                   # the model in this process
     .venv/bin/python -m bench.lesson_class --model-process on
     .venv/bin/python -m bench.lesson_class --root /tmp/old-checkout --name lesson_class_before
+    .venv/bin/python -m bench.lesson_class --button start       # Lesson 11 started by the whole class at once
 
 The app runs as its own server (bench.appserver). STUDENTS pages open Lesson 17 (its first step asks whether a
 cached step takes the same time on a long text: measured on this machine, seconds); a bystander on another page
@@ -10,6 +11,8 @@ steps Next token every PACE_S on a short prompt and its wait for each answer is 
 running (the baseline), then while every student presses Reveal at once, until the last reveal is shown. The
 target: the bystander's p95 during the reveals within about one pass of its baseline. Also said: each student's
 wait for the reveal, and how many different measurements the class was shown (1: made once and shared).
+With --button start, the students instead press Start on Lesson 11 at once, whose first step draws a beam search
+of the step's text (a whole-text run inside the lesson's step).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ from bench.scheduler import PACE_S, SETTINGS, SHORT, client, start
 
 STUDENTS = 16
 LESSON = "interview-myths"  # Lesson 17: its first step is the measured step_time question
+BEAMS_LESSON = "beam-search"  # Lesson 11: its first step's chart is a beam search
 
 
 def bystander(url: str, ready: threading.Event, stop: threading.Event, out: list[float]) -> None:
@@ -44,12 +48,16 @@ def bystander(url: str, ready: threading.Event, stop: threading.Event, out: list
         stop.wait(PACE_S)
 
 
-def window(url: str, students: int, seconds: float) -> dict:
-    """The bystander's waits: for `seconds` with nothing else (students 0), or while `students` press Reveal."""
+def window(url: str, students: int, seconds: float, button: str = "reveal") -> dict:
+    """The bystander's waits: for `seconds` with nothing else (students 0), or while `students` press `button`
+    (reveal: Lesson 17's first question; start: Lesson 11's Start)."""
     waits, ready, stop = [], threading.Event(), threading.Event()
     pages = [client(url) for _ in range(students)]
     for page in pages:
-        page.predict(LESSON, **SETTINGS, api_name="/lesson_open")
+        if button == "reveal":
+            page.predict(LESSON, **SETTINGS, api_name="/lesson_open")
+        else:
+            start(page, "smollm2", SHORT["smollm2"])
     by = threading.Thread(target=bystander, args=(url, ready, stop, waits))
     by.start()
     ready.wait()
@@ -60,8 +68,11 @@ def window(url: str, students: int, seconds: float) -> dict:
     def reveal(page):
         t0 = time.perf_counter()
         try:
-            out = page.predict(**SETTINGS, api_name="/lesson_reveal")
-            shown.append(out[0])  # the reveal's words and numbers (the same text: the same measurement)
+            if button == "reveal":
+                out = page.predict(**SETTINGS, api_name="/lesson_reveal")
+                shown.append(out[0])  # the reveal's words and numbers (the same text: the same measurement)
+            else:
+                page.predict(BEAMS_LESSON, **SETTINGS, api_name="/lesson_open")
             reveals.append(time.perf_counter() - t0)
         except Exception as err:  # noqa: BLE001 (reported, never hidden)
             errors.append(str(err)[:200])
@@ -93,22 +104,24 @@ def main(argv=None) -> None:
     ap.add_argument("--seconds", type=float, default=15.0, help="the baseline's window")
     ap.add_argument("--model-process", choices=["on", "off"], default="off")
     ap.add_argument("--root", help="another checkout's app to measure (default: this one)")
+    ap.add_argument("--button", choices=["reveal", "start"], default="reveal")
     ap.add_argument("--name", default=None)
     args = ap.parse_args(argv)
-    name = args.name or f"lesson_class_{args.model_process}_{time.strftime('%Y%m%d')}"
+    name = args.name or f"lesson_class_{args.button}_{args.model_process}_{time.strftime('%Y%m%d')}"
     with AppServer(root=args.root, startup_timeout_s=600,
                    command=["app.py", "--model", "smollm2", "--model-process", args.model_process]) as srv:
         base = window(srv.url, 0, args.seconds)
-        during = window(srv.url, args.students, args.seconds)
-    head = ["while", "steps", "p50 s", "p95 s", "max s", "p95 - base", "reveal p50 s", "reveal max s",
+        during = window(srv.url, args.students, args.seconds, args.button)
+    head = ["while", "steps", "p50 s", "p95 s", "max s", "p95 - base", "answer p50 s", "answer max s",
             "measurements", "errors", "others"]
-    rows = [[f"{r['students']} reveals" if r["students"] else "nothing", r["steps"], r["p50_s"], r["p95_s"],
+    rows = [[f"{r['students']} x {args.button}" if r["students"] else "nothing", r["steps"], r["p50_s"], r["p95_s"],
              r["max_s"], r["p95_s"] - base["p95_s"], r["reveal_p50_s"] or 0.0, r["reveal_max_s"] or 0.0,
              r["measurements_shown"], len(r["errors"]), r["others_share"]] for r in (base, during)]
     print(table(head, rows))
     for e in during["errors"][:3]:
         print("error:", e)
-    print("saved", save(name, {"root": args.root or ".", "model_process": args.model_process, "pace_s": PACE_S,
+    print("saved", save(name, {"root": args.root or ".", "model_process": args.model_process, "button": args.button,
+                               "pace_s": PACE_S,
                                "windows": [base, during]}))
 
 
