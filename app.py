@@ -58,6 +58,7 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
         demo.tbt_store = app.store  # launch() tells it which sessions have a page connected
         demo.tbt_models = app.models  # and, in bench mode, asks the core processes for their counters
         demo.tbt_reach = app.reach  # and where the server listens (a room's join link)
+        demo.tbt_labels = page.labels  # and how a refusal names the control it could not read (ui/guard.py)
         for view in views:  # (what a view keeps per user is in app.stash: the page's own unload drops it)
             if hasattr(view, "unload"):
                 demo.unload(view.unload)

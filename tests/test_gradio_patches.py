@@ -218,8 +218,10 @@ def test_plain_preprocess_turns_gradios_processing_error_into_a_message():
     with pytest.raises(ComponentProcessingError):
         asyncio.run(demo.preprocess_data(fn, ["abc"], None))  # Gradio's, before
     gradio_patches.patch_app(demo)
-    with pytest.raises(gr.Error, match="Expected a `float`"):
+    with pytest.raises(gr.Error) as refused:  # the app's words, naming the input; no language known: each
         asyncio.run(demo.preprocess_data(fn, ["abc"], None))
+    text = refused.value.message
+    assert text == "Input 1 must be a number, got 'abc'. 第 1 个输入必须是数字，收到的是 'abc'。", text
 
 
 # one_line_refusals

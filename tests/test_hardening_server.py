@@ -266,9 +266,9 @@ def test_an_unknown_event_name_gets_404_without_a_traceback(server, name, route,
 # ---- 10. internals do not reach the client --------------------------------------------------------------
 @pytest.mark.server
 def test_too_few_inputs_get_a_count_not_component_objects(server):
-    stream = raw_call(server[1], "next_token", [1.0])
-    assert "event: error" in stream and "inputs" in stream
-    assert "object at 0x" not in stream and "gradio.components" not in stream, stream
+    answer = httpx.post(f"{server[1]}gradio_api/call/next_token", json={"data": [1.0]}, timeout=30)
+    assert answer.status_code == 422 and "10 inputs; 1 were sent" in answer.text  # (before the queue: issue 46)
+    assert "object at 0x" not in answer.text and "gradio.components" not in answer.text, answer.text
 
 
 # ---- 11. no server path in a message ----------------------------------------------------------------------

@@ -166,7 +166,7 @@ def test_a_named_range_is_refused_in_the_events_language():
     async def gradios(block_fn, inputs, *args, **kwargs):  # Gradio's preprocess_data: each input's preprocess
         return [block.preprocess(value) for block, value in zip(block_fn.inputs, inputs)]
 
-    check = plain_preprocess_data(gradios)
+    check = plain_preprocess_data(None, gradios)
     for value, words in ((99, {"en": "greater than maximum value 8", "zh": "大于最大值 8"}),
                          (0, {"en": "less than minimum value 1", "zh": "小于最小值 1"})):
         for page_lang in ("en", "zh"):

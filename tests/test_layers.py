@@ -19,6 +19,8 @@ ALLOWED_PRIVATE = {
     ("ui/guard.py", "demo._queue"): "Gradio's own queue (no public hook to bound one session's share); not a session",
     ("ui/gradio_patches.py", "demo._queue"): "Gradio's own queue (its push and its monitoring summary's size: no public "
                                              "setting)",
+    ("ui/guard.py", "block._id"): "Gradio keeps a session's copy of a component under the component's _id (its "
+                                  "SessionState): a refused input is checked as that session holds it",
 }
 
 

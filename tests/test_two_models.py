@@ -155,6 +155,34 @@ def test_a_text_past_gemmas_cells_is_refused_before_the_pass(gemma):
     assert len(gemma.tokenizer(text)["input_ids"]) * gemma.info.vocab > MAX_CELLS
 
 
+@pytest.fixture
+def smollm2_passes(lm, monkeypatch):
+    """The passes SmolLM2's weights run (in this process)."""
+    passes, forward = [], lm.model.forward
+    monkeypatch.setattr(lm.model, "forward", lambda *a, **k: passes.append(1) or forward(*a, **k))
+    return passes
+
+
+@pytest.mark.model
+def test_a_text_too_long_for_gemma_is_refused_before_smollm2_reads_it(both, smollm2_passes):
+    """Issue 46: SmolLM2 scored the text (22 s on a loaded machine) before Gemma's bound refused it."""
+    text = "1234567890" * (MAX_CHARS // 10)  # 201 Gemma tokens: past its cells; SmolLM2 may read it
+    with pytest.raises(SessionError) as err:
+        read_by_each(both, text)
+    assert err.value.key == "score_too_many_tokens" and smollm2_passes == []
+
+
+@pytest.mark.model
+def test_a_prompt_gemma_refuses_is_refused_before_smollm2_continues_it(page, smollm2_passes):
+    """Issue 46: a prompt only Gemma refuses (its own control token typed; plain text to SmolLM2) is refused
+    before SmolLM2's session runs a pass (it continued the text first)."""
+    import gradio as gr
+
+    with pytest.raises(gr.Error) as err:
+        continue_on(page, "two-bound", "Hello <start_of_turn>", 4, "en")
+    assert "<start_of_turn>" in str(err.value.message) and smollm2_passes == []
+
+
 @pytest.mark.model
 @pytest.mark.parametrize("prompt", ["The capital of France is", "今天天气"])
 def test_a_greedy_continuation_is_what_generate_writes(both, prompt):

@@ -18,6 +18,13 @@ LANES = {
     "measure": dict(concurrency_id="measure", concurrency_limit=1),
     "import": dict(concurrency_id="import", concurrency_limit=2),  # a replay runs each text of a trace in chunks
     "lesson": dict(concurrency_id="lesson", concurrency_limit=2),  # a lesson upload: never behind a trace's replay
+    # a lesson's step shown (Start, Next, Back, Resume; an interview card's lesson): its prompt started as Start
+    # does, and its chart, which may be a whole-text run (a beam search, a vote): out of the steps' lane, as many
+    # at once as it (a class pressing Next together: the tokens a step writes batched as Next token's are)
+    "lesson_steps": dict(concurrency_id="lesson_steps", concurrency_limit=MODEL_CONCURRENCY),
+    # a lesson question answered (Commit, Reveal): a measured one runs the model for seconds (made once for everyone
+    # asking the same: model/classroom/shared.py), so a class pressing it at once never fills the steps' lane
+    "reveal": dict(concurrency_id="reveal", concurrency_limit=2),
     "page": {},  # no server work worth queueing apart
 }
 

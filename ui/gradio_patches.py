@@ -168,7 +168,7 @@ def _plain_input_check(demo: gr.Blocks) -> None:
 
 
 def _plain_preprocess(demo: gr.Blocks) -> None:
-    demo.preprocess_data = guard.plain_preprocess_data(demo.preprocess_data)
+    demo.preprocess_data = guard.plain_preprocess_data(demo, demo.preprocess_data)
 
 
 def _one_line_refusals(demo: gr.Blocks) -> None:
@@ -248,11 +248,14 @@ PATCHES = (
            ("gradio.blocks:Blocks.postprocess_data", "5a12f2d5bdb1"))),
     Patch("fair_queue", "gradio.queueing.Queue.push (the app's queue)", "app",
           "Gradio's queue has one size for everybody: without this one session could fill it. Refuses, before it "
-          "is queued, an event that does not exist (422) and one beyond its session's, address's or kind's share "
-          "(503, with the reason): ui/guard.py fair_push.",
+          "is queued, an event that does not exist (422), a script's call with more or fewer values than the API "
+          "takes (Gradio lines them up with the inputs only when they are exactly the API's: "
+          "prepare_simple_api_data), and one beyond its session's, address's or kind's share (503, with the "
+          "reason): ui/guard.py fair_push.",
           _fair_queue,
           (("gradio.queueing:Queue.push", "dfa0a562fae7"),
-           ("gradio.routes:App.create_app.<locals>.queue_join_helper", "b40f3385bd10"))),
+           ("gradio.routes:App.create_app.<locals>.queue_join_helper", "b40f3385bd10"),
+           ("gradio.routes:App.create_app.<locals>.prepare_simple_api_data", "c1d324295765"))),
     Patch("plain_input_check", "gradio.blocks.Blocks.validate_inputs (the app's)", "app",
           "Too few inputs: say how many, not Gradio's list of component objects (their reprs name classes and "
           "memory addresses): ui/guard.py plain_validate_inputs.",
@@ -260,11 +263,20 @@ PATCHES = (
           (("gradio.blocks:Blocks.validate_inputs", "64b3894febfe"),
            ("gradio.blocks:Blocks.preprocess_data", "181d6f681ec9"))),
     Patch("plain_preprocess", "gradio.blocks.Blocks.preprocess_data (the app's)", "app",
-          "An input Gradio cannot read answers with a plain message, naming no path on the server: "
-          "ui/guard.py plain_preprocess_data.",
+          "An input Gradio cannot read answers in the page's words, in the event's language, naming the control "
+          "and no path on the server, never with Gradio's text: ui/guard.py plain_preprocess_data. To find the "
+          "input, it runs again the preprocess of the components whose preprocess only checks a value (a slider, a "
+          "number box, a radio, a dropdown, a checkbox group, a checkbox, a text box): each fingerprinted here.",
           _plain_preprocess,
           (("gradio.blocks:Blocks.preprocess_data", "181d6f681ec9"),
-           ("gradio.blocks:Blocks.process_api", "44c8f42cca5c"))),
+           ("gradio.blocks:Blocks.process_api", "44c8f42cca5c"),
+           ("gradio.components.slider:Slider.preprocess", "8bf7ba8a58ee"),
+           ("gradio.components.number:Number.preprocess", "9e35e19371c2"),
+           ("gradio.components.radio:Radio.preprocess", "d2bab678b0bc"),
+           ("gradio.components.dropdown:Dropdown.preprocess", "e6f3bb063692"),
+           ("gradio.components.checkboxgroup:CheckboxGroup.preprocess", "ef5834f930a9"),
+           ("gradio.components.checkbox:Checkbox.preprocess", "a8fc94640485"),
+           ("gradio.components.textbox:Textbox.preprocess", "14d4863abc39"))),
     Patch("one_line_refusals", "gradio.blocks.Blocks.process_api (the app's)", "app",
           "Every refused input writes one line to the log, not Gradio's traceback, and a bug tells the page only "
           "its kind, in its language (Gradio would send the exception's own text): ui/guard.py "

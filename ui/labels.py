@@ -15,11 +15,20 @@ class Labels:
 
     def __init__(self):
         self._words: list[tuple[gr.components.Component | gr.blocks.BlockContext, Words]] = []
+        self._of: dict[int, Words] = {}  # id() of a component -> its words
 
     def add(self, component, key: str | None = None, attr: str = "label", words: Words | None = None):
         """Register `component`: its `attr` is the text of `key`, or `words(lang)` gives its update arguments."""
-        self._words.append((component, words or (lambda lang: {attr: t(key, lang)})))
+        words = words or (lambda lang: {attr: t(key, lang)})
+        self._words.append((component, words))
+        self._of[id(component)] = words
         return component
+
+    def name(self, component, lang: str) -> str | None:
+        """The label `component` shows in `lang` (how a refusal names the control), or None: not registered, or
+        its words set no label (a button's value)."""
+        words = self._of.get(id(component))
+        return words(lang).get("label") if words is not None else None
 
     @property
     def components(self) -> list:

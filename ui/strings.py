@@ -36,6 +36,17 @@ PAGE: dict[str, tuple[str, str]] = {
     "input_count": ("This event takes {expected} inputs; {sent} were sent.", "这个事件需要 {expected} 个输入，收到 {sent} 个。"),
     "not_uploaded": ("That file was not uploaded here: choose it with the Import button.",
                      "这个文件不是上传到这里的：请用“导入”按钮选择它。"),
+    # --- an input its control cannot read, said by ui/guard.py input_refusal (never Gradio's words; issue 46) ---
+    "input_not_a_choice": ("{name}: {value} is not one of its choices.", "{name}：{value} 不是它的选项之一。"),
+    "input_not_a_number": ("{name} must be a number, got {value}.", "{name}必须是数字，收到的是 {value}。"),
+    "input_unreadable": ("{name}: this value cannot be read here: {value}.", "{name}：无法读取这个值：{value}。"),
+    "input_unreadable_any": ("One of this event's inputs cannot be read here.", "这个事件的一个输入无法在这里读取。"),
+    "input_unnamed": ("Input {n}", "第 {n} 个输入"),
+    "api_arguments": ("These values are not this event's: its parameters are on the API page.",
+                      "这些值不是这个事件的参数：它的参数见 API 页面。"),
+    "queue_full": ("The server's queue is full; try again in a few seconds.", "服务器的队列已满，请过几秒再试。"),
+    "bad_headers": ("This request's headers name no address the server can read (Host, X-Forwarded-Host); it was "
+                    "refused.", "这个请求的请求头（Host、X-Forwarded-Host）给出的地址服务器无法读取，已拒绝。"),
     "steps": ("Steps to go back", "后退的步数"),
     "step": ("Step", "步数"),
 

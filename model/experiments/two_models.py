@@ -23,10 +23,10 @@ import numpy as np
 
 from model.decoding.loading import LoadedModel, available_models
 from model.decoding.records import SamplingConfig, TokenInfo
-from model.decoding.session import DecodeSession
+from model.decoding.session import MAX_PROMPT_TOKENS, DecodeSession, encode_prompt
 from model.decoding.tokens import token_bytes
 from model.errors import SessionError
-from model.inside.teacher_forcing import score_text
+from model.inside.teacher_forcing import score_text, scored_ids
 from model.decoding.core import computation
 
 LN2 = math.log(2)
@@ -128,7 +128,7 @@ def read_text(lm: LoadedModel, text: str) -> CharReading:
     """The text through one model in one teacher-forced pass (score_text: in chunks, turns at the scheduler), each token's surprisal
     spread over the characters its bytes overlap."""
     t0 = time.perf_counter()
-    scored = score_text(lm, check_text(text), max_tokens=MAX_CELLS // lm.info.vocab)
+    scored = score_text(lm, check_text(text), max_tokens=most_tokens(lm))
     special = lm.tokens.special_ids
     lead = next((i for i, tok in enumerate(scored.tokens) if tok.id not in special), len(scored.tokens))
     start, tokens = scored.tokens[:lead], scored.tokens[lead:]
@@ -175,10 +175,18 @@ def disagreements(text: str, a: CharReading, b: CharReading, most: int = DISAGRE
     return sorted(found, key=lambda d: -abs(d.gap))[:most]
 
 
+def most_tokens(lm: LoadedModel) -> int:
+    """The tokens a text may have to be scored on `lm`: MAX_CELLS of (positions x vocabulary)."""
+    return MAX_CELLS // lm.info.vocab
+
+
 def read_by_each(cores: list, text: str) -> TwoReadings:
     """`text` read by each model, in its core (core.ModelCore or core_process.ProcessCore: a whole-text run there),
-    and where two disagree."""
+    and where two disagree. The text is checked on every model before the first pass: one too long for Gemma is
+    refused before SmolLM2 reads it."""
     check_text(text)
+    for core in cores:
+        scored_ids(core.lm, text, most_tokens(core.lm))
     readings = [core.compute(read_text, text) for core in cores]
     found = disagreements(text, *readings[:2]) if len(readings) > 1 else []
     return TwoReadings(text, readings, found)
@@ -201,15 +209,23 @@ class Continuation:
 def continue_text(session: DecodeSession, prompt: str, cfg: SamplingConfig, steps: int) -> Continuation:
     """`prompt` continued by up to `steps` tokens in a fresh session of its model: its normal prefill and steps (the
     scheduler; a session of the registry's shares its model's core), the same settings and seed as any session."""
-    cfg = cfg.validate()
-    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
-        raise SessionError("two_models_steps_range", value=steps, high=MAX_STEPS)
+    check_continuation(session.lm, prompt, cfg, steps, session.max_prompt_tokens)
     t0 = time.perf_counter()
     session.start(prompt, chat=False)
     while len(session.steps) < steps and not session.finished and len(session.ids) < session.max_tokens:
         session.step(cfg)
     return Continuation(session.lm.name, session.prompt_len, [s.token for s in session.steps], session.text,
                         session.logprob_t1(), session.finished, (time.perf_counter() - t0) * 1000)
+
+
+def check_continuation(lm: LoadedModel, prompt: str, cfg: SamplingConfig, steps: int,
+                       max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> None:
+    """Everything continue_text refuses, refused with no pass: the settings, the steps, the prompt on `lm` (its
+    tokens within a session's bound). A caller continuing on several models checks each before the first pass."""
+    cfg.validate()
+    if isinstance(steps, bool) or not isinstance(steps, int) or not 1 <= steps <= MAX_STEPS:
+        raise SessionError("two_models_steps_range", value=steps, high=MAX_STEPS)
+    encode_prompt(lm, prompt, chat=False, max_prompt_tokens=max_prompt_tokens)
 
 
 PAIR = ("smollm2", "gemma3-270m")  # the two packaged models, in the order the view shows them

@@ -247,6 +247,12 @@ def score_text(lm: LoadedModel | EngineModel, text: str, max_tokens: int = MAX_P
     refused), and refused with a SessionError keyed score_*; the first token has nothing before it to predict it
     from, so a text needs at least two tokens.
     """
+    return teacher_forcing(lm, scored_ids(lm, text, max_tokens), prompt_len=0, edges=edges)
+
+
+def scored_ids(lm: LoadedModel | EngineModel, text: str, max_tokens: int = MAX_PROMPT_TOKENS) -> list[int]:
+    """The ids score_text would score `text` as, or its refusal (keyed score_*), with no pass: a caller scoring one
+    text on several models checks it on each before the first pass."""
     try:
         ids = encode_prompt(lm, text, chat=False, max_prompt_tokens=max_tokens)
     except SessionError as err:
@@ -256,4 +262,4 @@ def score_text(lm: LoadedModel | EngineModel, text: str, max_tokens: int = MAX_P
         raise SessionError(key, **err.params) from None
     if len(ids) < 2:
         raise SessionError("score_too_short", n=len(ids))
-    return teacher_forcing(lm, ids, prompt_len=0, edges=edges)
+    return ids

@@ -44,7 +44,8 @@ class SessionStore:
         self.opening = opening if opening is not None else OpeningLimit(clock=clock)
         self._lock = threading.Lock()
         self._live: OrderedDict[str, tuple[DecodeSession, float]] = OrderedDict()  # least recently used first
-        self._expired: OrderedDict[str, None] = OrderedDict()  # ids freed for idleness, to say so
+        # ids freed for idleness, to say so: each with the idle time that freed it (a script's is shorter), seconds
+        self._expired: OrderedDict[str, float] = OrderedDict()
         self._connected: set[str] = set()  # ids whose page has a heartbeat connection (or had one)
         self._address: dict[str, str | None] = {}  # id: the address that opened it
 
@@ -84,12 +85,13 @@ class SessionStore:
         for key, (_, used) in list(self._live.items()):  # least recently used first
             if now - used < shortest:
                 break
-            if key in self._connected and now - used < self.idle_seconds:
+            page = key in self._connected
+            if page and now - used < self.idle_seconds:
                 continue
             gone.append(self._live.pop(key)[0])
             self._connected.discard(key)
             self._address.pop(key, None)
-            self._expired[key] = None
+            self._expired[key] = self.idle_seconds if page else shortest
             if len(self._expired) > 10_000:
                 self._expired.popitem(last=False)
         return gone
@@ -99,7 +101,7 @@ class SessionStore:
         with self._held():
             if key not in self._live:
                 if key in self._expired:
-                    raise SessionExpired("session_expired", minutes=self.idle_seconds // 60)
+                    raise SessionExpired("session_expired", minutes=self._expired[key] // 60)
                 raise SessionError("no_session")
             session, _ = self._live.pop(key)
             self._live[key] = (session, self.clock())

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from model.vllm.client import EngineSpecRun
 from model.errors import SessionError
-from model.speed.speculative import GREEDY, speculative_decode
+from model.parse import whole_in_range
+from model.speed.speculative import GREEDY, MAX_DRAFT, speculative_decode
 from model.speed.speculative_records import SpeculativeRun
 
 SHAPE = ("layers", "heads", "kv_heads", "head_dim", "hidden", "vocab")  # ModelInfo fields a twin must share
@@ -78,6 +79,8 @@ def engine_speculate(session, max_new_tokens: int, twin=None, draft_len: int = 4
     if room < 1:
         raise SessionError("engine_context", limit=session.lm.info.context)
     n = min(int(max_new_tokens), room)
+    if twin is not None:  # the local run's own bound, checked before the engine's request (not after it)
+        whole_in_range(draft_len, 1, MAX_DRAFT, "spec_draft_len_range")
     run = session.lm.client.speculative_completion(ids, n)
     local = twin.compute(speculative_decode, ids, GREEDY, draft_len, max_new_tokens=n) if twin is not None else None
     tokens = [session.lm.tokens.info(i) for i in run.generated]

@@ -237,8 +237,8 @@ class InterviewView:
                 Event(self.reveal_buttons[q.id].click, friendly(self.reveal), [self.asked, self.progress, page.lang],
                       [*self.answers.values(), self.progress, *cards], "page", n == 0 and "interview_reveal", js),
                 Event(self.open_buttons[q.id].click, page.handler(self.open_question, "question", "progress"),
-                      [self.asked, self.progress, *page.page_in], [*opened, self.progress, *cards], "model",
-                      n == 0 and "interview_open", js),
+                      [self.asked, self.progress, *page.page_in], [*opened, self.progress, *cards],
+                      "lesson_steps", n == 0 and "interview_open", js),
             ]
         return [
             *rows,

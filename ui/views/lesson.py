@@ -24,6 +24,7 @@ from model.classroom.quiz import (NoToken, count_choices, graded, reveal_record,
 from model.classroom.rooms import Question
 from model.classroom.journal import Answer, Scored, right_values
 from model.classroom.scores import lesson_score, read_results
+from model.classroom.shared import SharedMeasurements
 from model.errors import SessionError
 from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
@@ -44,6 +45,7 @@ class LessonView:
 
     def __init__(self, app):
         self.app = app
+        self.measured = SharedMeasurements()  # a measured question's record, one for every student who asks it
 
     # ---- components ----------------------------------------------------------------------------------
     def build(self, page):
@@ -252,7 +254,7 @@ class LessonView:
         session = self.app.session(request)
         cfg = step_config(step)
         try:
-            answer = reveal_record(session, step, guess, cfg, view.lang)
+            answer = self._answer(session, step, guess, cfg, view.lang)
         except NoToken:
             raise Refusal("lesson_guess_first") from None
         if predict["kind"] in MEASURED:  # measured or searched once: each of the class's guesses graded on it
@@ -293,6 +295,15 @@ class LessonView:
                                                         right_values(answer)))
         score = lesson_score(lesson, results)
         summaries.scored(request.session_hash, Scored(lesson["id"], dict(lesson["title"]), score.right, score.total))
+
+    def _answer(self, session, step, guess, cfg, lang) -> dict:
+        """The question's reveal record for `guess`; a measured one (SHARED) depends only on the model, the
+        machine and the text, so it is made once for everyone who asks the same within a few minutes
+        (model/classroom/shared.py) and graded for each one's guess."""
+        if step["predict"]["kind"] not in SHARED:
+            return reveal_record(session, step, guess, cfg, lang)
+        key = (session.lm.name, tuple(session.ids), json.dumps(step["predict"], sort_keys=True), repr(cfg))
+        return graded(self.measured.get(key, lambda: reveal_record(session, step, None, cfg, lang)), guess)
 
     def open_step_view(self, lesson, index):
         """The step's tab, opened when the student has read the step (and, at a question, seen the answer)."""
@@ -454,20 +465,20 @@ class LessonView:
         scroll = {"then_js": SCROLL_TO_LESSON}
         held = [self.lesson, self.index]
         return [
-            Event(self.start.click, h(self.open_lesson, "lesson_id"), [self.pick, *page_in], shown, "model",
-                  "lesson_open"),
+            Event(self.start.click, h(self.open_lesson, "lesson_id"), [self.pick, *page_in], shown,
+                  "lesson_steps", "lesson_open"),
             Event(self.upload.upload, h(self.upload_lesson, "file"), [self.upload, *page_in], shown, "lesson",
                   "lesson_upload"),
             Event(self.next.click, h(self.next_step, "lesson", "index", "results"), [*held, self.results, *page_in],
-                  shown, "model", "lesson_next", **scroll),
+                  shown, "lesson_steps", "lesson_next", **scroll),
             Event(self.prev.click, h(self.prev_step, "lesson", "index", "results"), [*held, self.results, *page_in],
-                  shown, "model", "lesson_back", **scroll),
-            Event(self.resume.click, h(self.resume_lesson, "progress"), [self.progress, *page_in], shown, "model",
-                  "lesson_resume"),
+                  shown, "lesson_steps", "lesson_back", **scroll),
+            Event(self.resume.click, h(self.resume_lesson, "progress"), [self.progress, *page_in], shown,
+                  "lesson_steps", "lesson_resume"),
             Event(self.commit.click, h(self.commit_guess, "lesson", "index", "results", "guess"),
-                  [*held, self.results, self.guess, *page_in], revealed, "model", "lesson_guess"),
+                  [*held, self.results, self.guess, *page_in], revealed, "reveal", "lesson_guess"),
             Event(self.reveal_btn.click, h(self.reveal_step, "lesson", "index", "results"),
-                  [*held, self.results, *page_in], revealed, "model", "lesson_reveal"),
+                  [*held, self.results, *page_in], revealed, "reveal", "lesson_reveal"),
             Event(self.tab_block.select, self.saved_progress, [self.progress, page.lang],
                   [self.resume_md, self.resume], "page", "lesson_saved"),
             Event(self.open_view.click, self.open_step_view, held, [page.tabs_block], "page", "lesson_open_tab"),
@@ -487,6 +498,7 @@ MYTH_WORDS = {"step_time": {"same": "lesson_step_same", "grows": "lesson_step_gr
               "beam_vs_sample": {"beam": "lesson_beam_higher", "sampled": "lesson_sampled_higher",
                                  "same": "lesson_beam_same"}}
 MEASURED = ("step_time", "kept_count", "beam_vs_sample")  # answered once, on the step's session
+SHARED = ("step_time", "beam_vs_sample")  # measured by runs of seconds: made once for everyone asking the same
 
 
 def question_key(lesson, index: int) -> str:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import gradio as gr
 
 from model.errors import SessionError
-from model.experiments.two_models import MAX_CHARS, MAX_STEPS, continue_text, installed_pair, read_by_each
+from model.experiments.two_models import (MAX_CHARS, MAX_STEPS, check_continuation, continue_text, installed_pair,
+                                         read_by_each)
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly, named_range, whole
@@ -74,6 +75,8 @@ class TwoModelsView:
         names, missing = installed_pair()
         if not names:
             raise SessionError("default_model_missing")
+        for name in names:  # every bound checked on both models before the first pass
+            check_continuation(self.app.models.get(name), text, cfg, n)
         done = [continue_text(self.app.models.new_session(name), text, cfg, n) for name in names]
         return continuations_html(done, cfg, missing, view.lang)
 
