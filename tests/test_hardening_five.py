@@ -14,6 +14,7 @@ its fix (the module's own run on the code before said so; the issue's closing no
 import json
 import re
 import threading
+from types import SimpleNamespace
 
 import httpx
 import pytest
@@ -274,8 +275,8 @@ def test_a_scripts_session_is_told_its_own_idle_time():
     """A session whose page never connected is freed after 2 minutes idle; it was told "idle for over 30"."""
     now = [0.0]
     store = SessionStore(clock=lambda: now[0])
-    store.put("script", object())
-    store.put("page", object())
+    store.put("script", SimpleNamespace(close=lambda: None))  # a session the store closes when it expires
+    store.put("page", SimpleNamespace(close=lambda: None))
     store.connected("page")
     now[0] = store.unconnected_seconds + 1
     with pytest.raises(SessionExpired) as told:
