@@ -1030,6 +1030,58 @@ PAGE: dict[str, tuple[str, str]] = {
         "整词词表覆盖不了人名、错别字、代码和新词；只用单个字符又会让文本变得很长，多花步数和注意力。"
         "字节级 BPE 这样的子词分词器学习常见的片段：常用词是一个词元，罕见词拆成几个片段，任何字节串都仍然写得出来，"
         "所以不会有词表外的词。代价是：一个汉字或表情符号可能跨好几个字节词元，而且模型按词元而不是按字母来数数和拼写。"),
+    # ---- why this token: attribution (ui/views/attribution.py) ----
+    "tab_attribution": ("Why this token", "为什么是这个词元"),
+    "explain_attribution": (
+        "Why did the model pick this token? Input attribution answers with a number per earlier token: how much that "
+        "token's input pushed the token's logit up (blue) or down (vermillion). **Integrated gradients** (Sundararajan "
+        "et al. 2017) walk the input embeddings in a straight line from a baseline (an average token at every position; "
+        "the first token stays as it is, below) to the real text, add up the gradient of the logit at points along the "
+        "way and multiply by how far each embedding moved. Its check is **completeness**: the attributions sum to the "
+        "logit's change from the baseline to the text, up to the error of adding up finitely many points. **Gradient × "
+        "input** is one point of that walk, at the text itself: quicker, and it need not sum to anything. Below them, "
+        "green: the attention of the same step, the last position reading the text (mean over every layer and head). "
+        "Both attributions are computed by Captum, a maintained attribution library for PyTorch.",
+        "模型为什么选了这个词元？输入归因给前面每个词元一个数：这个词元的输入把该词元的 logit 推高了多少（蓝色）或压低了多少"
+        "（朱红色）。**积分梯度**（Sundararajan 等 2017）让输入嵌入从一个基线（每个位置都是“平均词元”；第一个词元保持不变，见下文）"
+        "沿直线走到真实文本，沿途在若干点上把 logit 的梯度加起来，再乘以每个嵌入移动的距离。它的检验是**完备性**："
+        "各归因之和等于 logit 从基线到文本的变化，误差来自只用有限个点求和。**梯度 × 输入**只取这条路径上的一个点（文本本身）："
+        "更快，但它的和不必等于任何东西。下面绿色的是同一步的注意力：最后一个位置读取文本的方式（所有层、所有头的平均）。"
+        "两种归因都由 Captum 计算，它是一个持续维护的 PyTorch 归因库。"),
+    "explain_attribution_limits": (
+        "What the numbers mean, and what they do not. An attribution says how the logit responds to moving one "
+        "token's embedding along this path from this baseline: another baseline gives other numbers, and a token can "
+        "matter through what it does together with others. It is not attention: attention says where one layer's "
+        "heads read from, attribution what changes the output, and a token can draw much attention and little "
+        "attribution (the first token often does: most heads park their attention there, the attention sink; Jain and "
+        "Wallace 2019, \"Attention is not Explanation\"). The first token is kept as it is along the path: moving "
+        "the attention sink switches it off abruptly and the path becomes too rough to add up, so it gets no "
+        "attribution. When the completeness gap is larger than a thousandth of a logit, the path was rough for this "
+        "text: more points shrink it. Each forward-and-backward pass through the model holds its door for a few "
+        "points only, so the class's steps go between them.",
+        "这些数字意味着什么，不意味着什么。归因说的是：沿这条路径、从这个基线出发移动某一个词元的嵌入时，logit 如何响应；"
+        "换一个基线就会得到别的数字，而且一个词元也可能通过与其他词元一起的作用而重要。它不是注意力：注意力说的是某一层的头"
+        "从哪里读取，归因说的是什么改变了输出；一个词元可以得到很多注意力却只有很小的归因（第一个词元常常如此：大多数头把注意力"
+        "停在那里，即注意力汇聚点；Jain 和 Wallace 2019，《Attention is not Explanation》）。第一个词元在路径上保持不变："
+        "移动注意力汇聚点会突然把它关掉，路径变得太崎岖而无法准确求和，所以它没有归因。当完备性的差距大于千分之一个 logit 时，"
+        "说明对这段文本路径很崎岖：增加点数会让差距变小。每次穿过模型的前向加反向计算只在门里待几个点的时间，"
+        "所以全班的步骤可以插在它们之间进行。"),
+    "attr_position": ("Token to explain (position)", "要解释的词元（位置）"),
+    "attr_candidate": ("Whose logit", "解释哪个词元的 logit"),
+    "attr_points": ("Points along the path", "路径上的点数"),
+    "btn_attr": ("Explain", "解释"),
+    "attr_chosen": ("the token the text has there", "文本在这里的词元"),
+    "attr_prompt_token": ("prompt", "提示词"),
+    "attr_next_token": ("{pos} · the next token (not written yet)", "{pos} · 下一个词元（还没写出）"),
+    "attr_result": ("Explained: {target} at position {pos} (probability {prob}, rank {rank}). Its logit is {logit}; from "
+                    "the baseline it is {base}, a change of {change}. The integrated gradients sum to {total}: a gap "
+                    "of {gap} with {points} points. {passes} passes through the model's door, {ms} ms.",
+                    "解释的是：位置 {pos} 的 {target}（概率 {prob}，排名 {rank}）。它的 logit 是 {logit}；从基线出发是 "
+                    "{base}，变化了 {change}。积分梯度之和为 {total}：用 {points} 个点，差距为 {gap}。"
+                    "共 {passes} 次经过模型的门，{ms} 毫秒。"),
+    "attr_complete": ("Complete within {tolerance} of a logit.", "在 {tolerance} 个 logit 以内满足完备性。"),
+    "attr_incomplete": ("**Not complete within {tolerance} of a logit**: the path is rough for this text; take more "
+                        "points.", "**没有在 {tolerance} 个 logit 以内满足完备性**：对这段文本路径很崎岖，请增加点数。"),
 }
 
 

@@ -803,6 +803,30 @@ WORDS: dict[str, tuple[str, str]] = {
     # ---- projector: chart notes (issue 22) ----
     "temp_no_star": ("A panel with no ★: the token drawn there lies outside the {n} bars shown.",
                      "没有 ★ 的小图：那里抽中的词元不在所示的 {n} 个条形之中。"),
+    # ---- why this token: attribution (viz/attribution.py) ----
+    "attr_row_ig": ("Integrated gradients", "积分梯度"),
+    "attr_row_gxi": ("Gradient × input", "梯度 × 输入"),
+    "attr_row_attention": ("Attention of this step", "这一步的注意力"),
+    "attr_attention_last": ("attention, last layer", "注意力（最后一层）"),
+    "attr_chip_ig": ("position {pos} · {tok}: integrated gradient {value} (logits)", "位置 {pos} · {tok}：积分梯度 {value}（logit）"),
+    "attr_chip_gxi": ("position {pos} · {tok}: gradient × input {value}", "位置 {pos} · {tok}：梯度 × 输入 {value}"),
+    "attr_chip_attention": ("position {pos} · {tok}: attention {value} (mean over every layer and head)",
+                            "位置 {pos} · {tok}：注意力 {value}（所有层、所有头的平均）"),
+    "attr_chip_kept": ("{tok}: kept as it is along the path (the attention sink), so it gets no attribution",
+                       "{tok}：在路径上保持不变（注意力汇聚点），所以没有归因"),
+    "attr_chips_legend": ("Blue raises the logit of {target}, vermillion lowers it, white: nothing; green: how much "
+                          "the step's attention reads each token. Hover a chip for its number.",
+                          "蓝色抬高 {target} 的 logit，朱红色压低它，白色：没有影响；绿色：这一步的注意力读取每个词元的多少。"
+                          "把鼠标停在词元上可看数值。"),
+    "attr_title": ("Why {target}? Each earlier token's share in its logit ({model})",
+                   "为什么是 {target}？前面每个词元在它的 logit 里的份额（{model}）"),
+    "attr_subtitle": ("Integrated gradients sum to {total}; the logit went from {base} (baseline) to {logit}: gap {gap} "
+                      "with {points} points",
+                      "积分梯度之和为 {total}；logit 从 {base}（基线）变为 {logit}：用 {points} 个点，差 {gap}"),
+    "attr_axis_logit": ("share (logits)", "份额（logit）"),
+    "attr_axis_attention": ("attention", "注意力"),
+    "attr_bar_hover": ("position {pos} · {tok}<br>integrated gradient {ig}<br>gradient × input {gxi}<br>attention {att}",
+                       "位置 {pos} · {tok}<br>积分梯度 {ig}<br>梯度 × 输入 {gxi}<br>注意力 {att}"),
 }
 
 

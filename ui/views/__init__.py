@@ -16,6 +16,7 @@ Adding a view: a new module here and one line in VIEWS.
 """
 from ui.views.ablation import AblationView
 from ui.views.attention import AttentionView
+from ui.views.attribution import AttributionView
 from ui.views.beams import BeamsView
 from ui.views.branches import BranchesView
 from ui.views.batching import BatchingView
@@ -41,7 +42,7 @@ from ui.views.training import TrainingView
 from ui.views.two_models import TwoModelsView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
-         AblationView, PatchingView, HeadsView, TwoModelsView,  # inside the model, by experiment
+         AblationView, PatchingView, HeadsView, TwoModelsView, AttributionView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
          CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
