@@ -243,6 +243,13 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "patch_no_gap": ("The two prompts give {answer} nearly the same probability ({a} and {b}): there is nothing for a "
                      "patch to restore. Pick another answer, or change the word that differs.",
                      "两个提示词给 {answer} 的概率几乎相同（{a} 和 {b}）：修补没有什么可以恢复的。请换一个答案，或换掉不同的那个词。"),
+    # ---- prefill against decode (model/serving/prefill_decode.py, engine_prefill.py) ----
+    "pd_needs_weights": ("Measuring prefill and decode runs the model's passes here: {model} runs on an engine, so choose "
+                         "a local model for it (the engine's own numbers are the button below).",
+                         "测量预填充和解码要在这里运行模型：{model} 运行在推理引擎上，请为它选择一个本地模型（引擎自己的数据在下面的按钮里）。"),
+    "pd_engine_only": ("{model} runs here, not on an engine: choose the engine's model (vllm:...) at the top and start, "
+                       "then ask for the engine's numbers.",
+                       "{model} 在本机运行，不在推理引擎上：请在顶部选择引擎的模型（vllm:...）并开始，再查看引擎的数据。"),
     # ---- why this token: attribution (model/inside/attribution.py) ----
     "attr_needs_weights": ("Attribution takes gradients through the model, which only its weights give: {model} runs on "
                            "an engine, so choose a local model for it.",

@@ -1030,6 +1030,58 @@ PAGE: dict[str, tuple[str, str]] = {
         "整词词表覆盖不了人名、错别字、代码和新词；只用单个字符又会让文本变得很长，多花步数和注意力。"
         "字节级 BPE 这样的子词分词器学习常见的片段：常用词是一个词元，罕见词拆成几个片段，任何字节串都仍然写得出来，"
         "所以不会有词表外的词。代价是：一个汉字或表情符号可能跨好几个字节词元，而且模型按词元而不是按字母来数数和拼写。"),
+    # ---- prefill against decode (ui/views/prefill_decode.py) ----
+    "tab_prefill_decode": ("Prefill vs decode", "预填充与解码"),
+    "explain_prefill_decode": (
+        "A request's work comes in two kinds. **Prefill** runs the whole prompt through the model in one pass: every "
+        "weight read from memory serves all the prompt's tokens, so a long prompt keeps the arithmetic units busy "
+        "(bound by the FLOP rate). **Decode** makes one token per step: every weight is read again for one token of "
+        "each sequence, so at a small batch the step waits on memory (bound by bandwidth), and a bigger batch makes "
+        "more tokens for nearly the same time. Measure shows it on this model and this machine: tokens per second of "
+        "a prefill by prompt length and of the app's own batched decode step by batch; where each pass sits under "
+        "this machine's two ceilings (a roofline: FLOPs per byte against FLOPs per second, both ceilings measured "
+        "here); and what a long prompt arriving does to a class that is decoding: one long pass that every student's "
+        "next token waits for, the app's own chunks with the class's steps between them (as vLLM's chunked prefill "
+        "does: Sarathi-Serve), or, as a model, a second machine for prefills that sends the KV cache across (PD "
+        "disaggregation: DistServe, Splitwise).",
+        "一个请求的工作分两种。**预填充**把整个提示一次送进模型：从内存读出的每个权重服务提示里的所有词元，所以长提示能让运算单元"
+        "一直忙着（受算力限制）。**解码**每步做一个词元：为每条序列的一个词元，每个权重都要再读一遍，所以批小时这一步在等内存"
+        "（受带宽限制），批大一点，几乎同样的时间就能做出更多词元。“测量”在这个模型、这台机器上展示这一点：预填充按提示长度、"
+        "本应用自己的批量解码按批大小的每秒词元数；每次计算在本机两个上限之下的位置（屋顶线：每字节浮点运算数对每秒浮点运算数，"
+        "两个上限都在本机测得）；以及全班正在解码时来了一个长提示会怎样：一次长计算，每个学生的下一个词元都要等它；本应用自己的"
+        "分块，全班的步骤插在块之间（vLLM 的分块预填充也是这样：Sarathi-Serve）；或者作为模型，用第二台机器专做预填充，再把 KV "
+        "缓存传过来（PD 分离：DistServe、Splitwise）。"),
+    "btn_pd_measure": ("Measure prefill and decode here", "在本机测量预填充和解码"),
+    "pd_roofline_label": ("Roofline", "屋顶线"),
+    "pd_timeline_label": ("A long prompt and the class", "长提示与全班"),
+    "pd_kept": ("(Measured {ago} s ago and shown again: one measurement per model every {minutes} minutes, so a class "
+                "sees one sitting's figures.)", "（{ago} 秒前测得，这里再次显示：每个模型每 {minutes} 分钟只测一次，"
+                "全班看到的是同一次测量的数字。）"),
+    "explain_pd_engine": (
+        "On an engine's model (vllm:..., chosen at the top), the engine's own numbers: the app streams one decode "
+        "and sends a long prompt in its middle, and reads vLLM's /metrics before and after. vLLM chunks long prefills "
+        "by default: no engine step carries more tokens than its budget (--max-num-batched-tokens), so a longer "
+        "prompt is spread over several steps, the running requests' decode tokens riding along. Its histogram of "
+        "tokens per step shows that; its prefill time, time to first token and gaps between tokens say what it cost.",
+        "在推理引擎的模型上（在顶部选择 vllm:...），看引擎自己的数据：本应用流式运行一次解码，在它中途发出一个长提示，并在前后"
+        "读取 vLLM 的 /metrics。vLLM 默认把长预填充分块：引擎的每一步携带的词元不超过它的预算（--max-num-batched-tokens），"
+        "所以更长的提示会分到好几步里，正在运行的请求的解码词元搭同一步的车。它的“每步词元数”直方图显示这一点；它的预填充时间、"
+        "首词元时间和词元间隔说明代价是多少。"),
+    "btn_pd_engine": ("The engine's chunked prefill", "引擎的分块预填充"),
+    "explain_pd_limits": (
+        "What the figures are, and are not. Times are measured here, now, on a machine others share: each is the "
+        "median of a few passes after a warm-up, every pass a turn at the model's door, so the class's steps go "
+        "between them (the longest pass is the {n}-token prefill itself). FLOPs and bytes are counted from the "
+        "model's shapes, not read from the processor: the bytes are the least a pass must read (every weight once, "
+        "the KV cache), so a pass can only be worse than its point says. The split-off row is a model, not a "
+        "measurement: a second machine like this one, its prefill as measured here, and a link of {link} GB/s "
+        "assumed for the KV cache; real PD systems pay for that second machine and the transfer, and win when "
+        "prefills and decodes would otherwise fight for the same steps.",
+        "这些数字是什么，不是什么。时间是此刻在这台与别人共用的机器上测得的：每个都是预热后几次计算的中位数，每次计算都在模型的门里"
+        "轮到一次，所以全班的步骤会插在它们之间（最长的一次就是 {n} 词元的预填充本身）。浮点运算数和字节数是按模型的形状算出来的，"
+        "不是从处理器读出来的：字节数是一次计算至少要读的量（每个权重一次，再加 KV 缓存），所以实际只会比图上的点更差。"
+        "“拆分”那一行是模型，不是测量：假设有第二台与本机一样的机器，它的预填充用这里测得的时间，KV 缓存走一条假设为 {link} GB/s "
+        "的链路；真实的 PD 系统要为第二台机器和传输付出代价，在预填充和解码否则会抢同一步的时候才划算。"),
     # ---- why this token: attribution (ui/views/attribution.py) ----
     "tab_attribution": ("Why this token", "为什么是这个词元"),
     "explain_attribution": (

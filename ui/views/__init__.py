@@ -32,6 +32,7 @@ from ui.views.lens import LensView
 from ui.views.lesson import LessonView
 from ui.views.paged import PagedView
 from ui.views.patching import PatchingView
+from ui.views.prefill_decode import PrefillDecodeView
 from ui.views.race import RaceView
 from ui.views.room import RoomView
 from ui.views.session_io import SessionView
@@ -45,5 +46,5 @@ VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView, 
          AblationView, PatchingView, HeadsView, TwoModelsView, AttributionView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
-         CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
+         CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView, PrefillDecodeView,  # how engines make it fast
          InterviewView, LessonView, RoomView, SessionView]  # the class (and the interview path)
