@@ -1030,6 +1030,39 @@ PAGE: dict[str, tuple[str, str]] = {
         "整词词表覆盖不了人名、错别字、代码和新词；只用单个字符又会让文本变得很长，多花步数和注意力。"
         "字节级 BPE 这样的子词分词器学习常见的片段：常用词是一个词元，罕见词拆成几个片段，任何字节串都仍然写得出来，"
         "所以不会有词表外的词。代价是：一个汉字或表情符号可能跨好几个字节词元，而且模型按词元而不是按字母来数数和拼写。"),
+    # ---- lessons: prefill against decode, why this token (model/classroom/probes.py, viz/lesson.py) ----
+    "lesson_pd_prefill": ("The prefill makes more tokens per second", "预填充每秒处理的词元更多"),
+    "lesson_pd_decode": ("The decode step makes more tokens per second", "解码一步每秒做出的词元更多"),
+    "lesson_reveal_pd": (
+        "Measured just now on this machine, three runs each after a warm-up, every pass a turn at the model's door: a "
+        "prefill of {tokens} tokens (the step's text repeated) took **{pms} ms**, **{ptps} tokens per second**; one "
+        "decode step at batch 1 took **{dms} ms** for its one token, **{dtps} tokens per second**: about **{ratio} "
+        "times** fewer.",
+        "刚才在这台机器上测得，各自预热后跑三次，每次计算都在模型的门里轮到一次：预填充 {tokens} 个词元（把这一步的文本重复到这么长）"
+        "用了 **{pms} 毫秒**，**每秒 {ptps} 个词元**；批大小 1 的一步解码为它唯一的词元用了 **{dms} 毫秒**，**每秒 {dtps} 个词元**："
+        "大约少了 **{ratio} 倍**。"),
+    "lesson_reveal_pd_prefill": (
+        "Every prefill run beat every decode run. Both passes read every weight once; the prefill's read serves all its "
+        "tokens, the decode step's one token: it waits on memory, the prefill on arithmetic.",
+        "每一次预填充都比每一次解码快。两种计算都把每个权重读一遍；预填充读一次服务它所有的词元，解码一步只服务一个词元："
+        "它在等内存，而预填充在等运算。"),
+    "lesson_reveal_pd_decode": (
+        "Here every decode run beat every prefill run, which a quiet machine does not do: someone else's work slowed "
+        "the prefill. Measure again on the Prefill vs decode tab.",
+        "这里每一次解码都比每一次预填充快，机器空闲时不会这样：别人的工作拖慢了预填充。请在“预填充与解码”标签页再测一次。"),
+    "lesson_reveal_pd_noisy": (
+        "**Too noisy to conclude on this machine right now** (the runs overlap): measure again on the Prefill vs "
+        "decode tab when it is quieter.",
+        "**这台机器此刻太忙，测不出结论**（几次测量互相重叠）：等空闲些在“预填充与解码”标签页再测一次。"),
+    "lesson_reveal_attr": (
+        "Computed just now: {target}, the step's token, explained by integrated gradients on the input embeddings "
+        "({steps} points, completeness gap {gap} logits). {choices}. The token (after the first) that drew the most "
+        "attention at this step: {most}.",
+        "刚才算出：用输入嵌入上的积分梯度解释这一步的词元 {target}（{steps} 个点，完备性差距 {gap} 个 logit）。{choices}。"
+        "这一步（第一个词元之外）得到注意力最多的词元：{most}。"),
+    "lesson_reveal_attr_choice": ("{token}: integrated gradient {ig}, attention {att}", "{token}：积分梯度 {ig}，注意力 {att}"),
+    "lesson_reveal_attr_absent": ("{token}: not one token of this text", "{token}：不是这段文本里的一个词元"),
+    "lesson_reveal_attr_top": ("The largest attribution: {token}.", "归因最大的是：{token}。"),
     # ---- prefill against decode (ui/views/prefill_decode.py) ----
     "tab_prefill_decode": ("Prefill vs decode", "预填充与解码"),
     "explain_prefill_decode": (
@@ -1082,6 +1115,33 @@ PAGE: dict[str, tuple[str, str]] = {
         "不是从处理器读出来的：字节数是一次计算至少要读的量（每个权重一次，再加 KV 缓存），所以实际只会比图上的点更差。"
         "“拆分”那一行是模型，不是测量：假设有第二台与本机一样的机器，它的预填充用这里测得的时间，KV 缓存走一条假设为 {link} GB/s "
         "的链路；真实的 PD 系统要为第二台机器和传输付出代价，在预填充和解码否则会抢同一步的时候才划算。"),
+    # ---- interview: prefill against decode, attribution (ui/views/interview.py) ----
+    "iq_prefill_decode": ("Why is prefill compute-bound and decode memory-bound, and what do engines do about it?",
+                          "为什么预填充受算力限制、解码受内存限制？推理引擎怎么应对？"),
+    "ia_prefill_decode": (
+        "A pass reads every weight once. A prefill runs all the prompt's tokens through that one read, hundreds of "
+        "FLOPs for every byte, so it waits on arithmetic. A decode step makes one token per sequence, about one "
+        "multiply-add per weight it reads, so at a small batch it waits on memory, and batching more sequences into "
+        "the step is nearly free until compute binds. A long prefill in the same step as the decodes stalls every "
+        "user's next token: engines chunk it so decode steps run between the chunks (Sarathi-Serve; vLLM's default), "
+        "or run prefills on other machines and send the KV cache across (PD disaggregation: DistServe, Splitwise).",
+        "一次计算把每个权重读一遍。预填充让提示里所有词元共用这一次读取，每个字节对应成百上千次浮点运算，所以它在等运算。解码一步"
+        "为每条序列只做一个词元，每读一个权重大约只做一次乘加，所以批小时它在等内存；在算力成为瓶颈之前，往这一步里多放序列几乎"
+        "不花额外代价。长预填充和解码放在同一步里，会让每个用户的下一个词元都停下来等：推理引擎把它分块，让解码步插在块之间"
+        "（Sarathi-Serve；vLLM 的默认做法），或者把预填充放到别的机器上做，再把 KV 缓存传过来（PD 分离：DistServe、Splitwise）。"),
+    "iq_attribution": ("How would you find out why a model produced a token? Do the attention weights tell you?",
+                       "怎样弄清模型为什么生成了某个词元？注意力权重能告诉你吗？"),
+    "ia_attribution": (
+        "Attention says where one layer's heads read from, not what changed the output, and many heads park on the "
+        "first token (the attention sink). Attribution asks how the output responds to each input: integrated "
+        "gradients average the gradient along a path from a baseline to the input embeddings and satisfy "
+        "completeness, the attributions summing to the output's change from the baseline; gradient × input is one "
+        "point of that path. Both depend on the baseline and miss interactions between tokens; to test a claim, "
+        "change the input or an activation and measure (ablation, activation patching).",
+        "注意力说的是某一层的头从哪里读取，而不是什么改变了输出，而且很多头把注意力停在第一个词元上（注意力汇聚点）。归因问的是"
+        "输出对每个输入如何响应：积分梯度沿着从基线到输入嵌入的路径平均梯度，并满足完备性，即各归因之和等于输出相对基线的变化；"
+        "梯度 × 输入只是这条路径上的一个点。两者都取决于基线，也看不到词元之间的相互作用；要检验一个说法，就去改变输入或某个激活，"
+        "再测量（消融、激活修补）。"),
     # ---- why this token: attribution (ui/views/attribution.py) ----
     "tab_attribution": ("Why this token", "为什么是这个词元"),
     "explain_attribution": (

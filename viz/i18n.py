@@ -911,6 +911,15 @@ WORDS: dict[str, tuple[str, str]] = {
     "pd_engine_no_steps": ("The engine counted no step during the probe.", "探测期间引擎没有记录任何一步。"),
     "pd_engine_others": ("Other requests reached the engine meanwhile: its numbers include them.",
                          "这期间还有别的请求到达引擎：它的数据里也包括它们。"),
+    # ---- lessons: prefill against decode, why this token (viz/lesson.py) ----
+    "lesson_pd_bar_prefill": ("a prefill of {n} tokens", "预填充 {n} 个词元"),
+    "lesson_pd_bar_decode": ("one decode step, batch 1", "一步解码，批大小 1"),
+    "lesson_pd_title": ("Tokens per second here: prefill against decode", "本机每秒词元数：预填充对解码"),
+    "lesson_pd_subtitle": ("Bars: the median of three runs; dots: every run", "柱：三次的中位数；点：每一次"),
+    "lesson_attr_bar_text": ("{ig} (attention {att})", "{ig}（注意力 {att}）"),
+    "lesson_attr_title": ("Why {target}? The question's tokens' integrated gradients", "为什么是 {target}？题中各词元的积分梯度"),
+    "lesson_attr_subtitle": ("In logits, {steps} points along the path; attention of the same step in brackets",
+                             "单位是 logit，路径上 {steps} 个点；括号里是同一步的注意力"),
     # ---- why this token: attribution (viz/attribution.py) ----
     "attr_row_ig": ("Integrated gradients", "积分梯度"),
     "attr_row_gxi": ("Gradient × input", "梯度 × 输入"),

@@ -10,6 +10,7 @@ from dataclasses import asdict
 
 import gradio as gr
 
+from model.classroom.probes import pair_record
 from model.errors import SessionError
 from model.serving.engine_prefill import probe
 from model.serving.prefill_decode import KEEP_S, LINK_BYTES_PER_S, LONG_PREFILL, Kept, compute
@@ -18,6 +19,7 @@ from ui.events import Event
 from ui.handlers import friendly
 from ui.state import carrier
 from ui.strings import t
+from viz.lesson import pd_figure
 from viz.prefill_decode import (engine_probe_figure, engine_probe_summary, figures_table, prefill_decode_summary,
                                 roofline_figure, speed_chart, timeline_figure)
 
@@ -46,6 +48,9 @@ def probe_summary(p) -> dict:
             "prefill_s": h["prefill_s"].mean, "ttft_s": h["ttft_s"].mean, "itl_s": h["itl_s"].mean,
             "prompt_tokens": p.delta.counters["prompt_tokens"], "generation_tokens": p.delta.counters["generation_tokens"],
             "at": p.at}
+
+
+LESSON_TOKENS = 128  # a lesson step's prefill beside its decode step: one chunk's pass
 
 
 def limits(lang: str) -> str:
@@ -104,12 +109,11 @@ class PrefillDecodeView:
         return said, engine_probe_figure(p, lang), probe_summary(p)
 
     def lesson_figure(self, session, cfg, step, view):
-        """A lesson step about prefill and decode: the roofline of the step's model (measured, or kept)."""
+        """A lesson step about prefill and decode: a prefill of LESSON_TOKENS tokens against one decode step, measured
+        on the step's text (a few passes; the tab's Measure has the rest)."""
         if not session.capabilities.runs_locally:
             return None
-        text = session.whole_text("pd_needs_weights")
-        m, _ = self.kept.get(text.lm.name, lambda: text.run(compute))
-        return roofline_figure(m, view.lang)
+        return pd_figure(pair_record(session, LESSON_TOKENS), view.lang)
 
     def events(self, page):
         return [
