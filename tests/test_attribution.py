@@ -47,12 +47,12 @@ def test_gradient_times_input_is_the_gradient_at_the_text_times_the_text(model):
     """Another token than the text's (the second candidate), at a position inside the text: Captum's gradient x input
     against the gradient torch.autograd gives here."""
     ids = model.tokenizer(CASES[model.name][0])["input_ids"]
-    first = compute(model, ids, len(ids) - 1, None, 0, 32)
-    assert first.chosen.id == ids[-1] == first.target.id  # by default: the token the text has there
-    other = first.candidates[1][0].id
-    a = compute(model, ids, len(ids) - 1, other, 0, 32)
     embeds = model.model.get_input_embeddings()(torch.tensor([ids[:-1]])).detach().requires_grad_(True)
-    logit = model.model(inputs_embeds=embeds).logits[0, -1, other]
+    logits = model.model(inputs_embeds=embeds).logits[0, -1]
+    other = int(logits.topk(2).indices[1])
+    a = compute(model, ids, len(ids) - 1, other, 0, 32)
+    assert a.chosen.id == ids[-1] and [tok.id for tok, _ in a.candidates[:2]] == logits.topk(2).indices.tolist()
+    logit = logits[other]
     (grad,) = torch.autograd.grad(logit, embeds)
     expected = (grad * embeds).sum(-1)[0].detach().double().numpy()
     assert a.target.id == other and a.rank == 2

@@ -174,7 +174,7 @@ def compute(lm: LoadedModel, ids: list[int], position: int | None = None, target
                               internal_batch_size=rows_per_pass)
     gxi = InputXGradient(forward)
     gxi.gradient_func = gradients
-    grad_input = gxi.attribute(embeds.clone())
+    grad_input = gxi.attribute(embeds.clone().requires_grad_(True))
     with model_pass(model):  # both ends of the path in one pass: F(e) and F(b)
         ends = forward(torch.cat([embeds, baseline]))
     with one_core():
