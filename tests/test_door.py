@@ -171,8 +171,13 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
     from model.strategies.constrain import Constraint, constrained_decode
     from model.strategies.race import race
 
+    from model.inside.attribution import compute as attribution
+    from model.serving.prefill_decode import compute as prefill_decode
+
     door, seen = door_of(lm.model), []
     hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(door.held()))
+    # the decoder itself too: attribution's path runs it on input embeddings, without the LM head around it
+    inner = lm.model.model.register_forward_pre_hook(lambda module, args: seen.append(door.held()))
     cfg = SamplingConfig(temperature=0.8, top_k=20, seed=3)
     short = lm.tokenizer("Question: what is two plus two? Answer:")["input_ids"]
     long = lm.tokenizer(LONG)["input_ids"][:PREFILL_CHUNK + 40]  # a prefill in two chunks
@@ -194,6 +199,9 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         "patching": lambda: patching_grid(lm, *encode_pair(lm, "The cat sat", "The dog sat")),
         "heads": lambda: head_scores(lm, length=8),
         "a lesson's log P of a text": lambda: text_logprob(lm, long[:PREFILL_CHUNK], long[PREFILL_CHUNK:]),
+        "attribution": lambda: attribution(lm, short, None, None, len(short), 32),
+        "prefill vs decode": lambda: prefill_decode(lm, short, lengths=(16,), batches=(1, 2), repeats=1,
+                                                    class_batch=2, long_prefill=PREFILL_CHUNK + 8),
     }
     try:
         for name, run in runs.items():
@@ -208,6 +216,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_door(lm):
         assert seen and all(seen)
     finally:
         hook.remove()
+        inner.remove()
     assert not door.held()
 
 

@@ -59,7 +59,6 @@ class AttributionView:
 
     def build(self, page):
         add = page.labels.add
-        self.figure = page.figure  # the page's one chart carrier (plot(): this tab's plot)
         add(gr.Markdown(t("explain_attribution"), elem_classes="tbt-explain"), "explain_attribution", "value")
         with gr.Row(equal_height=True):
             self.position = add(gr.Dropdown([], label=t("attr_position"), elem_id="tbt-attr-position", scale=3),
@@ -114,6 +113,7 @@ class AttributionView:
         return attribution_chart(explained(text, None, CHOSEN, STEPS), text.lm.name, view.lang)
 
     def events(self, page):
+        self.figure = page.figure  # the page's one chart carrier (plot(): this tab's plot), made after the views
         return [
             Event(self.run_btn.click, friendly(self.explain), [self.position, self.candidate, self.points, page.lang],
                   [self.result, self.chips, page.figure, self.numbers, self.position, self.candidate], "runs",

@@ -68,7 +68,6 @@ class PrefillDecodeView:
 
     def build(self, page):
         add = page.labels.add
-        self.figure = page.figure  # the page's one chart carrier (plot(): this tab's plot)
         add(gr.Markdown(t("explain_prefill_decode"), elem_classes="tbt-explain"), "explain_prefill_decode", "value")
         self.measure_btn = add(gr.Button(t("btn_pd_measure"), variant="primary", elem_id="tbt-pd-measure"),
                                "btn_pd_measure", "value")
@@ -116,6 +115,7 @@ class PrefillDecodeView:
         return pd_figure(pair_record(session, LESSON_TOKENS), view.lang)
 
     def events(self, page):
+        self.figure = page.figure  # the page's one chart carrier (plot(): this tab's plot), made after the views
         return [
             Event(self.measure_btn.click, friendly(self.measure), [page.lang],
                   [self.sentence, self.figure, self.roofline, self.timeline, self.table, self.numbers], "measure",
