@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 
 from viz.i18n import t
-from viz.style import KEY_COLOR, MUTED, SMALL_SIZE, base_layout, chart, domains, legend_key, narrow_layout
+from viz.style import (KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, legend_key,
+                        narrow_layout)
 
 PREFILL_COLOR, DECODE_COLOR = "#D55E00", "#0072B2"  # vermillion, blue (colour-blind safe)
 TRANSFER_COLOR, CEILING = "#999999", "#444444"
@@ -58,7 +59,7 @@ def speed_chart(m, lang: str = "en") -> dict:
     return chart(data, layout)
 
 
-def roofline_figure(m, lang: str = "en") -> dict:
+def roofline_chart(m, lang: str = "en") -> dict:
     """Achieved FLOPs per second against arithmetic intensity (FLOPs per byte), log-log, under this machine's two
     measured ceilings: memory (bandwidth x intensity) and the FLOP rate, meeting at the balance point."""
     peak = m.peak
@@ -97,7 +98,7 @@ def roofline_figure(m, lang: str = "en") -> dict:
     return chart(data, layout)
 
 
-def timeline_figure(m, lang: str = "en") -> dict:
+def timeline_chart(m, lang: str = "en") -> dict:
     """The class's decode passes (blue) and the long prefill (vermillion: one pass, or its chunks), on one row per
     way to run it; the split way's second row is the PD model's other machine (its prefill, then the cache sent)."""
     rows = {"unchunked": t("pd_row_unchunked", lang), "chunked": t("pd_row_chunked", lang, chunk=m.chunk),
@@ -130,7 +131,7 @@ def timeline_figure(m, lang: str = "en") -> dict:
     return chart(data, layout)
 
 
-def engine_probe_figure(probe, lang: str = "en") -> dict:
+def engine_probe_chart(probe, lang: str = "en") -> dict:
     """The engine's probe: the streamed decode's gaps between tokens as they arrived (bars, the ones after the long
     prompt was sent in vermillion), and the engine's steps by the tokens they carried (its own histogram)."""
     (left, right) = domains([1.4, 1.0], 0.12)
@@ -158,6 +159,11 @@ def engine_probe_figure(probe, lang: str = "en") -> dict:
         legend={"orientation": "h", "y": -0.25, "x": 0}, margin={"t": 110, "b": 120})
     narrow_layout(layout, xaxis={"domain": [0, 1]}, xaxis2={"visible": False})
     return chart(data, layout)
+
+
+roofline_figure = as_figure(roofline_chart)  # the same charts as go.Figures, for a gr.Plot
+timeline_figure = as_figure(timeline_chart)
+engine_probe_figure = as_figure(engine_probe_chart)
 
 
 def figures_table(m, lang: str = "en") -> str:
