@@ -52,6 +52,8 @@ VIEWS = {
     "score": ("/score_text", None, False),  # the text scored is the long text itself
     "patching": ("/patching", ("The Eiffel Tower is in the city of", "The Colosseum is in the city of", ""), False),
     "heads": ("/heads", (), False),  # its text is the page's own (a random sequence said twice)
+    "attribution": ("/attribution", (40, -1, 64), False),  # the token at position 40: 40 tokens of context, 64 points
+    "prefill_decode": ("/prefill_decode", (), False),  # measured once, then kept for five minutes (the class's figures)
 }
 
 

@@ -243,6 +243,26 @@ MESSAGES: dict[str, tuple[str, str]] = {
     "patch_no_gap": ("The two prompts give {answer} nearly the same probability ({a} and {b}): there is nothing for a "
                      "patch to restore. Pick another answer, or change the word that differs.",
                      "两个提示词给 {answer} 的概率几乎相同（{a} 和 {b}）：修补没有什么可以恢复的。请换一个答案，或换掉不同的那个词。"),
+    # ---- prefill against decode (model/speed/prefill_decode.py, engine_prefill.py) ----
+    "pd_needs_weights": ("Measuring prefill and decode runs the model's passes here: {model} runs on an engine, so choose "
+                         "a local model for it (the engine's own numbers are the button below).",
+                         "测量预填充和解码要在这里运行模型：{model} 运行在推理引擎上，请为它选择一个本地模型（引擎自己的数据在下面的按钮里）。"),
+    "pd_engine_only": ("{model} runs here, not on an engine: choose the engine's model (vllm:...) at the top and start, "
+                       "then ask for the engine's numbers.",
+                       "{model} 在本机运行，不在推理引擎上：请在顶部选择引擎的模型（vllm:...）并开始，再查看引擎的数据。"),
+    # ---- why this token: attribution (model/inside/attribution.py) ----
+    "attr_needs_weights": ("Attribution takes gradients through the model, which only its weights give: {model} runs on "
+                           "an engine, so choose a local model for it.",
+                           "归因要对模型求梯度，只有模型权重才能做到：{model} 运行在推理引擎上，请为它选择一个本地模型。"),
+    "attr_position_range": ("The token to explain must be at a position from {low} to {high}, got {position}.",
+                      "要解释的词元必须在位置 {low} 到 {high} 之间，收到的是 {position}。"),
+    "attr_points_invalid": ("Points along the path must be one of {choices}, got {points}.",
+                    "路径上的点数必须是 {choices} 之一，收到的是 {points}。"),
+    "attr_too_long": ("{n} tokens before this one is too long for {points} points along the path (at most {most}): go "
+                      "back, explain an earlier token, or take fewer points.",
+                      "在它之前有 {n} 个词元，对 {points} 个路径点来说太长了（最多 {most} 个）：请后退、解释更早的词元，"
+                      "或减少点数。"),
+    "attr_target": ("No token has the id {target} in this model's vocabulary.", "这个模型的词表里没有编号为 {target} 的词元。"),
     # ---- beams view (model/strategies/beams.py) ----
     "beams_width_range": ("The beam width must be a whole number from 1 to {high}, got {value!r}.",
                           "束宽必须是 1 到 {high} 之间的整数，收到的是 {value!r}。"),

@@ -2,6 +2,7 @@
 the step as its JSON file holds it, published model shapes, a plain forward pass) and each reveal's answer (the cache
 formula, a full forward pass's softmax, transformers' own logits processors in both orders); a step's session as the
 Lesson tab starts it. Shared by tests/test_lessons.py, tests/test_lesson_grading.py and tests/test_lesson_views.py."""
+import html
 import json
 import re
 
@@ -116,6 +117,10 @@ def check_reveal(lm, raw_step: dict, lang: str, ids: list[int], guess: str, reve
     if predict["kind"] == "step_time":  # measured: its line and verdict are checked in test_lessons (check_step_time)
         assert right == ("none" if 'data-answer="none"' in reveal else str(guess == re.search(
             r'data-answer="(\w+)"', reveal).group(1)).lower())
+        return
+    if predict["kind"] in ("prefill_vs_decode", "top_attribution"):  # measured / computed: checked in test_lessons
+        assert right == ("none" if 'data-answer="none"' in reveal else str(guess == html.unescape(re.search(
+            r'data-answer="([^"]*)"', reveal).group(1))).lower())
         return
     if predict["kind"] == "beam_vs_sample":  # both texts' log P: checked against a forward pass in test_lessons
         beam, sampled = (float(re.search(rf'data-{name}-logp="([^"]+)"', reveal).group(1)) for name in ("beam", "sampled"))

@@ -34,7 +34,7 @@ def texts(q):
 def test_every_card_points_at_a_lesson_and_a_tab_the_page_has():
     lessons, refused = builtin_lessons(TABS)
     assert not refused
-    assert len(QUESTIONS) == 12 and len(BY_ID) == 12  # the twelve questions of issue 35, each id once
+    assert len(QUESTIONS) == 14 and len(BY_ID) == 14  # the twelve questions of issue 35 and two of 48, each id once
     for q in QUESTIONS:
         assert q.tabs and set(q.tabs) <= set(TABS), (q.id, q.tabs)
         assert set(q.lessons) <= set(lessons), (q.id, q.lessons)
@@ -44,7 +44,8 @@ def test_every_card_points_at_a_lesson_and_a_tab_the_page_has():
         "parallel-training": "training-vs-generation", "exposure-bias": "branches-exposure-bias",
         "non-autoregressive": "why-not-non-autoregressive", "sampling": "top-k-top-p-min-p",
         "speculative": "speculative-decoding", "mqa-gqa": "mha-gqa-mqa", "serving": "class-batched-paged",
-        "beam-search": "beam-search", "subwords": "subwords"}
+        "beam-search": "beam-search", "subwords": "subwords", "prefill-decode": "prefill-vs-decode",
+        "attribution": "why-this-token"}
     # the lessons not on the path answer no interview question of issue 35
     assert set(lessons) - {lesson for q in QUESTIONS for lesson in q.lessons} == {"logit-lens", "constrained-decoding"}
     assert BY_ID["serving"].tabs == ("batching", "paged")

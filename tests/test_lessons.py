@@ -55,7 +55,8 @@ def call(client, api, *leading, lang="en") -> dict:
 def first_guess(predict, lang="en") -> str:
     return {"next_token": lambda: predict["choices"][lang][0], "kept_by_top_p": lambda: "yes",
             "order": lambda: "same", "step_time": lambda: "grows", "kept_count": lambda: "1",
-            "beam_vs_sample": lambda: "beam"}.get(predict["kind"], lambda: None)() or \
+            "beam_vs_sample": lambda: "beam", "prefill_vs_decode": lambda: "prefill",
+            "top_attribution": lambda: predict["choices"][lang][0]}.get(predict["kind"], lambda: None)() or \
         str(size_choices(predict, INFO)[0])
 
 
@@ -151,6 +152,10 @@ def test_every_reveal_is_recomputed_on_the_model_of_its_language(lesson_models, 
                     assert answer["total"] == total >= step["settings"]["top_p"] > total - last_prob, where
             elif predict["kind"] == "beam_vs_sample":
                 check_beam_vs_sample(lm, session, answer)
+            elif predict["kind"] == "prefill_vs_decode":
+                check_prefill_vs_decode(answer, predict)
+            elif predict["kind"] == "top_attribution":
+                check_top_attribution(lm, session, answer, predict, lang)
             else:
                 info = lm.info
                 assert answer["bytes"] == 2 * answer["layers"] * answer["kv_heads"] * answer["head_dim"] * \
@@ -198,6 +203,31 @@ def check_step_time(answer, predict):
     expected = "grows" if rise >= STEP_GROWTH and apart else \
         "same" if rise < STEP_GROWTH and min(answer["runs"][0], answer["runs"][-1]) >= 3 else None
     assert answer["answer"] == expected, (answer["answer"], rise, apart, answer["runs"])
+
+
+def check_prefill_vs_decode(answer, predict):
+    """A prefill_vs_decode reveal: tokens per second from its own runs' times, and the verdict its stated rule gives
+    (recomputed here: every run of one side faster than every run of the other, three runs each)."""
+    tokens = predict["tokens"]
+    assert answer["tokens"] == tokens and len(answer["prefill_runs"]) == len(answer["decode_runs"]) == 3
+    assert answer["prefill_tps"] == pytest.approx(1000 * tokens / answer["prefill_ms"])
+    assert answer["decode_tps"] == pytest.approx(1000 / answer["decode_ms"])
+    expected = "prefill" if min(answer["prefill_runs"]) > max(answer["decode_runs"]) else \
+        "decode" if min(answer["decode_runs"]) > max(answer["prefill_runs"]) else None
+    assert answer["answer"] == expected, (answer["prefill_runs"], answer["decode_runs"])
+
+
+def check_top_attribution(lm, session, answer, predict, lang):
+    """A top_attribution reveal: the token explained is the step's last (a plain forward pass's argmax after the text
+    before it, greedy), each choice one token of that text, the answer the choice of the largest integrated gradient
+    and the sum within the completeness the page calls complete (tests/test_attribution.py checks Captum's numbers)."""
+    context = session.ids[:-1]
+    assert answer["position"] == len(context) and answer["target"] == lm.tokens.info(session.ids[-1]).display
+    assert forward_top(lm, context) == session.ids[-1]
+    for row, choice in zip(answer["choices"], predict["choices"][lang]):
+        (token,) = lm.tokenizer.encode(choice, add_special_tokens=False)
+        assert row["position"] is not None and context[row["position"]] == token, (choice, row)
+    assert answer["answer"] == max(answer["choices"], key=lambda r: r["ig"])["text"]
 
 
 def forward_logprob(lm, prompt, tokens) -> float:

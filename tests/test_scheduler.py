@@ -203,8 +203,13 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_scheduler(l
     from model.strategies.constrain import Constraint, constrained_decode
     from model.strategies.race import race
 
+    from model.inside.attribution import compute as attribution
+    from model.speed.prefill_decode import compute as prefill_decode
+
     scheduler, seen = scheduler_of(lm.model), []
     hook = lm.model.register_forward_pre_hook(lambda module, args: seen.append(scheduler.held()))
+    # the decoder itself too: attribution's path runs it on input embeddings, without the LM head around it
+    inner = lm.model.model.register_forward_pre_hook(lambda module, args: seen.append(scheduler.held()))
     cfg = SamplingConfig(temperature=0.8, top_k=20, seed=3)
     short = lm.tokenizer("Question: what is two plus two? Answer:")["input_ids"]
     long = lm.tokenizer(LONG)["input_ids"][:PREFILL_CHUNK + 40]  # a prefill in two chunks
@@ -226,6 +231,9 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_scheduler(l
         "patching": lambda: patching_grid(lm, *encode_pair(lm, "The cat sat", "The dog sat")),
         "heads": lambda: head_scores(lm, length=8),
         "a lesson's log P of a text": lambda: text_logprob(lm, long[:PREFILL_CHUNK], long[PREFILL_CHUNK:]),
+        "attribution": lambda: attribution(lm, short, None, None, len(short), 32),
+        "prefill vs decode": lambda: prefill_decode(lm, short, lengths=(16,), batches=(1, 2), repeats=1,
+                                                    class_batch=2, long_prefill=PREFILL_CHUNK + 8),
     }
     try:
         for name, run in runs.items():
@@ -240,10 +248,11 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_scheduler(l
         assert seen and all(seen)
     finally:
         hook.remove()
+        inner.remove()
     assert not scheduler.held()
     for fn in (logit_lens, ablate, teacher_forcing, race, self_consistency, beam_search, sampled_continuation,
                constrained_decode, speculative_decode, measure_cache_timing, measure_throughput, patching_grid,
-               head_scores, text_logprob):
+               head_scores, text_logprob, attribution, prefill_decode):
         assert computation_name(fn)
 
 

@@ -524,7 +524,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "tab_ablation": ("Switch off", "关闭部件"),
     "explain_ablation": (
         "Switch one part of the model off and see what it was doing for your text: one attention head, a whole layer's attention, or a layer's MLP. By default its output is replaced by its **mean over the text** (every position gets the same, average output): the layers after it still receive a vector of the size they were trained on, so what changes is what this part said about *this* position. Setting it to **zero** is simpler, but the later layers then see a residual stream missing a whole term, which they never saw in training, so part of the change comes from that. Layers and heads count from 0, as in the Attention tab (the logit lens numbers layer 0's output as its row 1). Only your passes run with the part off: they run alone at the model's scheduler, and the class's steps never see it.",
-        "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型门口单独运行，全班的步骤不会受影响。"),
+        "关闭模型的一个部分，看看它为你的文本做了什么：一个注意力头、整层的注意力，或一层的 MLP。默认把它的输出替换为**它在整段文本上的均值**（每个位置得到同一个平均输出）：后面的层仍收到训练时那种尺度的向量，所以变化的是这个部分对*当前*位置所说的内容。**置零**更简单，但后面的层会看到缺了一整项的残差流，这是训练中从未见过的，所以一部分变化来自这一点。层和注意力头从 0 开始编号，与注意力标签页一致（逻辑透镜把第 0 层的输出画在第 1 行）。只有你的前向传播会关闭该部分：它们在模型的调度器里单独运行，全班的步骤不会受影响。"),
     "explain_ablation_limits": (
         "What it does not show: one part switched off at a time says what the model loses without it *here*, not what the part \"does\" in general; another part can take over its work (the later layers often compensate), and two parts that each matter little can matter together. The continuation runs your whole text again with the part off, since every cached key and value after that part depends on it.",
         "它不能说明的：一次只关闭一个部分，只能说明模型在*这里*没有它会失去什么，而不是这个部分一般“做什么”；别的部分可能接替它的工作（后面的层常常会补偿），两个各自影响不大的部分合在一起也可能很重要。续写时会在关闭该部分的情况下重新运行整段文本，因为该部分之后缓存的每个键和值都依赖于它。"),
@@ -540,7 +540,7 @@ PAGE: dict[str, tuple[str, str]] = {
     "abl_steps": ("Tokens to continue", "续写的词元数"),
     "btn_ablation": ("Switch off and compare", "关闭并比较"),
     "abl_result": ("KL(before ‖ after) = {kl} nats; the largest logit moved by {diff}. {passes} passes ({ms} ms), every one through the model's scheduler, the part switched off only inside yours; switched back on, the model gives exactly its numbers before.",
-                   "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的门，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
+                   "KL(之前 ‖ 之后) = {kl} 奈特；变化最大的 logit 变了 {diff}。共 {passes} 次前向传播（{ms} 毫秒），每次都经过模型的调度器，只有你的传播中该部分被关闭；重新开启后，模型给出的数值与之前完全相同。"),
     # ---- activation patching view (ui/views/patching.py) ----
     "tab_patching": ("Patching", "激活修补"),
     "explain_patching": (
@@ -1041,6 +1041,170 @@ PAGE: dict[str, tuple[str, str]] = {
         "整词词表覆盖不了人名、错别字、代码和新词；只用单个字符又会让文本变得很长，多花步数和注意力。"
         "字节级 BPE 这样的子词分词器学习常见的片段：常用词是一个词元，罕见词拆成几个片段，任何字节串都仍然写得出来，"
         "所以不会有词表外的词。代价是：一个汉字或表情符号可能跨好几个字节词元，而且模型按词元而不是按字母来数数和拼写。"),
+    # ---- lessons: prefill against decode, why this token (model/classroom/probes.py, viz/lesson.py) ----
+    "lesson_pd_prefill": ("The prefill makes more tokens per second", "预填充每秒处理的词元更多"),
+    "lesson_pd_decode": ("The decode step makes more tokens per second", "解码一步每秒做出的词元更多"),
+    "lesson_reveal_pd": (
+        "Measured just now on this machine, three runs each after a warm-up, every pass a turn at the model's scheduler: a "
+        "prefill of {tokens} tokens (the step's text repeated) took **{pms} ms**, **{ptps} tokens per second**; one "
+        "decode step at batch 1 took **{dms} ms** for its one token, **{dtps} tokens per second**: about **{ratio} "
+        "times** fewer.",
+        "刚才在这台机器上测得，各自预热后跑三次，每次计算都在模型的调度器里轮到一次：预填充 {tokens} 个词元（把这一步的文本重复到这么长）"
+        "用了 **{pms} 毫秒**，**每秒 {ptps} 个词元**；批大小 1 的一步解码为它唯一的词元用了 **{dms} 毫秒**，**每秒 {dtps} 个词元**："
+        "大约少了 **{ratio} 倍**。"),
+    "lesson_reveal_pd_prefill": (
+        "Every prefill run beat every decode run. Both passes read every weight once; the prefill's read serves all its "
+        "tokens, the decode step's one token: it waits on memory, the prefill on arithmetic.",
+        "每一次预填充都比每一次解码快。两种计算都把每个权重读一遍；预填充读一次服务它所有的词元，解码一步只服务一个词元："
+        "它在等内存，而预填充在等运算。"),
+    "lesson_reveal_pd_decode": (
+        "Here every decode run beat every prefill run, which a quiet machine does not do: someone else's work slowed "
+        "the prefill. Measure again on the Prefill vs decode tab.",
+        "这里每一次解码都比每一次预填充快，机器空闲时不会这样：别人的工作拖慢了预填充。请在“预填充与解码”标签页再测一次。"),
+    "lesson_reveal_pd_noisy": (
+        "**Too noisy to conclude on this machine right now** (the runs overlap): measure again on the Prefill vs "
+        "decode tab when it is quieter.",
+        "**这台机器此刻太忙，测不出结论**（几次测量互相重叠）：等空闲些在“预填充与解码”标签页再测一次。"),
+    "lesson_reveal_attr": (
+        "Computed just now: {target}, the step's token, explained by integrated gradients on the input embeddings "
+        "({steps} points, completeness gap {gap} logits). {choices}. The token (after the first) that drew the most "
+        "attention at this step: {most}.",
+        "刚才算出：用输入嵌入上的积分梯度解释这一步的词元 {target}（{steps} 个点，完备性差距 {gap} 个 logit）。{choices}。"
+        "这一步（第一个词元之外）得到注意力最多的词元：{most}。"),
+    "lesson_reveal_attr_choice": ("{token}: integrated gradient {ig}, attention {att}", "{token}：积分梯度 {ig}，注意力 {att}"),
+    "lesson_reveal_attr_absent": ("{token}: not one token of this text", "{token}：不是这段文本里的一个词元"),
+    "lesson_reveal_attr_top": ("The largest attribution: {token}.", "归因最大的是：{token}。"),
+    # ---- prefill against decode (ui/views/prefill_decode.py) ----
+    "tab_prefill_decode": ("Prefill vs decode", "预填充与解码"),
+    "explain_prefill_decode": (
+        "A request's work comes in two kinds. **Prefill** runs the whole prompt through the model in one pass: every "
+        "weight read from memory serves all the prompt's tokens, so a long prompt keeps the arithmetic units busy "
+        "(bound by the FLOP rate). **Decode** makes one token per step: every weight is read again for one token of "
+        "each sequence, so at a small batch the step waits on memory (bound by bandwidth), and a bigger batch makes "
+        "more tokens for nearly the same time. Measure shows it on this model and this machine: tokens per second of "
+        "a prefill by prompt length and of the app's own batched decode step by batch; where each pass sits under "
+        "this machine's two ceilings (a roofline: FLOPs per byte against FLOPs per second, both ceilings measured "
+        "here); and what a long prompt arriving does to a class that is decoding: one long pass that every student's "
+        "next token waits for, the app's own chunks with the class's steps between them (as vLLM's chunked prefill "
+        "does: Sarathi-Serve), or, as a model, a second machine for prefills that sends the KV cache across (PD "
+        "disaggregation: DistServe, Splitwise).",
+        "一个请求的工作分两种。**预填充**把整个提示一次送进模型：从内存读出的每个权重服务提示里的所有词元，所以长提示能让运算单元"
+        "一直忙着（受算力限制）。**解码**每步做一个词元：为每条序列的一个词元，每个权重都要再读一遍，所以批小时这一步在等内存"
+        "（受带宽限制），批大一点，几乎同样的时间就能做出更多词元。“测量”在这个模型、这台机器上展示这一点：预填充按提示长度、"
+        "本应用自己的批量解码按批大小的每秒词元数；每次计算在本机两个上限之下的位置（屋顶线：每字节浮点运算数对每秒浮点运算数，"
+        "两个上限都在本机测得）；以及全班正在解码时来了一个长提示会怎样：一次长计算，每个学生的下一个词元都要等它；本应用自己的"
+        "分块，全班的步骤插在块之间（vLLM 的分块预填充也是这样：Sarathi-Serve）；或者作为模型，用第二台机器专做预填充，再把 KV "
+        "缓存传过来（PD 分离：DistServe、Splitwise）。"),
+    "btn_pd_measure": ("Measure prefill and decode here", "在本机测量预填充和解码"),
+    "pd_roofline_label": ("Roofline", "屋顶线"),
+    "pd_timeline_label": ("A long prompt and the class", "长提示与全班"),
+    "pd_kept": ("(Measured {ago} s ago and shown again: one measurement per model every {minutes} minutes, so a class "
+                "sees one sitting's figures.)", "（{ago} 秒前测得，这里再次显示：每个模型每 {minutes} 分钟只测一次，"
+                "全班看到的是同一次测量的数字。）"),
+    "explain_pd_engine": (
+        "On an engine's model (vllm:..., chosen at the top), the engine's own numbers: the app streams one decode "
+        "and sends a long prompt in its middle, and reads vLLM's /metrics before and after. vLLM chunks long prefills "
+        "by default: no engine step carries more tokens than its budget (--max-num-batched-tokens), so a longer "
+        "prompt is spread over several steps, the running requests' decode tokens riding along. Its histogram of "
+        "tokens per step shows that; its prefill time, time to first token and gaps between tokens say what it cost.",
+        "在推理引擎的模型上（在顶部选择 vllm:...），看引擎自己的数据：本应用流式运行一次解码，在它中途发出一个长提示，并在前后"
+        "读取 vLLM 的 /metrics。vLLM 默认把长预填充分块：引擎的每一步携带的词元不超过它的预算（--max-num-batched-tokens），"
+        "所以更长的提示会分到好几步里，正在运行的请求的解码词元搭同一步的车。它的“每步词元数”直方图显示这一点；它的预填充时间、"
+        "首词元时间和词元间隔说明代价是多少。"),
+    "btn_pd_engine": ("The engine's chunked prefill", "引擎的分块预填充"),
+    "explain_pd_limits": (
+        "What the figures are, and are not. Times are measured here, now, on a machine others share: each is the "
+        "median of a few passes after a warm-up, every pass a turn at the model's scheduler, so the class's steps go "
+        "between them (the longest pass is the {n}-token prefill itself). FLOPs and bytes are counted from the "
+        "model's shapes, not read from the processor: the bytes are the least a pass must read (every weight once, "
+        "the KV cache), so a pass can only be worse than its point says. The split-off row is a model, not a "
+        "measurement: a second machine like this one, its prefill as measured here, and a link of {link} GB/s "
+        "assumed for the KV cache; real PD systems pay for that second machine and the transfer, and win when "
+        "prefills and decodes would otherwise fight for the same steps.",
+        "这些数字是什么，不是什么。时间是此刻在这台与别人共用的机器上测得的：每个都是预热后几次计算的中位数，每次计算都在模型的调度器里"
+        "轮到一次，所以全班的步骤会插在它们之间（最长的一次就是 {n} 词元的预填充本身）。浮点运算数和字节数是按模型的形状算出来的，"
+        "不是从处理器读出来的：字节数是一次计算至少要读的量（每个权重一次，再加 KV 缓存），所以实际只会比图上的点更差。"
+        "“拆分”那一行是模型，不是测量：假设有第二台与本机一样的机器，它的预填充用这里测得的时间，KV 缓存走一条假设为 {link} GB/s "
+        "的链路；真实的 PD 系统要为第二台机器和传输付出代价，在预填充和解码否则会抢同一步的时候才划算。"),
+    # ---- interview: prefill against decode, attribution (ui/views/interview.py) ----
+    "iq_prefill_decode": ("Why is prefill compute-bound and decode memory-bound, and what do engines do about it?",
+                          "为什么预填充受算力限制、解码受内存限制？推理引擎怎么应对？"),
+    "ia_prefill_decode": (
+        "A pass reads every weight once. A prefill runs all the prompt's tokens through that one read, hundreds of "
+        "FLOPs for every byte, so it waits on arithmetic. A decode step makes one token per sequence, about one "
+        "multiply-add per weight it reads, so at a small batch it waits on memory, and batching more sequences into "
+        "the step is nearly free until compute binds. A long prefill in the same step as the decodes stalls every "
+        "user's next token: engines chunk it so decode steps run between the chunks (Sarathi-Serve; vLLM's default), "
+        "or run prefills on other machines and send the KV cache across (PD disaggregation: DistServe, Splitwise).",
+        "一次计算把每个权重读一遍。预填充让提示里所有词元共用这一次读取，每个字节对应成百上千次浮点运算，所以它在等运算。解码一步"
+        "为每条序列只做一个词元，每读一个权重大约只做一次乘加，所以批小时它在等内存；在算力成为瓶颈之前，往这一步里多放序列几乎"
+        "不花额外代价。长预填充和解码放在同一步里，会让每个用户的下一个词元都停下来等：推理引擎把它分块，让解码步插在块之间"
+        "（Sarathi-Serve；vLLM 的默认做法），或者把预填充放到别的机器上做，再把 KV 缓存传过来（PD 分离：DistServe、Splitwise）。"),
+    "iq_attribution": ("How would you find out why a model produced a token? Do the attention weights tell you?",
+                       "怎样弄清模型为什么生成了某个词元？注意力权重能告诉你吗？"),
+    "ia_attribution": (
+        "Attention says where one layer's heads read from, not what changed the output, and many heads park on the "
+        "first token (the attention sink). Attribution asks how the output responds to each input: integrated "
+        "gradients average the gradient along a path from a baseline to the input embeddings and satisfy "
+        "completeness, the attributions summing to the output's change from the baseline; gradient × input is one "
+        "point of that path. Both depend on the baseline and miss interactions between tokens; to test a claim, "
+        "change the input or an activation and measure (ablation, activation patching).",
+        "注意力说的是某一层的头从哪里读取，而不是什么改变了输出，而且很多头把注意力停在第一个词元上（注意力汇聚点）。归因问的是"
+        "输出对每个输入如何响应：积分梯度沿着从基线到输入嵌入的路径平均梯度，并满足完备性，即各归因之和等于输出相对基线的变化；"
+        "梯度 × 输入只是这条路径上的一个点。两者都取决于基线，也看不到词元之间的相互作用；要检验一个说法，就去改变输入或某个激活，"
+        "再测量（消融、激活修补）。"),
+    # ---- why this token: attribution (ui/views/attribution.py) ----
+    "tab_attribution": ("Why this token", "为什么是这个词元"),
+    "explain_attribution": (
+        "Why did the model pick this token? Input attribution answers with a number per earlier token: how much that "
+        "token's input pushed the token's logit up (blue) or down (vermillion). **Integrated gradients** (Sundararajan "
+        "et al. 2017) walk the input embeddings in a straight line from a baseline (an average token at every position; "
+        "the first token stays as it is, below) to the real text, add up the gradient of the logit at points along the "
+        "way and multiply by how far each embedding moved. Its check is **completeness**: the attributions sum to the "
+        "logit's change from the baseline to the text, up to the error of adding up finitely many points. **Gradient × "
+        "input** is one point of that walk, at the text itself: quicker, and it need not sum to anything. Below them, "
+        "green: the attention of the same step, the last position reading the text (mean over every layer and head). "
+        "Both attributions are computed by Captum, a maintained attribution library for PyTorch.",
+        "模型为什么选了这个词元？输入归因给前面每个词元一个数：这个词元的输入把该词元的 logit 推高了多少（蓝色）或压低了多少"
+        "（朱红色）。**积分梯度**（Sundararajan 等 2017）让输入嵌入从一个基线（每个位置都是“平均词元”；第一个词元保持不变，见下文）"
+        "沿直线走到真实文本，沿途在若干点上把 logit 的梯度加起来，再乘以每个嵌入移动的距离。它的检验是**完备性**："
+        "各归因之和等于 logit 从基线到文本的变化，误差来自只用有限个点求和。**梯度 × 输入**只取这条路径上的一个点（文本本身）："
+        "更快，但它的和不必等于任何东西。下面绿色的是同一步的注意力：最后一个位置读取文本的方式（所有层、所有头的平均）。"
+        "两种归因都由 Captum 计算，它是一个持续维护的 PyTorch 归因库。"),
+    "explain_attribution_limits": (
+        "What the numbers mean, and what they do not. An attribution says how the logit responds to moving one "
+        "token's embedding along this path from this baseline: another baseline gives other numbers, and a token can "
+        "matter through what it does together with others. It is not attention: attention says where one layer's "
+        "heads read from, attribution what changes the output, and a token can draw much attention and little "
+        "attribution (the first token often does: most heads park their attention there, the attention sink; Jain and "
+        "Wallace 2019, \"Attention is not Explanation\"). The first token is kept as it is along the path: moving "
+        "the attention sink switches it off abruptly and the path becomes too rough to add up, so it gets no "
+        "attribution. When the completeness gap is larger than a thousandth of a logit, the path was rough for this "
+        "text: more points shrink it. Each forward-and-backward pass through the model takes the scheduler's turn for a few "
+        "points only, so the class's steps go between them.",
+        "这些数字意味着什么，不意味着什么。归因说的是：沿这条路径、从这个基线出发移动某一个词元的嵌入时，logit 如何响应；"
+        "换一个基线就会得到别的数字，而且一个词元也可能通过与其他词元一起的作用而重要。它不是注意力：注意力说的是某一层的头"
+        "从哪里读取，归因说的是什么改变了输出；一个词元可以得到很多注意力却只有很小的归因（第一个词元常常如此：大多数头把注意力"
+        "停在那里，即注意力汇聚点；Jain 和 Wallace 2019，《Attention is not Explanation》）。第一个词元在路径上保持不变："
+        "移动注意力汇聚点会突然把它关掉，路径变得太崎岖而无法准确求和，所以它没有归因。当完备性的差距大于千分之一个 logit 时，"
+        "说明对这段文本路径很崎岖：增加点数会让差距变小。每次穿过模型的前向加反向计算只在调度器里占几个点的时间，"
+        "所以全班的步骤可以插在它们之间进行。"),
+    "attr_position": ("Token to explain (position)", "要解释的词元（位置）"),
+    "attr_candidate": ("Whose logit", "解释哪个词元的 logit"),
+    "attr_points": ("Points along the path", "路径上的点数"),
+    "btn_attr": ("Explain", "解释"),
+    "attr_chosen": ("the token the text has there", "文本在这里的词元"),
+    "attr_prompt_token": ("prompt", "提示词"),
+    "attr_next_token": ("{pos} · the next token (not written yet)", "{pos} · 下一个词元（还没写出）"),
+    "attr_result": ("Explained: {target} at position {pos} (probability {prob}, rank {rank}). Its logit is {logit}; from "
+                    "the baseline it is {base}, a change of {change}. The integrated gradients sum to {total}: a gap "
+                    "of {gap} with {points} points. {passes} passes through the model's scheduler, {ms} ms.",
+                    "解释的是：位置 {pos} 的 {target}（概率 {prob}，排名 {rank}）。它的 logit 是 {logit}；从基线出发是 "
+                    "{base}，变化了 {change}。积分梯度之和为 {total}：用 {points} 个点，差距为 {gap}。"
+                    "共 {passes} 次经过模型的调度器，{ms} 毫秒。"),
+    "attr_complete": ("Complete within {tolerance} of a logit.", "在 {tolerance} 个 logit 以内满足完备性。"),
+    "attr_incomplete": ("**Not complete within {tolerance} of a logit**: the path is rough for this text; take more "
+                        "points.", "**没有在 {tolerance} 个 logit 以内满足完备性**：对这段文本路径很崎岖，请增加点数。"),
 }
 
 

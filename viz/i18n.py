@@ -803,6 +803,147 @@ WORDS: dict[str, tuple[str, str]] = {
     # ---- projector: chart notes (issue 22) ----
     "temp_no_star": ("A panel with no ★: the token drawn there lies outside the {n} bars shown.",
                      "没有 ★ 的小图：那里抽中的词元不在所示的 {n} 个条形之中。"),
+    # ---- prefill against decode (viz/prefill_decode.py) ----
+    "pd_hover_prefill": ("prefill of {size} tokens: one pass {ms} ms<br>{per} ms per token, {tps} tokens/s<br>{bound}"
+                         "<br>runs: {runs} ms", "预填充 {size} 个词元：一次计算 {ms} 毫秒<br>每个词元 {per} 毫秒，每秒 {tps} 个词元"
+                         "<br>{bound}<br>各次：{runs} 毫秒"),
+    "pd_hover_decode": ("decode step, batch {size}: one pass {ms} ms<br>{per} ms per token, {tps} tokens/s<br>{bound}"
+                        "<br>runs: {runs} ms", "解码一步，批大小 {size}：一次计算 {ms} 毫秒<br>每个词元 {per} 毫秒，每秒 {tps} 个词元"
+                        "<br>{bound}<br>各次：{runs} 毫秒"),
+    "pd_bound_memory": ("bound by memory bandwidth", "受内存带宽限制"),
+    "pd_bound_compute": ("bound by the FLOP rate", "受算力（FLOP 速率）限制"),
+    "pd_speed_title": ("Tokens per second: prefill by prompt length, decode by batch ({model})",
+                       "每秒词元数：预填充按提示长度，解码按批大小（{model}）"),
+    "pd_speed_subtitle": ("Measured here, every pass a turn at the model's scheduler on {threads} threads; each decoding "
+                          "sequence holds {context} tokens", "在本机测量，每次计算都在模型的调度器里轮到一次，使用 {threads} 个线程；"
+                          "每条解码序列已有 {context} 个词元"),
+    "pd_axis_prompt": ("prefill: prompt tokens", "预填充：提示词元数"),
+    "pd_axis_batch": ("decode: sequences in the batch", "解码：批里的序列数"),
+    "pd_axis_tps": ("tokens per second", "每秒词元数"),
+    "pd_roof": ("this machine's ceiling", "本机的上限"),
+    "pd_points_prefill": ("prefill (tokens)", "预填充（词元数）"),
+    "pd_points_decode": ("decode (batch)", "解码（批大小）"),
+    "pd_kind_prefill": ("prefill", "预填充"),
+    "pd_kind_decode": ("decode, batch", "解码，批大小"),
+    "pd_roof_hover": ("{kind} {size}<br>{intensity} FLOPs per byte<br>{flops}FLOP/s, {share} of the ceiling there"
+                      "<br>{bound}", "{kind} {size}<br>每字节 {intensity} 次浮点运算<br>{flops}FLOP/s，是那里上限的 {share}"
+                      "<br>{bound}"),
+    "pd_roof_title": ("Where each pass is bound: a roofline of this machine ({model})",
+                      "每次计算受什么限制：本机的屋顶线（{model}）"),
+    "pd_roof_subtitle": ("Measured: a float32 matmul {flops}FLOP/s, a large copy {bw}B/s ({threads} threads); they meet "
+                         "at {balance} FLOPs per byte. FLOPs and bytes of a pass counted from the model's shapes",
+                         "实测：float32 矩阵乘法 {flops}FLOP/s，大块复制 {bw}B/s（{threads} 个线程）；两者在每字节 {balance} "
+                         "次浮点运算处相交。每次计算的浮点运算数和字节数按模型形状计算"),
+    "pd_axis_intensity": ("arithmetic intensity: FLOPs per byte read (log)", "算术强度：每读一个字节的浮点运算数（对数）"),
+    "pd_axis_flops": ("FLOPs per second achieved (log)", "实际达到的每秒浮点运算数（对数）"),
+    "pd_balance": ("balance: {balance}", "平衡点：{balance}"),
+    "pd_row_unchunked": ("unchunked: one pass", "不分块：一次计算"),
+    "pd_row_chunked": ("chunked: {chunk} tokens a pass", "分块：每次 {chunk} 个词元"),
+    "pd_row_split": ("split off (a model): this machine", "拆分（模型）：本机"),
+    "pd_row_other": ("split off (a model): a second machine", "拆分（模型）：第二台机器"),
+    "pd_seg_decode": ("the class's decode step", "全班的一步解码"),
+    "pd_seg_prefill": ("the long prompt's prefill", "长提示的预填充"),
+    "pd_seg_chunk": ("a chunk of the prefill", "预填充的一块"),
+    "pd_seg_transfer": ("its KV cache sent (assumed link)", "发送它的 KV 缓存（假设的链路）"),
+    "pd_seg_hover": ("{kind}: {start} to {end} ms ({ms} ms)", "{kind}：{start} 到 {end} 毫秒（{ms} 毫秒）"),
+    "pd_time_title": ("A {n}-token prompt arrives while a class of {batch} decodes", "全班 {batch} 人正在解码时，来了一个 {n} 词元的提示"),
+    "pd_time_subtitle": ("The class's longest wait between tokens: {un} ms unchunked, {ch} ms chunked, {sp} ms split off "
+                         "(a model: a second machine like this one, a {link} GB/s link assumed). Passes measured above, "
+                         "placed by the scheduler's rule", "全班两个词元之间最长的等待：不分块 {un} 毫秒，分块 {ch} 毫秒，拆分 {sp} 毫秒"
+                         "（模型：第二台与本机一样的机器，假设链路 {link} GB/s）。各次计算为上面的实测值，按调度器的规则排列"),
+    "pd_axis_ms": ("milliseconds", "毫秒"),
+    "pd_engine_gaps": ("gap before each token", "每个词元之前的间隔"),
+    "pd_engine_gap_hover": ("token %{x}: %{y:.0f} ms after the one before", "第 %{x} 个词元：比前一个晚 %{y:.0f} 毫秒"),
+    "pd_engine_steps": ("engine steps", "引擎的步数"),
+    "pd_engine_step_hover": ("%{y} steps carried %{x} tokens", "%{y} 步各携带了 %{x} 个词元"),
+    "pd_engine_before": ("before the long prompt", "长提示之前"),
+    "pd_engine_after": ("after it was sent", "发出长提示之后"),
+    "pd_engine_title": ("The engine's own numbers: a {n}-token prompt in the middle of a decode ({model})",
+                        "引擎自己的数据：解码进行中来了一个 {n} 词元的提示（{model}）"),
+    "pd_engine_subtitle": ("Left: the decode's tokens as they arrived here. Right: the engine's steps during the probe "
+                           "by the tokens each carried ({steps} steps, the largest at most {largest})",
+                           "左：解码的词元到达这里的时间。右：探测期间引擎的每一步按携带的词元数分组（共 {steps} 步，最大的不超过 {largest}）"),
+    "pd_engine_axis_token": ("token of the decode", "解码的第几个词元"),
+    "pd_engine_axis_step": ("tokens in one engine step (bucket)", "引擎一步里的词元数（区间）"),
+    "pd_engine_axis_steps": ("steps", "步数"),
+    "pd_col_pass": ("pass", "计算"),
+    "pd_col_ms": ("ms", "毫秒"),
+    "pd_col_per": ("ms per token", "每词元毫秒"),
+    "pd_col_tps": ("tokens/s", "词元/秒"),
+    "pd_col_intensity": ("FLOPs per byte", "每字节浮点运算"),
+    "pd_col_rate": ("achieved", "实际达到"),
+    "pd_col_bound": ("bound by", "限制"),
+    "pd_name_prefill": ("prefill, {size} tokens", "预填充，{size} 个词元"),
+    "pd_name_decode": ("decode, batch {size}", "解码，批大小 {size}"),
+    "pd_summary": (
+        "This machine, measured now on {threads} threads: a matmul reaches {flops}FLOP/s and a copy moves {bw}B/s, so "
+        "a pass needs about {balance} FLOPs per byte it reads to be bound by the FLOP rate rather than by memory. "
+        "A prefill of {pn} tokens made {ptps} tokens per second ({pper} ms each); one decode step at batch 1 made "
+        "{dtps} ({dms} ms for its one token): {ratio} times fewer, because it reads every weight for one token. At "
+        "batch {bn} a decode step made {btps} tokens per second in {bms} ms: the same weights read once for all. "
+        "A {n}-token prompt arriving while a class of {batch} decodes (a step every {normal} ms): unchunked, the "
+        "class waits up to {un} ms for a token; in chunks of {chunk}, up to {ch} ms, and the prompt's prefill ends at "
+        "{ft_ch} ms instead of {ft_un}; split off to a second machine (a model), the class waits {sp} ms and the "
+        "prompt's cache arrives at {ft_sp} ms. The whole measurement: {ms} s, {passes} turns at the model's scheduler.",
+        "本机，刚才用 {threads} 个线程测得：矩阵乘法达到 {flops}FLOP/s，复制每秒搬运 {bw}B，所以一次计算每读一个字节"
+        "要做大约 {balance} 次浮点运算，才会受算力而不是内存限制。预填充 {pn} 个词元每秒处理 {ptps} 个词元（每个 {pper} 毫秒）；"
+        "批大小 1 的一步解码每秒只有 {dtps} 个（它唯一的词元用了 {dms} 毫秒）：少了 {ratio} 倍，因为它为一个词元就要读一遍所有权重。"
+        "批大小 {bn} 时，一步解码在 {bms} 毫秒内每秒做出 {btps} 个词元：同样的权重读一次，大家共用。"
+        "全班 {batch} 人正在解码（每 {normal} 毫秒一步）时来了一个 {n} 词元的提示：不分块，全班最长要等 {un} 毫秒才得到下一个词元；"
+        "每块 {chunk} 个词元分块，最长等 {ch} 毫秒，而这个提示的预填充在 {ft_ch} 毫秒结束，而不是 {ft_un} 毫秒；"
+        "拆分到第二台机器上（模型），全班只等 {sp} 毫秒，提示的缓存在 {ft_sp} 毫秒到达。整个测量：{ms} 秒，在模型的调度器里轮到 {passes} 次。"),
+    "pd_engine_summary": (
+        "The engine's numbers over the probe: {steps} steps, the largest carrying at most {largest} tokens; the long "
+        "prompt ({n} tokens) spent {prefill} ms in its prefill, {ttft} ms from arrival to its first token ({long_ms} ms "
+        "as timed here); the engine's mean gap between tokens {itl} ms. The decode's tokens arrived here every {before} "
+        "ms before the long prompt, and at worst {worst} ms after it was sent.",
+        "探测期间引擎的数据：共 {steps} 步，最大的一步最多携带 {largest} 个词元；长提示（{n} 个词元）的预填充阶段用了 {prefill} 毫秒，"
+        "从到达到第一个词元 {ttft} 毫秒（这里计时为 {long_ms} 毫秒）；引擎记录的词元间平均间隔 {itl} 毫秒。长提示之前，解码的词元每 "
+        "{before} 毫秒到达这里一个；发出长提示之后，最长的间隔是 {worst} 毫秒。"),
+    "pd_engine_chunked": ("No step could hold the whole prompt (each at most {largest} tokens, the prompt {n}): the "
+                          "engine prefilled it in chunks, its decode tokens riding along in the same steps.",
+                          "没有一步能装下整个提示（每步最多 {largest} 个词元，提示有 {n} 个）：引擎把它分块预填充，解码的词元搭同一步的车。"),
+    "pd_engine_whole": ("A step large enough for the whole prompt ran (up to {largest} tokens): the engine's budget per "
+                        "step is above {n} tokens here, so it was not chunked (start vLLM with a smaller "
+                        "--max-num-batched-tokens to see chunks).",
+                        "有一步大到能装下整个提示（最多 {largest} 个词元）：这里引擎每步的预算超过 {n} 个词元，所以没有分块"
+                        "（用更小的 --max-num-batched-tokens 启动 vLLM 就能看到分块）。"),
+    "pd_engine_no_steps": ("The engine counted no step during the probe.", "探测期间引擎没有记录任何一步。"),
+    "pd_engine_others": ("Other requests reached the engine meanwhile: its numbers include them.",
+                         "这期间还有别的请求到达引擎：它的数据里也包括它们。"),
+    # ---- lessons: prefill against decode, why this token (viz/lesson.py) ----
+    "lesson_pd_bar_prefill": ("a prefill of {n} tokens", "预填充 {n} 个词元"),
+    "lesson_pd_bar_decode": ("one decode step, batch 1", "一步解码，批大小 1"),
+    "lesson_pd_title": ("Tokens per second here: prefill against decode", "本机每秒词元数：预填充对解码"),
+    "lesson_pd_subtitle": ("Bars: the median of three runs; dots: every run", "柱：三次的中位数；点：每一次"),
+    "lesson_attr_bar_text": ("{ig} (attention {att})", "{ig}（注意力 {att}）"),
+    "lesson_attr_title": ("Why {target}? The question's tokens' integrated gradients", "为什么是 {target}？题中各词元的积分梯度"),
+    "lesson_attr_subtitle": ("In logits, {steps} points along the path; attention of the same step in brackets",
+                             "单位是 logit，路径上 {steps} 个点；括号里是同一步的注意力"),
+    # ---- why this token: attribution (viz/attribution.py) ----
+    "attr_row_ig": ("Integrated gradients", "积分梯度"),
+    "attr_row_gxi": ("Gradient × input", "梯度 × 输入"),
+    "attr_row_attention": ("Attention of this step", "这一步的注意力"),
+    "attr_attention_last": ("attention, last layer", "注意力（最后一层）"),
+    "attr_chip_ig": ("position {pos} · {tok}: integrated gradient {value} (logits)", "位置 {pos} · {tok}：积分梯度 {value}（logit）"),
+    "attr_chip_gxi": ("position {pos} · {tok}: gradient × input {value}", "位置 {pos} · {tok}：梯度 × 输入 {value}"),
+    "attr_chip_attention": ("position {pos} · {tok}: attention {value} (mean over every layer and head)",
+                            "位置 {pos} · {tok}：注意力 {value}（所有层、所有头的平均）"),
+    "attr_chip_kept": ("{tok}: kept as it is along the path (the attention sink), so it gets no attribution",
+                       "{tok}：在路径上保持不变（注意力汇聚点），所以没有归因"),
+    "attr_chips_legend": ("Blue raises the logit of {target}, vermillion lowers it, white: nothing; green: how much "
+                          "the step's attention reads each token. Hover a chip for its number.",
+                          "蓝色抬高 {target} 的 logit，朱红色压低它，白色：没有影响；绿色：这一步的注意力读取每个词元的多少。"
+                          "把鼠标停在词元上可看数值。"),
+    "attr_title": ("Why {target}? Each earlier token's share in its logit ({model})",
+                   "为什么是 {target}？前面每个词元在它的 logit 里的份额（{model}）"),
+    "attr_subtitle": ("Integrated gradients sum to {total}; the logit went from {base} (baseline) to {logit}: gap {gap} "
+                      "with {points} points",
+                      "积分梯度之和为 {total}；logit 从 {base}（基线）变为 {logit}：用 {points} 个点，差 {gap}"),
+    "attr_axis_logit": ("share (logits)", "份额（logit）"),
+    "attr_axis_attention": ("attention", "注意力"),
+    "attr_bar_hover": ("position {pos} · {tok}<br>integrated gradient {ig}<br>gradient × input {gxi}<br>attention {att}",
+                       "位置 {pos} · {tok}<br>积分梯度 {ig}<br>梯度 × 输入 {gxi}<br>注意力 {att}"),
 }
 
 

@@ -80,6 +80,23 @@ def reveal_html(answer: dict, say: Say) -> str:
                    "same": "lesson_reveal_repeats_same"}[answer["more_repeats"]]
         body = " ".join(lines) + " " + say(higher) + " " + say(repeats)
         data += "".join(f' data-{name}-logp="{texts[name]["logprob"]!r}"' for name in ("beam", "sampled"))
+    elif kind == "prefill_vs_decode":
+        body = say("lesson_reveal_pd", tokens=answer["tokens"], ptps=f"{answer['prefill_tps']:,.0f}",
+                   pms=f"{answer['prefill_ms']:.1f}", dtps=f"{answer['decode_tps']:,.0f}",
+                   dms=f"{answer['decode_ms']:.1f}", ratio=f"{answer['ratio']:.0f}")
+        body += " " + say({"prefill": "lesson_reveal_pd_prefill", "decode": "lesson_reveal_pd_decode",
+                           None: "lesson_reveal_pd_noisy"}[answer["answer"]])
+        data += f' data-answer="{answer["answer"] or "none"}" data-ratio="{answer["ratio"]!r}"'
+    elif kind == "top_attribution":
+        shown = "; ".join(say("lesson_reveal_attr_choice", token=code(r["token"]), ig=f"{r['ig']:+.2f}",
+                              att=f"{r['attention']:.3f}") if r["ig"] is not None
+                          else say("lesson_reveal_attr_absent", token=code(r["token"])) for r in answer["choices"])
+        body = say("lesson_reveal_attr", target=code(answer["target"]), steps=answer["steps"],
+                   gap=f"{answer['delta']:.1e}", choices=shown, most=code(answer["most_attention"]))
+        if answer["answer"] is not None:
+            best = next(r for r in answer["choices"] if r["text"] == answer["answer"])
+            body += " " + say("lesson_reveal_attr_top", token=code(best["token"]))
+        data += f' data-answer="{html.escape(answer["answer"] or "", quote=True)}"'
     else:
         body = say("lesson_reveal_cache", layers=answer["layers"], kv_heads=answer["kv_heads"],
                    head_dim=answer["head_dim"], tokens=answer["tokens"], bytes_per=answer["bytes_per"],
@@ -113,7 +130,44 @@ def answer_figure(answer: dict, lang: str) -> go.Figure | None:
         return cache_timing_figure(timing, lang, fit=(answer["slope"], answer["intercept"]))
     if answer["kind"] == "beam_vs_sample":
         return logprob_figure(answer, lang)
+    if answer["kind"] == "prefill_vs_decode":
+        return pd_figure(answer, lang)
+    if answer["kind"] == "top_attribution":
+        return attribution_choices_figure(answer, lang)
     return None
+
+
+def pd_figure(answer: dict, lang: str) -> go.Figure:
+    """A prefill against one decode step: tokens per second of each (medians), every run as a dot."""
+    names = [i18n.t("lesson_pd_bar_prefill", lang, n=answer["tokens"]), i18n.t("lesson_pd_bar_decode", lang)]
+    medians = [answer["prefill_tps"], answer["decode_tps"]]
+    bars = {"type": "bar", "x": names, "y": medians, "marker": {"color": ["#D55E00", "#0072B2"]},
+            "text": [f"{v:,.0f}" for v in medians], "textposition": "outside", "cliponaxis": False,
+            "hoverinfo": "skip", "meta": {"role": "tps"}}
+    runs = {"type": "scatter", "mode": "markers", "x": [names[0]] * len(answer["prefill_runs"]) +
+            [names[1]] * len(answer["decode_runs"]), "y": answer["prefill_runs"] + answer["decode_runs"],
+            "marker": {"color": INK, "size": 8}, "hovertemplate": "%{y:,.0f}<extra></extra>", "meta": {"role": "runs"}}
+    layout = base_layout(i18n.t("lesson_pd_title", lang), lang, subtitle=i18n.t("lesson_pd_subtitle", lang),
+                         yaxis={"title": {"text": i18n.t("pd_axis_tps", lang)}, "rangemode": "tozero"},
+                         showlegend=False, margin={"t": 120})
+    return figure([bars, runs], layout)
+
+
+def attribution_choices_figure(answer: dict, lang: str) -> go.Figure:
+    """The question's tokens' integrated gradients (bars: blue raises the logit, vermillion lowers it), each bar's
+    attention in its label."""
+    rows = [r for r in answer["choices"] if r["ig"] is not None]
+    names = [html.escape(r["token"], quote=False) for r in rows]
+    bar = {"type": "bar", "x": names, "y": [r["ig"] for r in rows],
+           "marker": {"color": ["#0B4F8A" if r["ig"] >= 0 else "#A33F00" for r in rows]},
+           "text": [i18n.t("lesson_attr_bar_text", lang, ig=f"{r['ig']:+.2f}", att=f"{r['attention']:.3f}")
+                    for r in rows], "textposition": "outside", "cliponaxis": False, "hoverinfo": "skip",
+           "meta": {"role": "ig"}}
+    layout = base_layout(i18n.t("lesson_attr_title", lang, target=html.escape(answer["target"], quote=False)), lang,
+                         subtitle=i18n.t("lesson_attr_subtitle", lang, steps=answer["steps"]),
+                         yaxis={"title": {"text": i18n.t("attr_axis_logit", lang)}, "zeroline": True},
+                         showlegend=False, margin={"t": 120})
+    return figure([bar], layout)
 
 
 def logprob_figure(answer: dict, lang: str) -> go.Figure:

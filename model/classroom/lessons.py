@@ -23,7 +23,8 @@ MAX_STEPS = 20
 MAX_TEXT = 800  # characters of one language's text
 MAX_PROMPT = 500
 MAX_GENERATE = 30  # tokens a step may write before it is shown
-KINDS = ("next_token", "kept_by_top_p", "cache_size", "order", "step_time", "kept_count", "beam_vs_sample")
+KINDS = ("next_token", "kept_by_top_p", "cache_size", "order", "step_time", "kept_count", "beam_vs_sample",
+         "prefill_vs_decode", "top_attribution")
 MODES = ("raw", "chat")
 ORDER_CHOICES = ("transformers", "temperature_last", "same")
 SETTING_TYPES = {"temperature": float, "top_k": int, "top_p": float, "min_p": float, "repetition_penalty": float,
@@ -36,11 +37,14 @@ PREDICT_FIELDS = {"next_token": {"kind", "question", "choices", "any"},
                   "order": {"kind", "question"},
                   "step_time": {"kind", "question", "tokens"},
                   "kept_count": {"kind", "question"},
-                  "beam_vs_sample": {"kind", "question", "width", "tokens"}}
+                  "beam_vs_sample": {"kind", "question", "width", "tokens"},
+                  "prefill_vs_decode": {"kind", "question", "tokens"},
+                  "top_attribution": {"kind", "question", "choices"}}
 # the measured and searched questions' bounds (a lesson's reveal stays a few seconds on two cores)
 STEP_TIME_TOKENS = (64, 512, 512)  # step_time.tokens: low, high, default (a session's MAX_TOKENS)
 BEAM_WIDTH = (2, 8, 4)  # beam_vs_sample.width: low, high (model.strategies.beams.MAX_WIDTH), default
 BEAM_TOKENS = (4, 32, 16)  # beam_vs_sample.tokens: low, high (model.strategies.beams.MAX_NEW_TOKENS), default
+PREFILL_TOKENS = (16, 512, 128)  # prefill_vs_decode.tokens: low, high (the view's longest prefill), default
 MYTH_FACTORS = (1 / 64, 64)  # cache_size.myth_factor: a wrong size's ratio to the right one, not 1
 
 
@@ -144,10 +148,13 @@ def _predict(data, where: str) -> dict:
             raise LessonError("lesson_type", field=where, kind_key="lesson_kind_object")
         raise LessonError("lesson_one_of", field=f"{where}.kind", choices=", ".join(KINDS), value=repr(kind)[:60])
     fields = {"next_token": ("choices",), "kept_by_top_p": ("token",), "cache_size": ("model", "tokens"),
-              "order": (), "step_time": (), "kept_count": (), "beam_vs_sample": ()}[kind]
+              "order": (), "step_time": (), "kept_count": (), "beam_vs_sample": (), "prefill_vs_decode": (),
+              "top_attribution": ("choices",)}[kind]
     predict = _object(data, where, PREDICT_FIELDS[kind], required=("kind", "question", *fields))
     out = {"kind": kind, "question": _read(predict["question"], f"{where}.question", known_placeholders(kind))}
-    if kind == "next_token":
+    if kind == "top_attribution":
+        out["choices"] = _per_language(predict["choices"], f"{where}.choices", _choices)
+    elif kind == "next_token":
         out.update(choices=_per_language(predict["choices"], f"{where}.choices", _choices),
                    any=predict.get("any", False))
         if not isinstance(out["any"], bool):
@@ -175,6 +182,8 @@ def _predict(data, where: str) -> dict:
     elif kind == "step_time":
         out["tokens"] = _bounded_field(predict.get("tokens", STEP_TIME_TOKENS[2]), f"{where}.tokens",
                                        *STEP_TIME_TOKENS[:2])
+    elif kind == "prefill_vs_decode":
+        out["tokens"] = _bounded_field(predict.get("tokens", PREFILL_TOKENS[2]), f"{where}.tokens", *PREFILL_TOKENS[:2])
     elif kind == "beam_vs_sample":
         out.update(width=_bounded_field(predict.get("width", BEAM_WIDTH[2]), f"{where}.width", *BEAM_WIDTH[:2]),
                    tokens=_bounded_field(predict.get("tokens", BEAM_TOKENS[2]), f"{where}.tokens", *BEAM_TOKENS[:2]))

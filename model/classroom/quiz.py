@@ -11,6 +11,8 @@ A question (`predict`, checked by model/classroom/lessons.py) is one of:
   step_time      {"tokens": n}: does a cached step take longer on a long text (measured, a line fitted)
   kept_count     {}: how many tokens top-p keeps at this step (the choices computed: count_choices)
   beam_vs_sample {"width": B, "tokens": n}: which text has the higher log P, beam search's or sampling's
+  prefill_vs_decode {"tokens": n}: which makes more tokens per second here, a prefill or a decode step (measured)
+  top_attribution {"choices": {"en": [token texts], "zh": [...]}}: which has the largest integrated gradient
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes
 from model.decoding.records import ModelInfo, SamplingConfig
 from model.classroom.myths import (beam_vs_sample_record, count_choices, kept_count_record,  # noqa: F401 (re-exported)
                                    step_time_record)
+from model.classroom.probes import prefill_vs_decode_record, top_attribution_record
 
 CURRENT_MODEL = "current"  # cache_size: the model the page runs
 SIZE_SPREADS = ((1, 4, 16, 64), (1 / 4, 1, 4, 16), (1 / 16, 1 / 4, 1, 4), (1 / 64, 1 / 16, 1 / 4, 1))
@@ -79,6 +82,7 @@ def reveal_record(session, step: dict, guess: str | None, cfg: SamplingConfig, l
       order          first, last: tokens kept with temperature first (transformers' order) and last; answer (the
                      right choice), temperature, top_k, top_p, min_p (the settings both orders ran)
       step_time, kept_count, beam_vs_sample: model.classroom.myths' records (each has "answer")
+      prefill_vs_decode, top_attribution: model.classroom.probes' records (each has "answer")
       next_token     token_id, token (its display), several (the guess is more than one token; the first is
                      asked), prob (at T = 1), rank, vocab, top, top_prob (the most probable token), chosen (the
                      token these settings draw)
@@ -96,6 +100,10 @@ def reveal_record(session, step: dict, guess: str | None, cfg: SamplingConfig, l
         return kept_count_record(session, cfg, guess)
     if kind == "beam_vs_sample":
         return beam_vs_sample_record(session, predict, cfg, guess)
+    if kind == "prefill_vs_decode":
+        return prefill_vs_decode_record(session, predict, guess)
+    if kind == "top_attribution":
+        return top_attribution_record(session, predict, guess, lang)
     if kind == "cache_size":
         layers, kv_heads, head_dim = cache_shape(predict, info)
         right = predict_cache_bytes(predict, info)

@@ -16,6 +16,7 @@ Adding a view: a new module here and one line in VIEWS.
 """
 from ui.views.ablation import AblationView
 from ui.views.attention import AttentionView
+from ui.views.attribution import AttributionView
 from ui.views.beams import BeamsView
 from ui.views.branches import BranchesView
 from ui.views.batching import BatchingView
@@ -31,6 +32,7 @@ from ui.views.lens import LensView
 from ui.views.lesson import LessonView
 from ui.views.paged import PagedView
 from ui.views.patching import PatchingView
+from ui.views.prefill_decode import PrefillDecodeView
 from ui.views.race import RaceView
 from ui.views.room import RoomView
 from ui.views.session_io import SessionView
@@ -41,8 +43,8 @@ from ui.views.training import TrainingView
 from ui.views.two_models import TwoModelsView
 
 VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
-         AblationView, PatchingView, HeadsView, TwoModelsView,  # inside the model, by experiment
+         AblationView, PatchingView, HeadsView, TwoModelsView, AttributionView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
-         CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView,  # how engines make it fast
+         CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView, PrefillDecodeView,  # how engines make it fast
          InterviewView, LessonView, RoomView, SessionView]  # the class (and the interview path)

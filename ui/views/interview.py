@@ -62,6 +62,10 @@ QUESTIONS = (
     Question("beam-search", "iq_beam_search", "ia_beam_search", "im_beam_search", ("beam-search", MYTHS),
              ("beams",)),
     Question("subwords", "iq_subwords", "ia_subwords", None, ("subwords",), ("tokenizers",)),
+    Question("prefill-decode", "iq_prefill_decode", "ia_prefill_decode", None,
+             ("prefill-vs-decode", "class-batched-paged"), ("prefill_decode", "batching")),
+    Question("attribution", "iq_attribution", "ia_attribution", None, ("why-this-token",),
+             ("attribution", "ablation")),
 )
 BY_ID = {q.id: q for q in QUESTIONS}
 

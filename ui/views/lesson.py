@@ -415,7 +415,7 @@ class LessonView:
         if predict is None:
             return []
         kind = predict["kind"]
-        if kind == "next_token":
+        if kind in ("next_token", "top_attribution"):
             return [(token_label(c), c) for c in predict["choices"]["zh" if (tokens_of or lang) == "zh" else "en"]]
         if kind == "kept_by_top_p":
             return [(t("lesson_yes", lang), "yes"), (t("lesson_no", lang), "no")]
@@ -496,9 +496,10 @@ ORDER_WORDS = {"transformers": "lesson_order_transformers", "temperature_last": 
                "same": "lesson_order_same"}
 MYTH_WORDS = {"step_time": {"same": "lesson_step_same", "grows": "lesson_step_grows"},  # value: its label's key
               "beam_vs_sample": {"beam": "lesson_beam_higher", "sampled": "lesson_sampled_higher",
-                                 "same": "lesson_beam_same"}}
-MEASURED = ("step_time", "kept_count", "beam_vs_sample")  # answered once, on the step's session
-SHARED = ("step_time", "beam_vs_sample")  # measured by runs of seconds: made once for everyone asking the same
+                                 "same": "lesson_beam_same"},
+              "prefill_vs_decode": {"prefill": "lesson_pd_prefill", "decode": "lesson_pd_decode"}}
+MEASURED = ("step_time", "kept_count", "beam_vs_sample", "prefill_vs_decode", "top_attribution")  # answered once
+SHARED = ("step_time", "beam_vs_sample", "prefill_vs_decode")  # measured by runs of seconds: made once for everyone
 
 
 def question_key(lesson, index: int) -> str:
