@@ -803,6 +803,65 @@ WORDS: dict[str, tuple[str, str]] = {
     # ---- projector: chart notes (issue 22) ----
     "temp_no_star": ("A panel with no ★: the token drawn there lies outside the {n} bars shown.",
                      "没有 ★ 的小图：那里抽中的词元不在所示的 {n} 个条形之中。"),
+    # ---- Medusa: one verifying pass and the whole run (viz/medusa.py) ----
+    "medusa_root": ("root: the text's last token", "根：文本的最后一个词元"),
+    "medusa_accepted": ("guess accepted", "猜测被接受"),
+    "medusa_rejected": ("guess checked, not the model's token", "检查过，不是模型的词元"),
+    "medusa_unreached": ("computed, but its parent was wrong", "算过了，但它的父节点错了"),
+    "medusa_own": ("the model's own token (every pass writes one)", "模型自己的词元（每次都会写一个）"),
+    "medusa_guess_accepted": ("accepted", "被接受"),
+    "medusa_guess_tree": ("in the tree", "在树中"),
+    "medusa_guess_out": ("not in the tree", "不在树中"),
+    "medusa_pass_title": ("Pass {n} of {passes}: {nodes} candidates checked at once, {accepted} accepted; tokens written: {new}",
+                          "第 {n} 次（共 {passes} 次）：一次检查 {nodes} 个候选，接受 {accepted} 个，写下 {new} 个词元"),
+    "medusa_pass_subtitle": ("The heads read the hidden state of position t, just before the root {root} (position {position}, "
+                             "t + 1): head k guesses position t + k + 1. ★: the model's own token there. Numbers: the "
+                             "mask's rows and columns.",
+                             "各个头读取位置 t 的隐藏状态，t 就在根 {root}（位置 {position}，即 t + 1）之前：第 k 个头猜位置 "
+                             "t + k + 1。★：模型自己在那里的词元。数字：掩码的行号和列号。"),
+    "medusa_hover_guess": ("head {head} guesses position t + {ahead}<br>its guess {rank}: {token} ({p})",
+                           "第 {head} 个头猜位置 t + {ahead}<br>它的第 {rank} 个猜测：{token}（{p}）"),
+    "medusa_hover_own": ("the model's own token after the accepted path: {token}<br>written without a check: it is the "
+                         "model's greedy token there", "接受路径之后模型自己的词元：{token}<br>不用检查就写下：它就是模型在那里的贪心词元"),
+    "medusa_hover_node": ("node {i}: {token} (head {depth}, guess {rank})<br>{kind}<br>the model's greedy token after it: {greedy}",
+                          "节点 {i}：{token}（第 {depth} 个头，第 {rank} 个猜测）<br>{kind}<br>模型在它之后的贪心词元：{greedy}"),
+    "medusa_mask_text": ("text ({n} tokens)", "文本（{n} 个词元）"),
+    "medusa_hover_mask_text": ("node {i} attends to the whole text before the root ({n} tokens, from the cache)",
+                               "节点 {i} 关注根之前的全部文本（{n} 个词元，来自缓存）"),
+    "medusa_hover_mask_yes": ("node {i} attends to node {j}: {j} is on its path from the root",
+                              "节点 {i} 关注节点 {j}：{j} 在它从根出发的路径上"),
+    "medusa_hover_mask_no": ("node {i} does not see node {j}: not on its path (a sibling or another branch)",
+                             "节点 {i} 看不到节点 {j}：不在它的路径上（兄弟节点或另一条分支）"),
+    "medusa_mask_allowed": ("mask: may attend", "掩码：可以关注"),
+    "medusa_mask_blocked": ("mask: blocked", "掩码：被屏蔽"),
+    "medusa_panel_guesses": ("What each head guesses", "每个头的猜测"),
+    "medusa_panel_tree": ("The tree of candidates", "候选树"),
+    "medusa_panel_mask": ("The tree attention mask of this one pass", "这一次计算的树形注意力掩码"),
+    "medusa_rank": ("guess {r}", "猜测 {r}"),
+    "medusa_head": ("head {k}: t + {ahead}", "头 {k}：t + {ahead}"),
+    "medusa_depth_root": ("root", "根"),
+    "medusa_depth": ("head {k}", "头 {k}"),
+    "medusa_run_title": ("Medusa wrote {tokens} tokens in {passes} passes: {tpp} per pass (prompt lookup: {lookup})",
+                         "Medusa 用 {passes} 次计算写了 {tokens} 个词元：每次 {tpp} 个（提示词查找：{lookup} 个）"),
+    "medusa_run_subtitle_same": ("Greedy: all three wrote exactly the same tokens. Tree of {nodes} candidates; the heads' "
+                                 "top-1 on held-out text: {top1}.",
+                                 "贪心：三种方式写下的词元完全相同。树中有 {nodes} 个候选；各个头在留出文本上的 top-1 准确率：{top1}。"),
+    "medusa_run_subtitle_differs": ("The three did NOT write the same tokens (a near-tie between two tokens, broken "
+                                    "differently by float rounding). Tree of {nodes} candidates; heads' top-1: {top1}.",
+                                    "三种方式写下的词元并不相同（两个词元几乎并列，浮点舍入让它们分出不同的胜负）。树中有 {nodes} 个候选；"
+                                    "各个头的 top-1：{top1}。"),
+    "medusa_hover_pass": ("pass {n}: {accepted} guesses accepted, {new} tokens written<br>{positions} tokens in the pass, {ms} ms",
+                          "第 {n} 次：接受 {accepted} 个猜测，写下 {new} 个词元<br>这次计算有 {positions} 个词元，{ms} 毫秒"),
+    "medusa_running": ("tokens per pass so far", "到目前为止每次计算的词元数"),
+    "medusa_way_plain": ("one at a time", "一次一个"),
+    "medusa_way_lookup": ("prompt lookup", "提示词查找"),
+    "medusa_way_medusa": ("Medusa", "Medusa"),
+    "medusa_way_bar": ("{tpp}<br>{ms} ms/token", "{tpp}<br>每个词元 {ms} 毫秒"),
+    "medusa_panel_passes": ("Tokens each verifying pass wrote", "每次验证写下的词元"),
+    "medusa_panel_ways": ("Tokens per pass, same text", "同一文本上每次计算的词元数"),
+    "medusa_axis_pass": ("verifying pass", "验证次数"),
+    "medusa_axis_tokens": ("tokens written", "写下的词元"),
+    "medusa_axis_tpp": ("tokens per pass", "每次计算的词元数"),
 }
 
 
