@@ -6,10 +6,13 @@
 Medusa's second recipe (Cai et al. 2024, section 3.2: self-distillation) when the model's training data is not at
 hand: let the model write, and train the heads to guess what it wrote. Here:
 
-1. text: each prompt of PROMPTS (plain openings and chat requests, made up for this purpose), several times, each
-   time after a short prefix the model samples itself (T = 1, top-p 0.95, 0 to --prefix tokens: varied contexts
-   from one prompt), then continued GREEDILY for --tokens tokens, as the verifier decodes. One prompt in HELD_OUT_EVERY
-   is kept apart, with all its variants, for the held-out measurement;
+1. text, in two kinds. (a) Each prompt of RAW and CHAT (plain openings and chat requests made up for this purpose),
+   --variants times, each time after a prefix the model samples itself (T = 1, top-p 0.95, --min-prefix to --prefix
+   tokens: varied contexts from one prompt). (b) --self-requests chat texts whose request the model wrote itself: its
+   chat template up to the user's words, the user's words sampled (as Magpie, Xu et al. 2024, has a model write its
+   own prompts; self_request), then the assistant's turn. Each text is then continued GREEDILY for --tokens tokens,
+   as the verifier decodes. One prompt in HELD_OUT_EVERY (with all its variants) and --self-held-out more
+   self-written requests (other draws) are kept apart for the held-out measurement;
 2. the final hidden state at each position t of the greedy part (and at the last token before it), taken from the
    same generate() call that wrote it, and the tokens that follow: the model's own greedy tokens, so head k's
    target at t is exactly the token greedy verification will accept at t + k + 1;
@@ -80,11 +83,25 @@ CHAT = [
     "Write a short story about a robot.", "What is inflation?", "How do plants grow?",
 ]
 
+# For a model a Chinese page starts on (Gemma 3 270M): Chinese openings and requests too
+RAW_ZH = [
+    "今天天气", "从前有一座山，山里有", "我最喜欢的季节是", "北京是中国的", "学习一门外语最好的方法是",
+    "星期一，星期二，星期三，", "妈妈在厨房里做", "春天来了，", "这个故事告诉我们", "一、二、三、四、",
+    "小明每天早上", "长城是", "下面是做番茄炒蛋的步骤：", "亲爱的老师：", "我们的学校在",
+]
+CHAT_ZH = [
+    "请介绍一下北京。", "写一首关于月亮的短诗。", "怎样才能睡得更好？", "什么是人工智能？", "推荐三本好书。",
+    "解释一下光合作用。", "如何学好数学？", "给我讲一个笑话。", "地球为什么会有四季？", "写一段关于秋天的文字。",
+]
+CHINESE_MODELS = ("gemma3-270m",)  # models a Chinese page starts on: their heads learn from Chinese text too
 
-def prompts(tokenizer) -> list[tuple[str, list[int]]]:
-    """Every prompt as (its text, its ids): the plain ones as typed, the requests in the model's chat template."""
-    out = [(text, tokenizer(text)["input_ids"]) for text in RAW]
-    for text in CHAT:
+
+def prompts(tokenizer, chinese: bool = False) -> list[tuple[str, list[int]]]:
+    """Every prompt as (its text, its ids): the plain ones as typed, the requests in the model's chat template;
+    `chinese`: the Chinese ones too."""
+    raw, chat = RAW + (RAW_ZH if chinese else []), CHAT + (CHAT_ZH if chinese else [])
+    out = [(text, tokenizer(text)["input_ids"]) for text in raw]
+    for text in chat:
         ids = tokenizer.apply_chat_template([{"role": "user", "content": text}], add_generation_prompt=True,
                                             tokenize=True)
         out.append((text, list(ids["input_ids"] if hasattr(ids, "keys") else ids)))
@@ -101,34 +118,38 @@ def _batched(model, rows: list[list[int]], pad: int, **generate):
 
 
 @torch.no_grad()
-def write_texts(lm, rows: list[list[int]], args, seed: int):
-    """For a batch of prompts: a sampled prefix each (its own length), then a greedy continuation; per row the final
-    hidden states (n, d) of the tokens [the last before the greedy part] + greedy tokens but the last, and the tokens
-    that follow each, (n, K + 1) (-100 past the end of the text)."""
+def write_texts(lm, rows: list[tuple[list[int], list[int] | None]], args, seed: int):
+    """For a batch of seeds (ids, suffix): a sampled prefix each, then a greedy continuation. A seed without a suffix
+    samples --min-prefix to --prefix tokens (its own length) after its ids; one with a suffix (a self-written request:
+    the chat template up to the user's words) samples the user's words until the end of their turn (at most
+    --user-tokens), then takes the suffix (the template's end of the turn and the assistant's start). Per row: the
+    final hidden states (n, d) of the tokens [the last before the greedy part] + greedy tokens but the last, and the
+    tokens that follow each, (n, K + 1) (-100 past the end of the text)."""
     model, eos = lm.model, end_ids(lm)
     pad = model.generation_config.pad_token_id
     pad = pad if pad is not None else min(eos)
     g = torch.Generator().manual_seed(seed)
-    lengths = torch.randint(0, args.prefix + 1, (len(rows),), generator=g).tolist()
+    lengths = torch.randint(args.min_prefix, args.prefix + 1, (len(rows),), generator=g).tolist()
+    lengths = [args.user_tokens if suffix is not None else n for (_, suffix), n in zip(rows, lengths)]
     torch.manual_seed(seed)
-    if args.prefix > 0:
-        out, width = _batched(model, rows, pad, max_new_tokens=args.prefix, do_sample=True, temperature=1.0,
-                              top_p=0.95, top_k=0)
-        sampled = out.sequences[:, width:].tolist()
-        for r, row in enumerate(rows):
-            prefix = sampled[r][: lengths[r]]
-            cut = next((j for j, t in enumerate(prefix) if t in eos), len(prefix))
-            rows[r] = row + prefix[:cut]
-    out, width = _batched(model, rows, pad, max_new_tokens=args.tokens, do_sample=False, output_hidden_states=True,
+    out, width = _batched(model, [ids for ids, _ in rows], pad, max_new_tokens=max(lengths), do_sample=True,
+                          temperature=1.0, top_p=0.95, top_k=0)
+    sampled = out.sequences[:, width:].tolist()
+    written = []
+    for r, (ids, suffix) in enumerate(rows):
+        prefix = sampled[r][: lengths[r]]
+        cut = next((j for j, t in enumerate(prefix) if t in eos), len(prefix))
+        written.append(ids + prefix[:cut] + (suffix or []))
+    out, width = _batched(model, written, pad, max_new_tokens=args.tokens, do_sample=False, output_hidden_states=True,
                           temperature=None, top_p=None, top_k=None)
     steps = out.hidden_states  # per step, per layer: (B, positions, d); the last layer is after the final norm
     hidden = torch.cat([steps[0][-1][:, -1:]] + [s[-1] for s in steps[1:]], dim=1)  # (B, steps, d)
     K = args.heads
     texts = []
-    for r in range(len(rows)):
+    for r in range(len(written)):
         greedy = out.sequences[r, width:].tolist()
         end = next((j for j, t in enumerate(greedy) if t in eos), len(greedy) - 1)  # the last token that counts
-        seq = [rows[r][-1]] + greedy[: end + 1]  # hidden[j] is the state of seq[j]
+        seq = [written[r][-1]] + greedy[: end + 1]  # hidden[j] is the state of seq[j]
         n = min(len(seq) - 1, hidden.shape[1])
         targets = torch.full((n, K + 1), -100, dtype=torch.long)
         for j in range(n):
@@ -138,19 +159,29 @@ def write_texts(lm, rows: list[list[int]], args, seed: int):
     return texts
 
 
-def gather(lm, chosen: list[list[int]], args, seed: int):
-    """Every variant of every chosen prompt written (write_texts, batched by length): hidden (N, d), targets (N, K+1),
-    and the count of texts."""
-    rows = [list(ids) for ids in chosen for _ in range(args.variants)]
-    order = sorted(range(len(rows)), key=lambda i: len(rows[i]))  # similar lengths together: little padding
+def gather(lm, seeds: list[tuple[list[int], list[int] | None]], args, seed: int):
+    """Every seed written (write_texts, batched by length): hidden (N, d), targets (N, K+1), and the count of texts."""
+    order = sorted(range(len(seeds)), key=lambda i: len(seeds[i][0]))  # similar lengths together: little padding
     hs, ts = [], []
     for b in range(0, len(order), args.gen_batch):
-        batch = [rows[i] for i in order[b: b + args.gen_batch]]
+        batch = [seeds[i] for i in order[b: b + args.gen_batch]]
         for h, t in write_texts(lm, batch, args, seed * 100_003 + b):
             hs.append(h)
             ts.append(t)
-        print(f"  texts {min(b + args.gen_batch, len(rows))}/{len(rows)}", flush=True)
-    return torch.cat(hs), torch.cat(ts), len(rows)
+        print(f"  texts {min(b + args.gen_batch, len(seeds))}/{len(seeds)}", flush=True)
+    return torch.cat(hs), torch.cat(ts), len(seeds)
+
+
+def self_request(tokenizer) -> tuple[list[int], list[int]]:
+    """The model's chat template cut around the user's words: (its ids up to them, its ids after them). The model
+    then writes a request of its own there (as Magpie, Xu et al. 2024, has an aligned model write its own prompts):
+    contexts no list of prompts could give, and still none from a data set."""
+    mark = "\u2063"  # an invisible separator, where the user's words go
+    text = tokenizer.apply_chat_template([{"role": "user", "content": mark}], add_generation_prompt=True,
+                                         tokenize=False)
+    head, tail = text.split(mark)
+    return (tokenizer(head, add_special_tokens=False)["input_ids"],
+            tokenizer(tail, add_special_tokens=False)["input_ids"])
 
 
 def head_logits(heads: MedusaHeads, weight: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
@@ -216,7 +247,7 @@ def train(heads: MedusaHeads, weight: torch.Tensor, hidden: torch.Tensor, target
             opt.step()
             sched.step()
             step += 1
-            window.append([float(loss)] + each.tolist())
+            window.append([float(loss.detach())] + each.detach().tolist())
             if step % args.log_every == 0 or step == total:
                 mean = [sum(col) / len(window) for col in zip(*window)]
                 curve.append([step] + [round(v, 4) for v in mean])
@@ -263,9 +294,13 @@ def main(argv=None) -> None:
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--heads", type=int, default=4, help="K: head k guesses the token k + 1 after the hidden state's")
     parser.add_argument("--prompts", type=int, default=0, help="use only the first N prompts (0: all; for a quick try)")
-    parser.add_argument("--variants", type=int, default=8, help="texts written from each prompt")
-    parser.add_argument("--prefix", type=int, default=16, help="sampled tokens before the greedy part: 0 to this")
-    parser.add_argument("--tokens", type=int, default=96, help="greedy tokens written per text")
+    parser.add_argument("--variants", type=int, default=6, help="texts written from each prompt")
+    parser.add_argument("--min-prefix", type=int, default=4, help="sampled tokens after a prompt: at least this")
+    parser.add_argument("--prefix", type=int, default=32, help="sampled tokens after a prompt: at most this")
+    parser.add_argument("--self-requests", type=int, default=640, help="chat texts after a request the model wrote")
+    parser.add_argument("--self-held-out", type=int, default=64, help="more of them, held out")
+    parser.add_argument("--user-tokens", type=int, default=40, help="a self-written request: at most this long")
+    parser.add_argument("--tokens", type=int, default=64, help="greedy tokens written per text")
     parser.add_argument("--gen-batch", type=int, default=32, help="texts written together")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--batch", type=int, default=128, help="positions per training step")
@@ -279,19 +314,21 @@ def main(argv=None) -> None:
     os.nice(19 - os.nice(0))  # the lowest priority: the machine is shared
     torch.set_num_threads(1)
     torch.manual_seed(args.seed)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     lm = load_model(args.model)
-    every = prompts(lm.tokenizer)
+    every = prompts(lm.tokenizer, chinese=args.model in CHINESE_MODELS)
     if args.prompts:
         every = every[: args.prompts]
     train_ids = [ids for i, (_, ids) in enumerate(every) if i % HELD_OUT_EVERY != HELD_OUT_EVERY - 1]
     held_ids = [ids for i, (_, ids) in enumerate(every) if i % HELD_OUT_EVERY == HELD_OUT_EVERY - 1]
+    request = self_request(lm.tokenizer)
+    train_seeds = [(list(ids), None) for ids in train_ids for _ in range(args.variants)] + [request] * args.self_requests
+    held_seeds = [(list(ids), None) for ids in held_ids for _ in range(args.variants)] + [request] * args.self_held_out
 
-    print(f"writing {len(train_ids)} x {args.variants} training texts and {len(held_ids)} x {args.variants} held-out",
-          flush=True)
+    print(f"writing {len(train_seeds)} training texts and {len(held_seeds)} held-out", flush=True)
     t0 = time.perf_counter()
-    hidden, targets, n_train = gather(lm, train_ids, args, args.seed)
-    held_hidden, held_targets, n_held = gather(lm, held_ids, args, args.seed + 1)
+    hidden, targets, n_train = gather(lm, train_seeds, args, args.seed)
+    held_hidden, held_targets, n_held = gather(lm, held_seeds, args, args.seed + 1)  # other draws: other requests
     write_s = time.perf_counter() - t0
 
     weight = lm.model.get_output_embeddings().weight.detach()  # (V, d), frozen (SmolLM2: the embeddings, tied)
@@ -309,8 +346,10 @@ def main(argv=None) -> None:
                   "by cross-entropy on the model's own greedy tokens k + 1 positions ahead",
         "arguments": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()
                       if k not in ("out", "svg")},
-        "data": {"prompts_train": len(train_ids), "prompts_held_out": len(held_ids), "texts_train": n_train,
-                 "texts_held_out": n_held, "positions_train": len(hidden), "positions_held_out": len(held_hidden)},
+        "data": {"prompts_train": len(train_ids), "prompts_held_out": len(held_ids),
+                 "self_requests_train": args.self_requests, "self_requests_held_out": args.self_held_out,
+                 "texts_train": n_train, "texts_held_out": n_held, "positions_train": len(hidden),
+                 "positions_held_out": len(held_hidden)},
         "seconds": {"write": round(write_s, 1), "train": round(train_s, 1)},
         "machine": {"threads": torch.get_num_threads(), "cpu": platform.processor() or platform.machine(),
                     "torch": torch.__version__},
@@ -324,6 +363,7 @@ def main(argv=None) -> None:
     report["accuracy"] = measure(heads, weight, held_hidden, held_targets)
     report["accuracy_train"] = measure(heads, weight, hidden[:20_000], targets[:20_000])
     report["seconds"]["total"] = round(time.perf_counter() - started, 1)
+    report["seconds"]["cpu"] = round(time.process_time() - cpu_started, 1)  # this process's CPU time (a shared machine)
     weights_file, record = save_heads(heads, lm.model, args.model, report, args.out)
     assert read_heads(lm.model, args.model, args.out) is not None  # the app reads them back for this model
     if args.svg:
