@@ -13,6 +13,14 @@ LLAMA = {"Llama-2-7B": (32, 32, 128), "Llama-3-8B": (32, 8, 128), "Llama-2-70B":
 PLAIN = {"temperature": 1, "top_k": 0, "top_p": 1, "min_p": 0, "repetition_penalty": 1, "seed": 0}  # README: defaults
 
 
+def lesson_lm(lesson: dict, lang: str, lesson_models: dict):
+    """The loaded model a lesson runs on in `lang`: the one its file names for that language, among the tests' two
+    (`lesson_models`: SmolLM2 for English, Gemma 3 270M for Chinese). Most lessons name those two; the Medusa lesson
+    names SmolLM2 for both (its heads ship for SmolLM2 only)."""
+    by_name = {lm.name: lm for lm in lesson_models.values()}
+    return by_name[lesson["models"]["zh" if lang == "zh" else "en"]]
+
+
 def started(lm, step: dict, lang: str = "en"):
     """The checked step's session, as the Lesson tab opens it: its prompt, then `generate` tokens under its settings."""
     from model.decoding.records import SamplingConfig

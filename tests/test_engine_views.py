@@ -8,6 +8,7 @@ import torch
 from gradio_client import Client
 from gradio_client.utils import Status
 
+from model.decoding.door import door_of
 from model.serving.sessions import SessionStore
 from served import DEFAULTS, served
 
@@ -104,6 +105,29 @@ def test_speculative_measure_says_when_it_pays(server, clients):
     text = a.predict(4, "en", api_name="/speculative_measure")
     assert "On a text that repeats itself" in text and "On free prose" in text and "ms per token" in text
     print("\n" + text)
+
+
+# ---- Medusa -------------------------------------------------------------------------------------------------------
+def test_medusa_writes_plain_greedy_and_shows_any_pass_again_without_the_model(server, clients, lm):
+    a = clients()
+    start(a, REPEATING)
+    session = server[0].store.get(a.session_hash)
+    ids = list(session.ids)
+    summary, pass_n, plot, run_plot, numbers = call(a, "/medusa", 16, 12)
+    assert numbers["generated"] == numbers["plain"]["generated"] == greedy_ids(lm, ids, 16)
+    assert numbers["same_as_plain"] == {"medusa": True, "lookup": True}
+    assert sum(numbers["accepted_per_pass"]) + numbers["passes"] == len(numbers["generated"])
+    assert f"{len(numbers['generated'])} tokens in {numbers['passes']} verifying passes" in summary
+    shown = plot_figure(plot)
+    mask = next(tr for tr in shown["data"] if tr.get("meta", {}).get("role") == "mask")
+    assert len(mask["z"]) == numbers["pass_positions"][pass_n - 1]  # a row per token of that pass
+    door = door_of(server[0].models.get().model)
+    before = door.turns
+    again = plot_figure(a.predict(numbers["passes"], "zh", api_name="/medusa_pass"))
+    assert door.turns == before and again["layout"]["meta"]["lang"] == "zh"  # drawn again: no pass of the model
+    with pytest.raises(Exception, match=r"Pass to show|no pass"):  # (above the slider's maximum: the slider says so)
+        a.predict(max(numbers["passes"], 2) + 1, "en", api_name="/medusa_pass")
+    assert session.ids == ids  # nothing kept: the text is as it was
 
 
 # ---- paged blocks ------------------------------------------------------------------------------------------------

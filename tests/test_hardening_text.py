@@ -233,6 +233,8 @@ RANGES = [
     ("/constrain", lambda v: ("words", "yes\nno", v), "constrain_tokens", 48),
     ("/speculative", lambda v: (v, 8), "spec_draft_len", 8),
     ("/speculative", lambda v: (4, v), "spec_new_tokens", 48),
+    ("/medusa", lambda v: (v, 12), "medusa_new_tokens", 64),
+    ("/medusa", lambda v: (16, v), "medusa_tree", 32),
 ]
 
 

@@ -34,7 +34,7 @@ def texts(q):
 def test_every_card_points_at_a_lesson_and_a_tab_the_page_has():
     lessons, refused = builtin_lessons(TABS)
     assert not refused
-    assert len(QUESTIONS) == 14 and len(BY_ID) == 14  # the twelve questions of issue 35 and two of 48, each id once
+    assert len(QUESTIONS) == 15 and len(BY_ID) == 15  # the twelve questions of issue 35 and three of 48, each id once
     for q in QUESTIONS:
         assert q.tabs and set(q.tabs) <= set(TABS), (q.id, q.tabs)
         assert set(q.lessons) <= set(lessons), (q.id, q.lessons)
@@ -43,9 +43,9 @@ def test_every_card_points_at_a_lesson_and_a_tab_the_page_has():
         "token-by-token": "one-token-at-a-time", "autoregressive": "training-vs-generation", "kv-cache-size": "kv-cache",
         "parallel-training": "training-vs-generation", "exposure-bias": "branches-exposure-bias",
         "non-autoregressive": "why-not-non-autoregressive", "sampling": "top-k-top-p-min-p",
-        "speculative": "speculative-decoding", "mqa-gqa": "mha-gqa-mqa", "serving": "class-batched-paged",
-        "beam-search": "beam-search", "subwords": "subwords", "prefill-decode": "prefill-vs-decode",
-        "attribution": "why-this-token"}
+        "speculative": "speculative-decoding", "medusa": "medusa", "mqa-gqa": "mha-gqa-mqa",
+        "serving": "class-batched-paged", "beam-search": "beam-search", "subwords": "subwords",
+        "prefill-decode": "prefill-vs-decode", "attribution": "why-this-token"}
     # the lessons not on the path answer no interview question of issue 35
     assert set(lessons) - {lesson for q in QUESTIONS for lesson in q.lessons} == {"logit-lens", "constrained-decoding"}
     assert BY_ID["serving"].tabs == ("batching", "paged")
@@ -175,7 +175,7 @@ def test_a_card_opens_its_lesson_as_start_does(server, client):
     assert opened["tbt-lesson-progress"] == {"id": "training-vs-generation", "step": 0, "file": None, "results": {}}
     assert opened[PROGRESS] == {"revealed": ["sampling"], "opened": ["parallel-training"]}
     assert opened["tbt-interview-head-parallel-training"].startswith("### ✔ 4. ")
-    assert "2 of 12" in opened["tbt-interview-summary"]
+    assert "2 of 13" in opened["tbt-interview-summary"]
     start = Client(url, verbose=False)  # the Lesson tab's Start on the same lesson: the same step, the same settings
     try:
         started = call(start, "/lesson_open", "training-vs-generation")
@@ -217,7 +217,7 @@ def _open_tab_and_reveal(app, client):
     before = list(app.store.get(client.session_hash).ids)
     opened = call(client, "/interview_open", "serving", {})
     assert opened[PROGRESS] == {"revealed": [], "opened": ["serving"]}
-    assert "1 of 12" in opened["tbt-interview-summary"] and "opened" in opened["tbt-interview-head-serving"]
+    assert "1 of 13" in opened["tbt-interview-summary"] and "opened" in opened["tbt-interview-head-serving"]
     assert list(app.store.get(client.session_hash).ids) == before  # a tab opened: the session is untouched
     shown = named(client, "/interview_reveal", client.predict("kv-cache-size", opened[PROGRESS], "zh",
                                                                api_name="/interview_reveal"))

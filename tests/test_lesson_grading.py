@@ -12,7 +12,7 @@ from model.classroom.lessons import LESSON_DIR, LessonError, builtin_lessons, ch
 from model.classroom.rooms import Question, Rooms
 from model.classroom.scores import ClassResult, class_result, lesson_score, read_results
 from ui.views import VIEWS
-from lesson_truth import DISPLAY, expected, independent_figures, raw_lessons, started
+from lesson_truth import DISPLAY, expected, independent_figures, lesson_lm, raw_lessons, started
 
 TABS = tuple(View.tab for View in VIEWS)
 GOOD = {"id": "mine", "title": {"en": "Mine", "zh": "我的"}, "summary": {"en": "A try.", "zh": "试试。"}, "steps": [
@@ -94,10 +94,11 @@ def test_every_builtin_lesson_passes_and_states_no_number():
 @pytest.mark.model
 @pytest.mark.parametrize("lang", ["en", "zh"])
 def test_the_filled_texts_say_the_figures_of_each_languages_model(lesson_models, lang):
-    lm, raw = lesson_models[lang], raw_lessons()
+    raw = raw_lessons()
     lessons, _ = builtin_lessons(TABS)
     filled = 0
     for lesson_id, lesson in lessons.items():
+        lm = lesson_lm(lesson, lang, lesson_models)
         for i, step in enumerate(lesson["steps"]):
             session = started(lm, step, lang)
             figures = step_figures(step, lm.info, DISPLAY[lm.name], session, lang)
@@ -107,7 +108,7 @@ def test_the_filled_texts_say_the_figures_of_each_languages_model(lesson_models,
                 assert fill(text, figures) == expected(text, mine), (lesson_id, i, lang)
                 filled += bool(placeholders_in(text))
     assert filled >= 12
-    kv = lessons["kv-cache"]["steps"][0]
+    kv, lm = lessons["kv-cache"]["steps"][0], lesson_models[lang]
     config = lm.model.config
     said = fill(kv["predict"]["question"][lang], step_figures(kv, lm.info, DISPLAY[lm.name], None, lang))
     assert f"{config.num_hidden_layers} " in said and f"{config.num_key_value_heads} " in said and "float32" in said

@@ -11,7 +11,7 @@ from model.speed.paged import BLOCK_SIZE
 from model.serving.sessions import SessionStore
 from ui.handlers import View as Lang
 from ui.views import VIEWS
-from lesson_truth import started
+from lesson_truth import lesson_lm, started
 
 pytestmark = pytest.mark.model
 
@@ -90,7 +90,7 @@ def test_every_step_of_every_lesson_has_its_views_chart(lesson_models, lessons, 
                 continue
             seen.add(key)
             assert step["view"] in shown, (lesson_id, i, step["view"])
-            session = started(lesson_models[lang], step, lang)
+            session = started(lesson_lm(lesson, lang, lesson_models), step, lang)
             figure = lesson_chart(shown, session, step, lang)
             assert figure["data"], (lesson_id, i, step["view"])
 

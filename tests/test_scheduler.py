@@ -196,6 +196,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_scheduler(l
     from model.experiments.two_models import continue_text, read_by_each
     from model.inside.lens import logit_lens
     from model.inside.teacher_forcing import teacher_forcing
+    from model.speed.medusa import medusa_decode
     from model.speed.speculative import plain_greedy, speculative_decode
     from model.speed.throughput import measure_throughput
     from model.strategies.beams import beam_search, sampled_continuation
@@ -226,6 +227,7 @@ def test_every_pass_of_every_whole_text_computation_goes_through_the_scheduler(l
         "constraints": lambda: constrained_decode(lm, short, Constraint("words", "four five"), cfg, 2),
         "speculative": lambda: speculative_decode(lm, long, SamplingConfig(temperature=0), 2, max_new_tokens=3),
         "plain greedy": lambda: plain_greedy(lm, short, 2),
+        "medusa": lambda: medusa_decode(lm, long, 8, max_new_tokens=3),
         "cache timing": lambda: measure_cache_timing(lm, long, [2, 40], repeats=1, budget_s=0.1),
         "throughput": lambda: measure_throughput(lm, sizes=(1, 2), repeats=1, context_tokens=16, prefill_tokens=16),
         "patching": lambda: patching_grid(lm, *encode_pair(lm, "The cat sat", "The dog sat")),

@@ -78,6 +78,7 @@ PROTOCOL = {
         "paged": "tbt-plot-paged", "lesson": "tbt-lesson-plot", "lesson_class": "tbt-lesson-class-plot",
         "lens_commit": "tbt-plot-lens-commit",
         "gqa": "tbt-plot-gqa",  # (the Attention tab's query heads to KV heads, ui/controls.py)
+        "medusa": "tbt-plot-medusa", "medusa_run": "tbt-plot-medusa-run",  # (ui/views/medusa.py)
     },
     # classes and attributes of a chart's parts (the script makes the caption's lines and the plots drawn ahead)
     "parts": {

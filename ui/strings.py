@@ -435,6 +435,31 @@ PAGE: dict[str, tuple[str, str]] = {
         "这里测量的是本应用自己的本地模型 {model}：引擎在它自己的进程里做计算，本应用无法逐次计时（引擎的批次见上方图表）。",
     ),
 
+    # --- Medusa heads view (ui/views/medusa.py; the heads: model/speed/medusa_heads.py) ---
+    "tab_medusa": ("Medusa heads", "Medusa 多头"),
+    "explain_medusa": (
+        "**Medusa** guesses several tokens ahead without a second model. Small extra **heads** read the model's last hidden state at position t: the model's own head gives t + 1, head k guesses t + k + 1. The heads here were trained on this machine by self-distillation: on text the model wrote itself, each learned to guess the model's own greedy token further ahead (the model itself was not changed; docs/what-it-teaches.md says how, with each head's accuracy). Each head's first few guesses make a **tree** of candidate continuations, and **one** forward pass checks the whole tree. The lesson is its **tree attention mask**: each candidate attends to the text and to its own ancestors in the tree, never to a sibling, so each row computes exactly what a pass over its own path would. Walking from the root, a guess is accepted when it is the model's own most likely token after its parent; the pass writes the accepted guesses and one token of the model's own. So the text is exactly greedy decoding's, in fewer passes (it runs greedily whatever the settings; Medusa's *typical acceptance*, which keeps merely plausible guesses and so changes the text, is not offered). On this CPU a pass over a bigger tree costs more time, so fewer passes is not always less time; on a GPU such a pass costs about as much as one token's.",
+        "**Medusa** 不用第二个模型就能往后猜好几个词元。几个小的额外**头**读取模型在位置 t 的最后一层隐藏状态：模型自己的输出头给出 t + 1，第 k 个头猜 t + k + 1。这里的头是在这台机器上用自蒸馏训练的：在模型自己写出的文本上，每个头学会猜模型自己更靠后的贪心词元（模型本身没有改动；训练方法和每个头的准确率见 docs/what-it-teaches.md）。每个头的前几个猜测组成一棵候选续写的**树**，**一次**前向计算就检查整棵树。这里的要点是它的**树形注意力掩码**：每个候选只关注文本和它在树中的祖先，从不关注兄弟节点，所以每一行算出的结果，和只沿它自己那条路径计算完全一样。从根出发，某个猜测正是模型在其父节点之后最可能的词元时就被接受；这次计算写下被接受的猜测，再加一个模型自己的词元。所以文本和贪心解码完全一样，只是计算次数更少（无论设置如何，这里都用贪心；Medusa 的*典型接受*会保留只是看起来合理的猜测，从而改变文本，这里不提供）。在这台 CPU 上，树越大，一次计算越费时，所以次数少不一定时间短；在 GPU 上，这样一次计算的耗时和只算一个词元差不多。",
+    ),
+    "medusa_new_tokens": ("Tokens to write", "要写的词元数"),
+    "medusa_tree": ("Candidates in the tree (checked in one pass)", "树中的候选数（一次计算全部检查）"),
+    "btn_medusa_run": ("Continue with Medusa (greedy)", "用 Medusa 续写（贪心）"),
+    "medusa_pass": ("Pass to show", "显示第几次计算"),
+    "medusa_summary": (
+        "**Medusa wrote {tokens} tokens in {passes} verifying passes: {tpp} tokens per pass** ({accepted} of the heads' guesses accepted), {ms} ms per token. On the same text, prompt lookup (k = {k}) took {lookup_passes} passes, {lookup} tokens per pass, {lookup_ms} ms per token; one token at a time, {plain_ms} ms per token. {same} Not kept in your text.\n\nContinuation: `{text}`",
+        "**Medusa 用 {passes} 次验证计算写了 {tokens} 个词元：每次 {tpp} 个**（接受了 {accepted} 个头的猜测），每个词元 {ms} 毫秒。在同一文本上，提示词查找（k = {k}）用了 {lookup_passes} 次计算，每次 {lookup} 个词元，每个词元 {lookup_ms} 毫秒；一次一个词元时，每个词元 {plain_ms} 毫秒。{same}不会留在你的文本里。\n\n续写：`{text}`",
+    ),
+    "medusa_same": ("All three wrote exactly the same tokens, as greedy verification must.",
+                    "三种方式写下的词元完全相同，贪心验证理应如此。"),
+    "medusa_differs": ("The three did **not** write the same tokens: two tokens were almost tied somewhere, and float rounding in a pass over many tokens broke the tie differently.",
+                       "三种方式写下的词元**不**相同：某处有两个词元几乎并列，在多词元的一次计算中，浮点舍入让它们分出了不同的胜负。"),
+    "medusa_heads_said": (
+        "The {heads} heads were trained here in {minutes} minutes on {positions} positions of {texts} texts the model wrote itself. On held-out text their first guess is the model's own token {top1} of the time (head 1, 2, ...), one of their first five {top5}.",
+        "这 {heads} 个头是在本机用 {minutes} 分钟训练的，数据是模型自己写的 {texts} 段文本中的 {positions} 个位置。在留出文本上，它们的第一个猜测正好是模型自己的词元的比例为 {top1}（头 1、2……），前五个猜测之一为 {top5}。",
+    ),
+    "medusa_nothing": ("Nothing to show yet: continue with Medusa first.", "还没有可显示的内容：请先用 Medusa 续写。"),
+    "medusa_pass_range": ("There is no pass {value}: this run has {passes}.", "没有第 {value} 次计算：这次运行共有 {passes} 次。"),
+
     # --- Branches view (ui/views/branches.py) ---
     "tab_branches": ("Branches", "分支"),
     "explain_branches": (
@@ -1020,6 +1045,19 @@ PAGE: dict[str, tuple[str, str]] = {
         "存放在每块 {block} 个词元的块里，就像虚拟内存的页：浪费很少，有相同前缀的序列共用这些块（提示缓存）。"
         "预填充是对提示做一次受算力限制的计算，解码是许多步受带宽限制的计算，两者适合不同的机器："
         "PD 分离把它们放在不同机器上运行，再把 KV 缓存传过去。"),
+    "iq_medusa": ("How can a model write several tokens per forward pass without a draft model (Medusa)?",
+                  "不用草稿模型，模型怎样在一次前向计算中写出好几个词元（Medusa）？"),
+    "ia_medusa": (
+        "Medusa adds a few small heads on the model's last hidden state: head k guesses the token k places after the "
+        "next one. Their top guesses combine into a tree of candidate continuations, and one forward pass checks the "
+        "whole tree with a tree attention mask: each candidate attends to the text and to its own ancestors only. The "
+        "longest path matching the model's own greedy tokens is kept, plus one token of the model's, so greedy output "
+        "is unchanged. Heads can be trained on the frozen model's own text; here head one's first guess is right "
+        "{head_one} of the time.",
+        "Medusa 在模型最后一层隐藏状态上加几个小头：第 k 个头猜下一个词元之后第 k 个位置的词元。它们排名靠前的猜测组成一棵候选续写的树，"
+        "一次前向计算用树形注意力掩码检查整棵树：每个候选只关注文本和它自己的祖先。保留与模型自己的贪心词元一致的最长路径，"
+        "再加上模型自己的一个词元，所以贪心输出不变。这些头可以在冻结的模型自己写的文本上训练；在这里，第一个头的第一个猜测有 "
+        "{head_one} 的时候是对的。"),
     "iq_beam_search": ("Does beam search find the best text?", "束搜索能找到最好的文本吗？"),
     "im_beam_search": ("“Beam search finds the best text.”", "“束搜索能找到最好的文本。”"),
     "ia_beam_search": (

@@ -30,6 +30,7 @@ from ui.views.heads import HeadsView
 from ui.views.interview import InterviewView
 from ui.views.lens import LensView
 from ui.views.lesson import LessonView
+from ui.views.medusa import MedusaView
 from ui.views.paged import PagedView
 from ui.views.patching import PatchingView
 from ui.views.prefill_decode import PrefillDecodeView
@@ -46,5 +47,6 @@ VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView, 
          AblationView, PatchingView, HeadsView, TwoModelsView, AttributionView,  # inside the model, by experiment
          ChainView, TrainingView, BranchesView,  # why token by token
          BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
-         CalculatorView, TokenizersView, SpeculativeView, BatchingView, PagedView, PrefillDecodeView,  # how engines make it fast
+         CalculatorView, TokenizersView, SpeculativeView, MedusaView, BatchingView, PagedView,  # how engines make it fast
+         PrefillDecodeView,
          InterviewView, LessonView, RoomView, SessionView]  # the class (and the interview path)

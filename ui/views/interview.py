@@ -15,6 +15,7 @@ import viz
 from model.classroom.lessons import builtin_lessons, say
 from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from model.decoding.records import ModelInfo
+from model.speed.medusa_heads import heads_report
 from model.speed.paged import BLOCK_SIZE
 from ui.events import Event
 from ui.handlers import friendly
@@ -57,6 +58,7 @@ QUESTIONS = (
     Question("sampling", "iq_sampling", "ia_sampling", "im_sampling", ("top-k-top-p-min-p", "temperature", MYTHS),
              ("candidates",)),
     Question("speculative", "iq_speculative", "ia_speculative", None, ("speculative-decoding",), ("speculative",)),
+    Question("medusa", "iq_medusa", "ia_medusa", None, ("medusa",), ("medusa",)),
     Question("mqa-gqa", "iq_mqa_gqa", "ia_mqa_gqa", None, ("mha-gqa-mqa",), ("calculator", "attention")),
     Question("serving", "iq_serving", "ia_serving", None, ("class-batched-paged",), ("batching", "paged")),
     Question("beam-search", "iq_beam_search", "ia_beam_search", "im_beam_search", ("beam-search", MYTHS),
@@ -89,7 +91,15 @@ def answer_figures(info: ModelInfo) -> dict[str, dict]:
                         dtype=CACHE_DTYPE, **{f"{kind}_size": viz.format_bytes(layouts[kind].bytes)
                                               for kind in ("mha", "gqa", "mqa")}),
         "serving": dict(block=BLOCK_SIZE),
+        "medusa": dict(head_one=medusa_head_one()),
     }
+
+
+def medusa_head_one() -> str:
+    """How often the first Medusa head's first guess is the model's own token on held-out text (the training's
+    measurement, assets/medusa/smollm2.json), as a percentage; a dash when no heads ship."""
+    report = heads_report("smollm2")
+    return viz.format_prob(report["accuracy"]["top1"][0]) if report else "–"
 
 
 def answer_text(question: Question, lang: str, figures: dict) -> str:
