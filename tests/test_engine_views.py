@@ -8,7 +8,7 @@ import torch
 from gradio_client import Client
 from gradio_client.utils import Status
 
-from model.decoding.door import door_of
+from model.decoding.scheduler import scheduler_of
 from model.serving.sessions import SessionStore
 from served import DEFAULTS, served
 
@@ -121,10 +121,10 @@ def test_medusa_writes_plain_greedy_and_shows_any_pass_again_without_the_model(s
     shown = plot_figure(plot)
     mask = next(tr for tr in shown["data"] if tr.get("meta", {}).get("role") == "mask")
     assert len(mask["z"]) == numbers["pass_positions"][pass_n - 1]  # a row per token of that pass
-    door = door_of(server[0].models.get().model)
-    before = door.turns
+    scheduler = scheduler_of(server[0].models.get().model)
+    before = scheduler.turns
     again = plot_figure(a.predict(numbers["passes"], "zh", api_name="/medusa_pass"))
-    assert door.turns == before and again["layout"]["meta"]["lang"] == "zh"  # drawn again: no pass of the model
+    assert scheduler.turns == before and again["layout"]["meta"]["lang"] == "zh"  # drawn again: no pass of the model
     with pytest.raises(Exception, match=r"Pass to show|no pass"):  # (above the slider's maximum: the slider says so)
         a.predict(max(numbers["passes"], 2) + 1, "en", api_name="/medusa_pass")
     assert session.ids == ids  # nothing kept: the text is as it was

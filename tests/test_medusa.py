@@ -1,5 +1,7 @@
 """Medusa on the real model: greedy output equal to transformers' generate on 20 prompts, the tree pass equal to a full
 forward pass over each candidate's own path, the cache kept in order; the tree, its mask and the chart."""
+import math
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -141,5 +143,9 @@ def test_the_shipped_heads_say_how_they_were_trained():
     acc = report["accuracy"]
     assert len(acc["top1"]) == len(acc["top5"]) == report["heads"]
     assert all(0 < a <= b <= 1 for a, b in zip(acc["top1"], acc["top5"]))
-    assert acc["top1"] == sorted(acc["top1"], reverse=True)  # guessing further ahead is harder
+    # guessing further ahead is harder: each head's top-5 and loss no better than the one before; its top-1 no better
+    # beyond two standard errors of the held-out estimate (heads 3 and 4 measured 7.7 % and 7.9 % on ~14,500 positions)
+    assert acc["top5"] == sorted(acc["top5"], reverse=True) and acc["loss"] == sorted(acc["loss"])
+    for (a, n_a), (b, n_b) in zip(zip(acc["top1"], acc["positions"]), zip(acc["top1"][1:], acc["positions"][1:])):
+        assert b <= a + 2 * math.sqrt(a * (1 - a) / n_a + b * (1 - b) / n_b)
     assert acc["base_agrees"] > 0.99  # the training text lines up with the model's own greedy tokens

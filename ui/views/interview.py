@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 import viz
+from viz.style import format_prob
 from model.classroom.lessons import builtin_lessons, say
 from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes, kv_calculation
 from model.decoding.records import ModelInfo
@@ -99,7 +100,7 @@ def medusa_head_one() -> str:
     """How often the first Medusa head's first guess is the model's own token on held-out text (the training's
     measurement, assets/medusa/smollm2.json), as a percentage; a dash when no heads ship."""
     report = heads_report("smollm2")
-    return viz.format_prob(report["accuracy"]["top1"][0]) if report else "–"
+    return format_prob(report["accuracy"]["top1"][0]) if report else "–"
 
 
 def answer_text(question: Question, lang: str, figures: dict) -> str:
