@@ -204,7 +204,17 @@ function scaleFonts(data, layout, k, least = 0) {
   walk(layout, 0);
   for (const trace of data || []) for (const [key, value] of Object.entries(trace)) if (/font$/.test(key)) scale(value);
 }
+// A dict merged into another one level down (a colour bar's keys into the trace's), anything else replacing it
+const mergeKeys = (into, keys) => {
+  for (const [key, value] of Object.entries(keys)) {
+    into[key] = value && typeof value === "object" && !Array.isArray(value) && into[key] && typeof into[key] === "object"
+      ? {...into[key], ...value} : value;
+  }
+};
 function narrow(data, layout, width) {
+  // what the chart says changes in its traces on a phone, by trace name (viz.style.narrow_traces)
+  const byName = (layout.meta && layout.meta.narrow_traces) || {};
+  for (const trace of data) if (trace.name && byName[trace.name]) mergeKeys(trace, byName[trace.name]);
   const wide = layout.meta && layout.meta.narrow;
   if (wide) {
     for (const [key, value] of Object.entries(wide)) {
@@ -219,7 +229,8 @@ function narrow(data, layout, width) {
   layout.font = {...(layout.font || {}), size: Math.max(11, Math.round(base * k))};
   const size = layout.font.size, m = layout.margin || {};
   // (a colour bar takes its room from the plot's)
-  const scaleBar = data.some((d) => d.type === "heatmap" && d.showscale !== false && d.visible !== false) ? 70 : 0;
+  const scaleBar = data.some((d) => d.type === "heatmap" && d.showscale !== false && d.visible !== false &&
+                                   !(d.colorbar && d.colorbar.orientation === "h")) ? 70 : 0;  // (one laid flat: none)
   let plotW = Math.max(120, width - (m.l || 0) - (m.r || 0) - scaleBar);
   const plotH = Math.max(120, (layout.height || 450) - (m.t || 0) - (m.b || 0));
   const axes = Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k) && layout[k] && layout[k].visible !== false);
@@ -365,13 +376,13 @@ export const presenting = () => document.documentElement.hasAttribute(T.presente
 // distance in px times the scale.
 function projectorSized(data, layout) {
   const k = T.presenter.chart_scale, m = layout.margin || {};
-  scaleFonts(data, layout, k);
+  scaleFonts(data, layout, k, T.presenter.least_px);
   if (!narrowScreen()) {  // (a phone's type is made smaller again, and its chart fitted to its width: narrow)
     layout.margin = Object.fromEntries(Object.entries(m).map(([side, px]) => [side, typeof px === "number" && side !== "pad" ? Math.round(px * k) : px]));
     if (typeof layout.height === "number") layout.height = Math.round(layout.height * k);
   }
-  if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale);  // (not merged yet)
-  if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
+  if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale, T.presenter.least_px);  // (not merged yet)
+  if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.max(T.presenter.least_px, Math.round(12 * T.presenter.chart_scale))};
   layout.font = {...layout.font, color: "#000000"};
 }
 export const setCaption = (target, html) => {

@@ -25,6 +25,9 @@ document.addEventListener("scroll", (e) => {
   kept = box.scrollTop;
 }, true);
 export function followChips() {
+  // the decoded text shows its newest line (on a phone it has one: app.css)
+  const text = el(T.ids.chips), decoded = text && text.querySelector("." + T.chips.decoded);
+  if (decoded) decoded.scrollTop = decoded.scrollHeight;
   const box = chipsBox();
   if (!box || box.scrollHeight <= box.clientHeight) { following = true; return; }
   box.scrollTop = following ? box.scrollHeight : kept;
@@ -35,7 +38,14 @@ export function followChips() {
 // under the panel; one that fits below the panel but whose top went under it (the panel grew as the chips filled
 // their lines, or the page moved as a chart was swapped) is scrolled back down until its top is clear. A page
 // scrolled elsewhere (the chart out of view) is left where its reader put it.
+// Not before the reader's first key or touch: the page opens on its first screen (the title, the switches, the
+// navigation), not scrolled 138 px past them to the first chart drawn
+let touched = false;
+for (const kind of ["keydown", "pointerdown", "wheel", "touchstart"]) {
+  addEventListener(kind, () => { touched = true; }, {capture: true, passive: true});
+}
 document.addEventListener(T.shown_event, (e) => {
+  if (!touched) return;
   const plot = e.target.closest ? e.target.closest("." + T.parts.stack) : null;
   const text = el(T.carriers.text);
   if (!plot || !text || plot.offsetParent === null) return;

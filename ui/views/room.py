@@ -305,8 +305,9 @@ def feedback_html(split: Split, choices: list[tuple[str, str]], lang: str) -> st
     mine = split.scores.get(split.mine) if split.mine is not None else None
     if split.mine is None:
         lines.append(t("room_feedback_none", lang))
-    elif mine is not None and "answer" in mine and mine["answer"] is None:  # a measurement too noisy to say
-        lines.append(t("room_feedback_no_verdict", lang, guess=labels.get(split.mine, split.mine)))
+    elif mine is not None and "answer" in mine and mine["answer"] is None:  # the machine too busy to measure it
+        lines.append(t("room_feedback_right" if mine.get("right") else "room_feedback_wrong", lang,
+                       guess=labels.get(split.mine, split.mine)) + " " + t("room_feedback_no_verdict", lang))
     elif mine is not None and "prob" in mine:
         lines.append(t("room_feedback_token", lang, guess=labels.get(split.mine, split.mine),
                        prob=f"{mine['prob']:.1%}", rank=f"{mine['rank']:,}"))
