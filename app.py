@@ -41,6 +41,7 @@ def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
     with gr.Blocks(title="Token by Token", delete_cache=(900, 1800)) as demo:
         page.build_shared()
         page.build_header()
+        page.build_nav()  # the story's parts, across the page
         with gr.Row(equal_height=False, elem_classes="tbt-main"):
             page.build_controls()
             with gr.Column(scale=3, elem_classes="tbt-stage"):  # the text and the open tab (assets/app.css)

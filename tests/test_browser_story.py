@@ -53,31 +53,32 @@ def test_the_story_is_the_navigation_and_start_here_leads_in(url, new_tab):
     assert shown_tabs(page) == one_step
     tops = page.evaluate("() => [...document.querySelectorAll('#tbt-nav .tbt-part, #tbt-tabs [role=tab]')]"
                          ".filter((b) => b.checkVisibility()).map((b) => Math.round(b.getBoundingClientRect().top))")
-    assert len(set(tops)) == 2, tops  # at 1280: the parts in one row, the part's tabs in one row under it
+    rows = [top for i, top in enumerate(sorted(tops)) if i == 0 or top - sorted(tops)[i - 1] > 12]
+    assert len(rows) == 2, tops  # at 1280: the parts in one row, the part's tabs in one row (under the text)
     shot(page, "nav_en_1280")
 
-    page.locator("#tbt-nav [data-tbt-part=inside]").click()  # a part: its first tab opens with it
+    page.locator("#tbt-nav button[data-tbt-part=inside]").click()  # a part: its first tab opens with it
     page.get_by_role("tab", name=t("tab_ablation", "en"), selected=True).wait_for(timeout=30_000)
     assert shown_tabs(page) == [t(f"tab_{tab}", "en") for tab in ("ablation", "patching", "heads", "two_models")]
     assert open_part(page) == "inside" and parts.nth(2).get_attribute("aria-current") == "true"
     open_view(page, t("tab_paged", "en"))  # the helper every browser test uses: the part first, then the tab
     assert open_part(page) == "engines"
-    page.locator("#tbt-nav [data-tbt-part=inside]").click()  # a part opens where its reader left it
+    page.locator("#tbt-nav button[data-tbt-part=inside]").click()  # a part opens where its reader left it
     page.get_by_role("tab", name=t("tab_ablation", "en"), selected=True).wait_for(timeout=30_000)
 
-    page.locator("#tbt-nav [data-tbt-part=start]").click()
+    page.locator("#tbt-nav button[data-tbt-part=start]").click()
     page.locator("#tbt-start .tbt-start-card").first.wait_for(timeout=30_000)
     assert shown_tabs(page) == [] and page.locator("#tbt-start .tbt-start-card").count() == 4
     shot(page, "start_en_1280")
     page.get_by_role("button", name=t("start_interview_btn", "en")).click()  # the interview path
     page.get_by_role("tab", name=t("tab_interview", "en"), selected=True).wait_for(timeout=30_000)
     assert open_part(page) == "class"
-    page.locator("#tbt-nav [data-tbt-part=start]").click()
+    page.locator("#tbt-nav button[data-tbt-part=start]").click()
     page.get_by_role("button", name=t("start_lesson_btn", "en")).click()  # lesson 1, started
     page.get_by_role("tab", name=t("tab_lesson", "en"), selected=True).wait_for(timeout=30_000)
     page.wait_for_function("() => (document.querySelector('#tbt-lesson-step')?.innerText || '').includes('Step 1 of')",
                            timeout=120_000)
-    page.locator("#tbt-nav [data-tbt-part=start]").click()
+    page.locator("#tbt-nav button[data-tbt-part=start]").click()
     page.get_by_role("button", name=t("start_presenter_btn", "en")).click()  # presenter mode, from Start here
     page.wait_for_function("() => document.documentElement.hasAttribute('data-tbt-presenter')", timeout=30_000)
     page.get_by_role("button", name=t("start_presenter_btn", "en")).click()
@@ -117,7 +118,7 @@ def test_a_phone_has_a_menu_that_says_where_it_is_and_loses_no_content(url, new_
     settle(page)
     heat = page.evaluate("() => { const p = document.querySelector('#tbt-fig-attention .nsewdrag');"
                          " return p ? Math.round(p.getBoundingClientRect().width) : 0; }")
-    assert heat >= 300, heat  # the heat map takes the phone's width (about 200 px before)
+    assert heat >= 280, heat  # the heat map takes most of the phone's width (about 200 px before)
     page.locator("#tbt-plot-gqa .js-plotly-plot").first.wait_for(timeout=60_000)
     settle(page)
     circles = page.evaluate("""() => [...document.querySelectorAll('#tbt-plot-gqa .scatterlayer .trace .points path')]

@@ -122,15 +122,19 @@ class Page:
             component.render()
             self.labels.add(component, **self._shared_words[component])
 
-    def build_tabs(self) -> gr.Tabs:
-        """The navigation (the parts of the story, ui/nav.py), then the views' tabs under it: Gradio's one row, of
-        which the page shows the open part's (a lesson, a clicked head, a card opens any tab, and its part with it).
-        The page opens on the first view that draws every step."""
+    def build_nav(self):
+        """The navigation: the parts of the story (ui/nav.py) in one row across the page, under its header; the open
+        part's tabs are the row of tabs over the chart (build_tabs). On a phone, one menu of every tab."""
         parts, titles = self.parts, self.titles
         opened = next((key for key, tabs in parts if self.tabs[0] in tabs), parts[0][0])
         style = nav_style(parts, opened)
         self.labels.add(gr.HTML(style + nav_html(parts, titles, "en"), elem_id="tbt-nav-box", js_on_load=None),
                         words=lambda lang: {"value": style + nav_html(parts, titles, lang)})
+
+    def build_tabs(self) -> gr.Tabs:
+        """The views' tabs: Gradio's one row, of which the page shows the open part's (build_nav; a lesson, a
+        clicked head, a card opens any tab, and its part with it). The page opens on the first view that draws
+        every step."""
         self.tabs_block = gr.Tabs(selected=self.tabs[0], overflow_behavior="wrap", elem_id=IDS["tabs"])
         return self.tabs_block
 

@@ -59,7 +59,7 @@ def nav_html(parts: list[tuple[str, list[str]]], titles: dict[str, str], lang: s
         label = t(PART_WORDS[key][0], lang) if key in PART_WORDS else key
         buttons.append(f'<button type="button" class="{NAV["part_class"]}{first}" {NAV["part"]}="{esc(key)}" '
                        f'{NAV["tabs"]}="{esc(" ".join(tabs))}" title="{esc(part_about(key, lang))}">'
-                       f'{number}<span>{esc(label)}</span></button>')
+                       f'{number}<span class="{NAV["name_class"]}">{esc(label)}</span></button>')
         options = "".join(f'<option value="{esc(tab)}">{esc(t(titles[tab], lang))}</option>' for tab in tabs)
         groups.append(f'<optgroup label="{esc(name)}" {NAV["part"]}="{esc(key)}">{options}</optgroup>')
     where = esc(t("nav_where", lang))

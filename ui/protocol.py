@@ -123,7 +123,8 @@ PROTOCOL = {
     # flips presenter mode (the Start here view, ui/views/start.py)
     "nav": {"part": "data-tbt-part", "tabs": "data-tbt-tabs", "menu": "data-tbt-menu",
             "open_attribute": "data-tbt-open-part", "parts_class": "tbt-parts", "part_class": "tbt-part",
-            "first_class": "tbt-part-first", "number_class": "tbt-part-n", "menu_class": "tbt-menu",
+            "first_class": "tbt-part-first", "number_class": "tbt-part-n", "name_class": "tbt-part-name",
+            "menu_class": "tbt-menu",
             "where_class": "tbt-where", "go": "data-tbt-go", "press": "data-tbt-press", "toggle": "data-tbt-toggle"},
     # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
     # figure of plots side by side shows the first only, as does a gr.Plot in a column narrower than beside_px

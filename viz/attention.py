@@ -110,7 +110,7 @@ def attention_chart(matrix: np.ndarray, labels: list[str], layer: int, head: int
     # on a phone the long axis titles wrapped to three lines beside the token labels and ran into them: short ones
     narrow_layout(layout, xaxis={"title": {"text": t("attn_axis_key_short", lang)}},
                   yaxis={"title": {"text": t("attn_axis_query_short", lang)}, "automargin": True},
-                  margin={"l": 40, "r": 8, "b": 150})
+                  margin={"l": 40, "r": 8, "b": 120})
     # on a phone the colour bar lies flat under the chart, from its bottom edge: beside it, it took the 70 px the
     # square of cells needed (the heat map was about 200 px wide at 390)
     narrow_traces(layout, weights={"colorbar": {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
@@ -165,7 +165,7 @@ def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go
     )
     # on a phone (assets/js/charts.js) each head's circle no wider than its share of the width: nine heads' 30 px
     # circles overlapped in the 220 px a phone leaves the plot; the rows' names on two lines, for room
-    across = max(12, min(30, round(26 * 9 / max(info.heads, 1))))
+    across = max(12, min(30, round(22 * 9 / max(info.heads, 1))))
     narrow_traces(layout, query={"marker": {"size": across}}, kv={"marker": {"size": across + 4}})
     narrow_layout(layout, yaxis={"ticktext": [t("gqa_row_kv_short", lang), t("gqa_row_query_short", lang)]})
     return figure(traces, layout)

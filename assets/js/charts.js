@@ -90,7 +90,9 @@ function fitScreen(layout) {
   // names a smaller type, down to ROW_MIN_PX (a laptop's 1280 x 800: 14 rows under three lines of chips); past
   // that, it is taller than the room and the page scrolls it up under the text panel. (A phone: narrow() gives
   // each name its row.)
-  let rows = narrowScreen() ? 0 : rowsHeight(layout);
+  // (in presenter mode a row is a little tighter, its names still apart: the text and the whole chart on one
+  // 1280 x 800 screen, issue 47)
+  let rows = narrowScreen() ? 0 : rowsHeight(layout, 0, presenting() ? LINE_PRESENTER : LINE);
   if (rows > room && !presenting()) {
     const alone = Math.floor(below), size = namesFitting(layout, alone);
     if (size) {
@@ -108,17 +110,17 @@ function fitScreen(layout) {
 }
 // A row of a chart's category axis is at least LINE times its label's type tall: a glyph from a fallback font such as
 // ␣ makes a line ~1.7 em
-const LINE = 1.75, ROW_MIN_PX = 12;
+const LINE = 1.75, LINE_PRESENTER = 1.25, ROW_MIN_PX = 12;
 // The layout's category axes (tick names, a row each: the y axes with tickvals)
 const categoryAxes = (layout) => Object.entries(layout)
   .filter(([k, ax]) => /^yaxis\d*$/.test(k) && ax && ax.visible !== false && Array.isArray(ax.tickvals)).map(([, ax]) => ax);
 // The height at which every category axis of the layout has LINE rows, in px (its names in type `size`, else their own)
-function rowsHeight(layout, size = 0) {
+function rowsHeight(layout, size = 0, line = LINE) {
   const m = layout.margin || {}, base = (layout.font && layout.font.size) || 16;
   let inner = 0;
   for (const ax of categoryAxes(layout)) {
     const rows = Array.isArray(ax.range) ? Math.abs(ax.range[1] - ax.range[0]) : ax.tickvals.length;
-    inner = Math.max(inner, rows * (size || (ax.tickfont && ax.tickfont.size) || base) * LINE / span(ax));
+    inner = Math.max(inner, rows * (size || (ax.tickfont && ax.tickfont.size) || base) * line / span(ax));
   }
   return Math.ceil(inner + (m.t || 0) + (m.b || 0));
 }
@@ -238,6 +240,8 @@ function narrow(data, layout, width) {
   const square = axes.find((k) => layout[k].scaleanchor), side = square && Math.min(plotW * span(layout.xaxis || {}), plotH * span(layout.yaxis || {}));
   const length = (k) => (square && (layout[k].scaleanchor || k === "xaxis") ? side : (k[0] === "x" ? plotW : plotH) * span(layout[k]));
   const fontOf = (ax) => (ax.tickfont && ax.tickfont.size) || size;
+  // square cells (the attention heat map) as wide as the phone: the chart no taller than the square and its margins
+  if (square && typeof layout.height === "number") layout.height = Math.min(layout.height, Math.ceil(side + (m.t || 0) + (m.b || 0)));
   for (const trace of data) cellTexts(trace, layout, plotW);
   for (const k of axes) {
     const ax = layout[k], horizontal = k[0] === "x", px = length(k), fs = fontOf(ax);

@@ -23,8 +23,11 @@ const lastOpen = new Map();  // part -> the tab last open in it
 function show(part) {
   if (part && root.getAttribute(N.open_attribute) !== part) root.setAttribute(N.open_attribute, part);
   for (const b of partButtons()) {
-    if (b.getAttribute(N.part) === part) b.setAttribute("aria-current", "true");
-    else b.removeAttribute("aria-current");
+    const current = b.getAttribute(N.part) === part;
+    if (current !== b.hasAttribute("aria-current")) {
+      if (current) b.setAttribute("aria-current", "true");
+      else b.removeAttribute("aria-current");
+    }
   }
   const n = nav(), menu = n && n.querySelector(`[${N.menu}]`), tab = selectedTab();
   if (!menu) return;
@@ -32,7 +35,8 @@ function show(part) {
   const option = menu.selectedOptions[0], where = n.querySelector("." + N.where_class);
   if (where && option) {
     const group = option.parentElement.label || "";
-    where.textContent = group && group !== option.textContent ? `${group} › ${option.textContent}` : option.textContent;
+    const said = group && group !== option.textContent ? `${group} › ${option.textContent}` : option.textContent;
+    if (where.textContent !== said) where.textContent = said;  // (only a change: the navigation's box is watched)
   }
 }
 // The selected tab's part shown (and remembered as that part's last open tab)

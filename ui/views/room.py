@@ -28,7 +28,7 @@ from ui.controls import plot
 from ui.guard import address
 from ui.events import Event
 from ui.handlers import friendly
-from ui.protocol import CARRIERS, carried_figure
+from ui.protocol import CARRIERS, IDS, carried_figure
 from ui.state import carrier
 from ui.strings import LANGS, Refusal, t
 from viz.guesses import after_reveal_chart
@@ -52,7 +52,7 @@ WALL_IN_VIEW_JS = "() => setTimeout(() => document.querySelector('#tbt-room-join
 # (the controls, its text, the other tabs) is hidden, so the teacher's text and chart are the page, and nothing of
 # the student's own session (the same prompt's candidates) gives a question's answer away. Explore shows it again.
 FOLLOWING = ":is(.tbt-controls, #%s, .tbt-room-teacher, .tbt-room-explain, .tbt-room-joinrow, #tbt-room-back, " \
-            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher)" % CARRIERS["text"]
+            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher, #%s)" % (CARRIERS["text"], IDS["nav"])
 # The teacher's page with its wall up: no student's Join box, and the explanation gives the wall its room
 WALL_UP = ":is(.tbt-room-joinrow, .tbt-room-explain)"
 ROOM_CSS = (f"<style>body:has(.tbt-room-on) {FOLLOWING} {{display: none !important}}"
