@@ -67,8 +67,8 @@ def test_the_story_is_the_navigation_and_start_here_leads_in(url, new_tab):
     page.get_by_role("tab", name=t("tab_ablation", "en"), selected=True).wait_for(timeout=30_000)
 
     page.locator("#tbt-nav button[data-tbt-part=start]").click()
-    page.locator("#tbt-start .tbt-start-card").first.wait_for(timeout=30_000)
-    assert shown_tabs(page) == [] and page.locator("#tbt-start .tbt-start-card").count() == 4
+    page.locator("#tbt-start-here .tbt-start-card").first.wait_for(timeout=30_000)
+    assert shown_tabs(page) == [] and page.locator("#tbt-start-here .tbt-start-card").count() == 4
     shot(page, "start_en_1280")
     page.get_by_role("button", name=t("start_interview_btn", "en")).click()  # the interview path
     page.get_by_role("tab", name=t("tab_interview", "en"), selected=True).wait_for(timeout=30_000)
@@ -209,7 +209,7 @@ def test_the_tabs_explain_their_empty_state_and_start_on_a_default_that_shows_so
     assert page.locator("#tbt-session-explain").is_visible()
     open_view(page, t("tab_branches", "en"))
     page.wait_for_function("() => (document.getElementById('tbt-fig-branches')?.layout?.annotations || [])"
-                           ".some((a) => a.meta?.role === 'one_branch')", timeout=60_000)
+                           ".some((a) => a.name === 'one_branch')", timeout=60_000)
     assert not page.locator("#tbt-plot-branch-logp").is_visible()  # no empty frame under the comparison
     open_view(page, t("tab_lens", "en"))
     empty = page.locator("#tbt-lens-empty")
@@ -243,7 +243,7 @@ def test_gradios_own_words_and_the_examples_follow_the_pages_chinese(url, new_ta
     open_view(page, t("tab_patching", "zh"))
     clean = page.locator("#tbt-patch-clean textarea, #tbt-patch-clean input").first
     assert clean.input_value() == t("patch_clean_example", "zh")
-    clean.fill("法国的首都是哪里")  # one token longer than prompt 2: refused, in an error box
+    clean.fill("法国的首都是哪里")  # not as many tokens as prompt 2: refused, in an error box
     page.locator("#tbt-patch-run").click()
     page.locator(".toast-wrap").get_by_text(t("gradio_error", "zh"), exact=True).first.wait_for(timeout=60_000)
     assert not page.locator(".toast-wrap").get_by_text("Error", exact=True).count()

@@ -249,11 +249,12 @@ def test_one_branch_says_how_to_make_a_second():
 
     row = SimpleNamespace(id=1, parent=None, fork=0, length=5, at=5, logprob_t1=-3.2, current=True, text="Once upon")
     for lang in ("en", "zh"):
-        notes = [a for a in branch_tree_chart([row], lang)["layout"]["annotations"]
-                 if (a.get("meta") or {}).get("role") == "one_branch"]
+        notes = [a for a in branch_tree_chart([row], lang)["layout"]["annotations"] if a.get("name") == "one_branch"]
         assert len(notes) == 1 and t("branches_one", lang)[:12] in notes[0]["text"].replace("<br>", " ")
     two = [row, SimpleNamespace(id=2, parent=1, fork=2, length=4, at=4, logprob_t1=-4.0, current=False, text="x")]
-    assert not [a for a in branch_tree_chart(two, "en")["layout"]["annotations"] if (a.get("meta") or {}).get("role")]
+    assert not [a for a in branch_tree_chart(two, "en")["layout"]["annotations"] if a.get("name") == "one_branch"]
+    import plotly.graph_objects as go
+    go.Figure(**branch_tree_chart([row], "en"))  # a lesson step draws it as a figure: every key a plotly one
 
 
 def test_the_patching_example_is_the_models_and_chinese_on_a_chinese_page():
@@ -267,3 +268,20 @@ def test_the_patching_example_is_the_models_and_chinese_on_a_chinese_page():
     assert PatchingView.example_prompts(*zh, "en") == en
     kept = PatchingView.example_prompts("My own prompt", en[1], "zh")  # a reader's own prompts are kept
     assert all(isinstance(x, type(gr.skip())) or x == gr.skip() for x in kept)
+
+
+def test_the_chinese_patching_example_is_one_word_apart_on_gemma():
+    """A Chinese page runs Gemma 3 270M: its two example prompts must have as many tokens (Patching refuses a pair that
+    does not) and differ in one. Gemma's tokenizer only (its converted folder, as the app keeps it), no weights."""
+    from transformers import AutoTokenizer
+
+    from model.decoding.loading import cache_root
+
+    folders = sorted(cache_root().glob("gemma3-270m-v*"))
+    if not folders or not (folders[-1] / "tokenizer.json").exists():
+        pytest.skip("Gemma 3 270M has not been converted here (the app converts it on its first start)")
+    tokenizer = AutoTokenizer.from_pretrained(folders[-1])
+    clean, corrupted = (tokenizer(t(key, "zh"), add_special_tokens=False)["input_ids"]
+                        for key in ("patch_clean_example", "patch_corrupted_example"))
+    assert len(clean) == len(corrupted) and sum(a != b for a, b in zip(clean, corrupted)) == 1
+    assert tokenizer(t("patch_answer_example", "zh"), add_special_tokens=False)["input_ids"].__len__() == 1

@@ -1123,9 +1123,10 @@ NAVIGATION: dict[str, tuple[str, str]] = {
     "gradio_api_mcp": ("Use via API or MCP", "通过 API 或 MCP 使用"),
     "gradio_built": ("Built with Gradio", "使用 Gradio 构建"),
     "gradio_settings": ("Settings", "设置"),
-    # Patching's example: two prompts one word apart, in the page's language (Gemma 3 270M: 法国 / 日本 are a token each)
-    "patch_clean_example": ("The Eiffel Tower is in the city of", "法国的首都是"),
-    "patch_corrupted_example": ("The Colosseum is in the city of", "日本的首都是"),
+    # Patching's example: two prompts one word apart, in the page's language (Gemma 3 270M, a Chinese page's model:
+    # 法国 / 日本 a token each, nine tokens both; after them it gives 巴黎 64 % and 东京 66 %)
+    "patch_clean_example": ("The Eiffel Tower is in the city of", "中国的首都是北京。法国的首都是"),
+    "patch_corrupted_example": ("The Colosseum is in the city of", "中国的首都是北京。日本的首都是"),
     "patch_answer_example": (" Paris", "巴黎"),
     # the lens's pins before a read: filled then with the model's own candidates (model.inside.lens.own_candidates)
     "lens_pins_placeholder": ("filled with the model's own candidates when you read the lens",

@@ -68,7 +68,7 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
     if len(rows) == 1:  # one text so far: the chart says how to make a second (it looked empty)
         hint = {"text": wrap_text(t("branches_one", lang), 60), "x": 0, "xref": "paper", "xanchor": "left", "y": 0,
                 "yref": "paper", "yanchor": "bottom", "yshift": 4, "showarrow": False, "align": "left",
-                "font": {"size": SMALL_SIZE + 2, "color": INK}, "meta": {"role": "one_branch"}}
+                "font": {"size": SMALL_SIZE + 2, "color": INK}, "name": "one_branch"}
         wide_labels.append(hint)
         phone_labels.append({**hint, "text": wrap_text(t("branches_one", lang), 34)})
     height = max(320, 160 + 56 * len(rows)) + (90 if len(rows) == 1 else 0)

@@ -132,7 +132,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "timing_cached": ("with KV cache", "使用 KV 缓存"),
     "timing_full": ("without cache (recompute prefix)", "不用缓存（重算前缀）"),
     "timing_hover": ("{n} tokens: {ms} ms", "{n} 个词元：{ms} 毫秒"),
-    "timing_fit": ("fitted line, with KV cache: +{slope} ms per 1,000 tokens", "拟合直线（使用 KV 缓存）：每千个词元 +{slope} 毫秒"),
+    "timing_fit": ("fitted line, with KV cache: {slope} ms per 1,000 tokens", "拟合直线（使用 KV 缓存）：每千个词元 {slope} 毫秒"),
     "myth_logp_title": ("Beam search against sampling: log P and repeats", "束搜索与采样：log P 与重复"),
     "myth_logp_subtitle": ("log P: the sum of each token's log-probability, from one forward pass over the text",
                            "log P：对整段文本做一次前向计算，把每个词元的对数概率加起来"),

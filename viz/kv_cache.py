@@ -87,7 +87,7 @@ def cache_timing_figure(t: CacheTiming, lang: str = "en", fit: tuple[float, floa
         slope, intercept = fit
         ends = [min(t.seq_len), max(t.seq_len)]
         traces.append({"type": "scatter", "x": ends, "y": [intercept + slope * n for n in ends], "mode": "lines",
-                       "name": i18n.t("timing_fit", lang, slope=f"{slope * 1000:.2f}"),
+                       "name": i18n.t("timing_fit", lang, slope=f"{slope * 1000:+.2f}"),  # (its sign said once)
                        "line": {"color": KEY_COLOR, "width": 2, "dash": "dot"}, "hoverinfo": "skip",
                        "meta": {"role": "fit", "slope": slope, "intercept": intercept}})
     subtitle = i18n.t("timing_subtitle", lang) + _noise_note(t, lang)

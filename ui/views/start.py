@@ -45,7 +45,7 @@ def start_html(parts, titles: dict[str, str], lang: str) -> str:
                     f'<br>{links}</li>')
     return (f'<div class="tbt-start"><p class="tbt-start-intro">{esc(t("start_intro", lang))}</p>'
             f'<div class="tbt-start-ways">{"".join(cards)}</div>'
-            f'<h3>{esc(t("start_parts_head", lang))}</h3><ol class="tbt-start-parts">{"".join(rows)}</ol></div>')
+            f'<h3>{esc(t("start_parts_head", lang))}</h3><ul class="tbt-start-parts">{"".join(rows)}</ul></div>')
 
 
 class StartView:
@@ -57,7 +57,7 @@ class StartView:
 
     def build(self, page):
         parts, titles = page.parts, page.titles
-        page.labels.add(gr.HTML(start_html(parts, titles, "en"), elem_id="tbt-start"),
+        page.labels.add(gr.HTML(start_html(parts, titles, "en"), elem_id="tbt-start-here"),
                         words=lambda lang: {"value": start_html(parts, titles, lang)})
 
     def events(self, page):
