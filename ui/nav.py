@@ -28,10 +28,11 @@ PART_WORDS = {
 FIRST = "start"  # the part before the numbered ones (Start here): no number, shown apart
 
 
-def part_name(key: str, lang: str, numbered: bool = True, number: int | None = None) -> str:
-    """A part's name in `lang` ("2 · Inside the model"); a part PART_WORDS does not know is named by its key."""
+def part_name(key: str, lang: str, number: int | None = None) -> str:
+    """A part's name in `lang`, after its number if it has one ("2 · Inside the model"); a part PART_WORDS does not
+    know is named by its key."""
     name = t(PART_WORDS[key][0], lang) if key in PART_WORDS else key
-    return f"{number} · {name}" if numbered and number else name
+    return f"{number} · {name}" if number else name
 
 
 def numbers(parts) -> dict[str, int | None]:
@@ -56,7 +57,7 @@ def nav_html(parts: list[tuple[str, list[str]]], titles: dict[str, str], lang: s
         name = part_name(key, lang, number=n[key])
         first = " " + NAV["first_class"] if key == FIRST else ""
         number = f'<span class="{NAV["number_class"]}">{n[key]}</span>' if n[key] else ""
-        label = t(PART_WORDS[key][0], lang) if key in PART_WORDS else key
+        label = part_name(key, lang)
         buttons.append(f'<button type="button" class="{NAV["part_class"]}{first}" {NAV["part"]}="{esc(key)}" '
                        f'{NAV["tabs"]}="{esc(" ".join(tabs))}" title="{esc(part_about(key, lang))}">'
                        f'{number}<span class="{NAV["name_class"]}">{esc(label)}</span></button>')

@@ -4,8 +4,8 @@
 // once it has ended, answered or refused (a .then): one place for every such event, none per view.
 //   busy:  the button disabled at once (no second press queues the same work again); after the first second, its
 //          elapsed seconds written on it, "of about N s" once this page has seen it run before;
-//   done:  the button back as it was, and the first of the event's outputs that shows on the page scrolled into view
-//          under what is pinned at the top (the text panel; on a phone the step buttons too).
+//   done:  the button back as it was, and the first of the event's outputs that shows in the open tab scrolled into
+//          view under what is pinned at the top (the text panel; on a phone the step buttons too).
 import {T, el, pinnedHeight} from "./charts.js";
 
 const SHOW_AFTER_MS = 1000, TICK_MS = 250;
@@ -60,23 +60,25 @@ export function done(id, outputs) {
   requestAnimationFrame(() => requestAnimationFrame(() => intoView(outputs || [])));
 }
 
-// What the event's outputs show: each output on the page (not of another tab), a chart's carrier standing for the
-// plot it draws into with its caption. Their box together is scrolled into view under what is pinned, unless it is
-// on screen already: its bottom brought up if it fits the room, else its top just under the pinned panel.
+// What the event answered: the first of its outputs that shows in the open tab (not a hidden carrier, nor the text
+// panel or the settings beside it, which a view's event may also write), a chart's carrier standing for the plot it
+// draws into with its caption. It is scrolled into view under what is pinned, unless it is on screen already: its
+// bottom brought up if it fits the room, else its top just under the pinned panel.
 function shownBy(id) {
   const node = el(id);
   if (!node) return [];
-  const carried = node.querySelector(`[data-${T.envelope.target}]`);
   if (Object.values(T.carriers).includes(id)) {
+    const carried = node.querySelector(`[data-${T.envelope.target}]`);
     const plot = carried && el(carried.dataset[T.envelope.target]), stack = plot && plot.closest("." + T.parts.stack);
     return stack ? [stack.previousElementSibling, stack].filter(Boolean) : [];
   }
   return [node];
 }
+const answerOf = (node) => node.checkVisibility() && node.getBoundingClientRect().height > 0 &&
+  !node.closest(".tbt-hidden, .tbt-controls") && !node.closest("#" + CSS.escape(T.carriers.text));
 function intoView(ids) {
-  const nodes = ids.flatMap(shownBy).filter((node) => node.checkVisibility() && !node.closest(".tbt-hidden") &&
-                                                       node.getBoundingClientRect().height > 0);
-  if (!nodes.length) return;
+  const nodes = ids.map((id) => shownBy(id).filter(answerOf)).find((found) => found.length);
+  if (!nodes) return;
   const boxes = nodes.map((node) => node.getBoundingClientRect());
   const top = Math.min(...boxes.map((b) => b.top)), bottom = Math.max(...boxes.map((b) => b.bottom));
   const pinned = pinnedHeight(), room = innerHeight - pinned - 8;
