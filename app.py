@@ -22,21 +22,26 @@ from ui.reach import Reach, checked_public_url
 from ui.server import launch
 from ui.state import App
 from ui.strings import t
-from ui.views import VIEWS
+from ui.views import VIEWS, parts_of
 
 __all__ = ["App", "build", "launch", "main"]
 
 
 def build(app: App, default_model: str, views=VIEWS) -> gr.Blocks:
-    """The page: the shared controls, then each view of `views` (view classes, ui/views) in its own tab. Every
-    event has an api_name. Any view may be left out: the page owns every control its handlers share."""
+    """The page: the shared controls, then each view of `views` (view classes, ui/views) in its own tab, the tabs
+    grouped into the story's parts (ui/views PARTS). Every event has an api_name. Any view may be left out: the page
+    owns every control its handlers share."""
     views = [View(app) for View in views]
     stepped = [view for view in views if view.chart]  # the views that draw every step
-    page = Page(app, default_model, tuple(view.tab for view in stepped), {view.tab: view.title for view in views})
+    parts = [(key, [view.tab for view in members]) for key, members in parts_of(views)]  # the story's parts
+    views = [view for _, members in parts_of(views) for view in members]  # (in the navigation's order)
+    page = Page(app, default_model, tuple(view.tab for view in stepped), {view.tab: view.title for view in views},
+                parts)
     player = Play(app)
     with gr.Blocks(title="Token by Token", delete_cache=(900, 1800)) as demo:
         page.build_shared()
         page.build_header()
+        page.build_nav()  # the story's parts, across the page
         with gr.Row(equal_height=False, elem_classes="tbt-main"):
             page.build_controls()
             with gr.Column(scale=3, elem_classes="tbt-stage"):  # the text and the open tab (assets/app.css)

@@ -30,7 +30,7 @@ FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "-
 SIZES = [(390, 844), (1280, 800), (1920, 1080)]
 PHONE = (390, 844)
 # Each tab, and what a student or teacher clicks to see its chart (the tabs that draw every step need nothing).
-TABS = [("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
+TABS = [("start", None), ("candidates", None), ("temperature", None), ("attention", None), ("lens", "#tbt-lens-run"),
         ("kv", None), ("ablation", "#tbt-abl-run"), ("patching", "#tbt-patch-run"), ("heads", "#tbt-heads-run"),
         ("two_models", ("#tbt-two-score", "#tbt-two-continue")), ("chain", None), ("training", ("#tbt-compare", "#tbt-score")), ("tokenizers", None), ("branches", None),
         ("beams", "#tbt-beams-search"), ("race", "#tbt-race-run"), ("consistency", "#tbt-sc-run"),
@@ -248,8 +248,20 @@ def settle(page, quiet_ms: int = 300, frames: int = 3):
 
 
 def open_view(page, name: str):
-    page.get_by_role("tab", name=name, exact=True).click()
-    page.get_by_role("tab", name=name, exact=True, selected=True).wait_for(timeout=30_000)
+    """The tab `name`, its part of the story opened first when its tab is not on view (tests/browser.py does the same)."""
+    tab = page.get_by_role("tab", name=name, exact=True, include_hidden=True)
+    tab.wait_for(state="attached", timeout=30_000)
+    if not tab.is_visible():
+        tab_id = tab.get_attribute("data-tab-id")
+        part = page.locator(f"#tbt-nav [data-tbt-tabs~='{tab_id}']")
+        if part.is_visible():
+            part.click()
+        else:
+            page.locator("#tbt-nav select").select_option(tab_id)
+    if tab.get_attribute("aria-selected") != "true":
+        tab.click()
+    page.get_by_role("tab", name=name, exact=True, selected=True, include_hidden=True).wait_for(state="attached",
+                                                                                               timeout=30_000)
 
 
 def audit(page, lang: str, tabs, sizes, shots: Path | None = None, steps: int = 3, home=(1280, 800),

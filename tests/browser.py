@@ -94,9 +94,28 @@ def reload(tab):
 
 
 def open_view(page, name: str):
-    """Click the tab `name` (every tab is on view: the row wraps) and wait until it is the selected one."""
-    page.get_by_role("tab", name=name, exact=True).click()
-    page.get_by_role("tab", name=name, exact=True, selected=True).wait_for(timeout=30_000)
+    """Open the tab named `name` as a reader does: its part of the story first if its tab is not on view (a part's
+    button; on a phone, the menu), then the tab itself; wait until it is the selected one. (Every view keeps its
+    role "tab" and its name: the navigation shows the open part's tabs, ui/nav.py.)"""
+    tab = page.get_by_role("tab", name=name, exact=True, include_hidden=True)
+    tab.wait_for(state="attached", timeout=30_000)
+    if not tab.is_visible():
+        tab_id = tab.get_attribute("data-tab-id")
+        part = page.locator(f"#tbt-nav [data-tbt-tabs~='{tab_id}']")
+        if part.is_visible():
+            part.click()  # the part's last open tab (or its first) opens with it
+        else:  # a phone: the menu of every view
+            page.locator("#tbt-nav select").select_option(tab_id)
+    tab = page.get_by_role("tab", name=name, exact=True, include_hidden=True)
+    if tab.get_attribute("aria-selected") != "true":
+        tab.click()
+    page.get_by_role("tab", name=name, exact=True, selected=True, include_hidden=True).wait_for(state="attached",
+                                                                                               timeout=30_000)
+
+
+def tab_named(page, name: str):
+    """The tab button named `name`, wherever its part is (shown or not): for waiting until the page has relabelled."""
+    return page.get_by_role("tab", name=name, exact=True, include_hidden=True)
 
 
 def marker(page):

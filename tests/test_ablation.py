@@ -195,3 +195,34 @@ def test_refusals(lm, kwargs, key):
     with pytest.raises(SessionError) as err:
         ablate(lm, _ids(lm), args["part"], args["method"], SamplingConfig(), args["steps"])
     assert err.value.key == key
+
+
+def test_the_default_part_changes_the_answer_on_each_languages_first_text(lm, gemma):
+    """Issue 47: Switch off's default (layer 3's head 0) changed nothing on the page's first text (KL 0.000). The
+    default now is a part whose switching off changes the most probable next token on each language's first text,
+    on the model that language's page starts on: the answer read from a full forward pass with the part on and one
+    with the part's output replaced by its mean, by a hook written here."""
+    from ui.controls import FIRST_PROMPT
+    from ui.views.ablation import DEFAULT_PART
+
+    for model, text in ((lm, FIRST_PROMPT["en"]), (gemma, FIRST_PROMPT["zh"])):
+        ids = model.tokenizer.encode(text)
+        mlp = model.model.model.layers[DEFAULT_PART.layer].mlp
+        assert DEFAULT_PART.kind == "mlp"
+        outputs = []
+        handle = mlp.register_forward_hook(lambda module, args, out: outputs.append(out.detach()))
+        try:
+            before = _full_last(model.model, ids)
+        finally:
+            handle.remove()
+        mean = outputs[0][0].float().mean(dim=0)  # (hidden,): the part's output averaged over the text
+        handle = mlp.register_forward_hook(lambda module, args, out: mean.to(out.dtype).expand_as(out))
+        try:
+            after = _full_last(model.model, ids)
+        finally:
+            handle.remove()
+        p, q = torch.log_softmax(before, -1), torch.log_softmax(after, -1)
+        kl = float((p.exp() * (p - q)).sum())
+        assert int(before.argmax()) != int(after.argmax()) and kl > 1.0, (model.name, text, kl)
+        record = ablate(model, ids, DEFAULT_PART, "mean", SamplingConfig(temperature=0.0), 1, 64)
+        assert abs(record.kl_nats - kl) < 1e-3 * max(1.0, kl), (record.kl_nats, kl)  # the view's own number agrees

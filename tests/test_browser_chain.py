@@ -2,7 +2,7 @@
 console error, a click on a point of the chain chart goes back to that step, the on-demand buttons answer."""
 import pytest
 
-from browser import artifact, open_view, plot_drawn, screenshot, start_text, wait_for_step
+from browser import artifact, open_view, plot_drawn, screenshot, start_text, tab_named, wait_for_step
 
 pytestmark = pytest.mark.browser
 PASTED = "The quick brown fox jumps over the lazy dog. It was the best of times, it was the worst of times."
@@ -68,7 +68,7 @@ def test_chain_tab_click_a_point_goes_back_to_that_step(page):
     wait_for_chain_points(page, 3)
 
     page.get_by_label("中文").check()
-    page.get_by_role("tab", name="链式法则").wait_for(timeout=30_000)
+    tab_named(page, "链式法则").wait_for(state="attached", timeout=30_000)
     page.wait_for_function("() => document.querySelector('#tbt-cap-chain')?.innerText.includes('链式法则')",
                            timeout=30_000)
     assert "生成必须一个词元一个词元进行" in explanations(page)

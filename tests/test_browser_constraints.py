@@ -1,6 +1,6 @@
 """The Constraints tab in headless Chromium, English and Chinese: write under a list of allowed words, and the
 candidates chart shows the tokens the constraint removed as their own fate (✂ grammar)."""
-from browser import artifact, marker, open_view, plot_drawn
+from browser import artifact, marker, open_view, plot_drawn, tab_named
 
 import pytest
 
@@ -15,7 +15,7 @@ def test_constraints_tab_draws_the_grammar_cut(page, lang):
     marker(page).wait_for(timeout=180_000)
     if lang == "zh":
         page.get_by_text("中文", exact=True).click()
-        page.get_by_role("tab", name=words["tab"], exact=True).wait_for(timeout=30_000)
+        tab_named(page, words["tab"]).wait_for(state="attached", timeout=30_000)
     open_view(page, words["tab"])
     page.locator("#tbt-constrain-run").click()
     page.locator("#tbt-constrain-summary").get_by_text(words["wrote"]).wait_for(timeout=180_000)
@@ -44,7 +44,7 @@ def test_consistency_tab_votes(page, lang):
                            timeout=180_000)
     if lang == "zh":
         page.get_by_text("中文", exact=True).click()
-        page.get_by_role("tab", name=words["tab"], exact=True).wait_for(timeout=30_000)
+        tab_named(page, words["tab"]).wait_for(state="attached", timeout=30_000)
     open_view(page, words["tab"])
     page.locator("#tbt-sc-run").click()
     page.locator("#tbt-sc-summary").get_by_text(words["wrote"]).wait_for(timeout=300_000)
@@ -71,7 +71,7 @@ def test_the_json_example_ends_within_its_budget(page, lang):
     marker(page).wait_for(timeout=180_000)
     if lang == "zh":
         page.get_by_text("中文", exact=True).click()
-        page.get_by_role("tab", name=WORDS[lang]["tab"], exact=True).wait_for(timeout=30_000)
+        tab_named(page, WORDS[lang]["tab"]).wait_for(state="attached", timeout=30_000)
     open_view(page, WORDS[lang]["tab"])
     page.locator("#tbt-constrain-kind").get_by_text(t("constrain_kind_json", lang)).click()
     page.wait_for_function("() => document.querySelector('#tbt-constrain-tokens input')?.value === '48'",

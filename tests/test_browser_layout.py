@@ -151,7 +151,7 @@ def test_presenter_mode_is_a_projectors_a_phone_keeps_its_layout(url, new_tab):
 
 
 # ---- issue 33: classroom polish --------------------------------------------------------------------------------
-PROJECTOR_PX = 18  # the least a projector's last row reads: the smallest chart text (14 px) times the chart scale 1.3
+PROJECTOR_PX = 20  # the least a projector's last row reads (issue 47: the keys line, the legend and chart notes were 18)
 KINDS = {"status line", "explanations", "chip legend", "keys line", "lesson text", "lesson buttons", "chart text"}
 # The switch's re-draw: two frames, then the end of the transitions it started (Gradio's buttons and fields ease
 # every property, their font size too, over 0.1-0.2 s: read at once, a button is caught half-way, 16.4 px)

@@ -4,7 +4,7 @@ screen, a question's chart only after the reveal (a guess or the teacher's Revea
 that survives a reload (screenshots: browser.screenshot)."""
 import pytest
 
-from browser import open_view, reload, screenshot, settle, wait_for_step
+from browser import open_view, reload, screenshot, settle, tab_named, wait_for_step
 
 pytestmark = pytest.mark.browser
 WORDS = {
@@ -92,7 +92,7 @@ def test_a_lesson_in_english_and_its_progress_after_a_reload(page):
 
 def test_a_lesson_in_chinese(url, new_tab):
     tab = new_tab(url, locale="zh-CN")
-    tab.get_by_role("tab", name="候选词元").wait_for(timeout=30_000)  # the page switched to Chinese
+    tab_named(tab, "候选词元").wait_for(state="attached", timeout=30_000)  # the page switched to Chinese
     walk(tab, WORDS["zh"], "zh")
     assert tab.problems == [], tab.problems
 

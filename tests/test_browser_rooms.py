@@ -153,7 +153,7 @@ def test_a_class_joins_from_the_wall_follows_one_text_and_gets_feedback(url, new
         screenshot(teacher, "room_wall_joined_en")
         for student in (scanned, phone):  # one text: the teacher's, at the top; the student's own session hidden
             assert shown(student, "#tbt-room-chips") and shown(student, "#tbt-room-explore")
-            for own in (".tbt-controls", "#tbt-text", "[role=tablist]", "#tbt-room-back", "#tbt-room-open"):
+            for own in (".tbt-controls", "#tbt-text", "[role=tablist]", "#tbt-nav", "#tbt-room-back", "#tbt-room-open"):
                 assert not shown(student, own), own
         assert phone.locator("#tbt-room-chips").bounding_box()["y"] < 844  # on the phone's first screen
         screenshot(phone, "room_phone_following")

@@ -6,7 +6,7 @@ import io
 import pytest
 from PIL import Image
 
-from browser import open_view, screenshot, wait_for_step
+from browser import open_view, screenshot, tab_named, wait_for_step
 from ui.reach import is_loopback, network_address
 from ui.strings import t
 
@@ -74,7 +74,7 @@ def test_lang_in_the_address_chooses_the_pages_language(url, new_tab, lang, loca
     """A teacher hands out one link per language: ?lang= wins over the browser's own language."""
     tab = new_tab(f"{url}?lang={lang}", locale, (1280, 800))
     wait_for_step(tab, 0)
-    tab.get_by_role("tab", name=t("tab_room", lang), exact=True).wait_for(timeout=30_000)
+    tab_named(tab, t("tab_room", lang)).wait_for(state="attached", timeout=30_000)
     tab.locator("#tbt-marker").get_by_text("第 0 步" if lang == "zh" else "Step 0").wait_for(timeout=30_000)
     screenshot(tab, f"lang_link_{lang}")
     assert tab.problems == []

@@ -8,12 +8,14 @@ from dataclasses import replace
 import gradio as gr
 
 import viz
+from viz.style import model_name
 from model.errors import SessionError
 from model.parse import MAX_NOTES_CHARS, parse_token_id
 from model.decoding.records import SETTING_NAMES
 from ui.events import Event
 from ui.handlers import named_range, page_handler, whole
 from ui.labels import Labels, choices
+from ui.nav import nav_html, nav_style
 from ui.protocol import CARRIERS, GRADIO_PLOTS, IDS, PROTOCOL, TRIGGERS, box_id, caption_id, chart_id
 from ui.state import App
 from ui.strings import LANG_INPUT, LANGS, Refusal, t
@@ -29,13 +31,10 @@ EXAMPLES = [
 ]
 # The prompt a page starts on in each language (when the language chooses the model: ModelRegistry.by_language)
 FIRST_PROMPT = {"en": EXAMPLES[0], "zh": "今天天气"}
-# The packaged models' names in the picker (other models: their own name); what each shows best is said under it
-MODEL_NAMES = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
-
-
 def model_choices(names: list[str], lang: str) -> list[tuple[str, str]]:
-    """(label, name) of each model the picker offers."""
-    return [(MODEL_NAMES.get(name, name), name) for name in names]
+    """(label, name) of each model the picker offers: a packaged model by its name (viz.style.model_name); what
+    each shows best is said under the picker."""
+    return [(model_name(name), name) for name in names]
 GLOBALS = PROTOCOL["globals"]  # what the page's script puts on window, for the listeners' js snippets
 MAX_PLAY_STEPS = 200  # the 'Tokens to play' slider's maximum
 
@@ -87,9 +86,12 @@ class Page:
     its views still builds, and no view reads what another view made.
     """
 
-    def __init__(self, app: App, default_model: str, tabs: tuple[str, ...], titles: dict[str, str] | None = None):
+    def __init__(self, app: App, default_model: str, tabs: tuple[str, ...], titles: dict[str, str] | None = None,
+                 parts: list[tuple[str, list[str]]] | None = None):
         self.app, self.default_model, self.tabs = app, default_model, tabs
         self.titles = dict(titles) if titles is not None else {tab: tab for tab in tabs}
+        # the parts of the story, each with its tabs (ui/views PARTS): the page's navigation (ui/nav.py)
+        self.parts = list(parts) if parts is not None else [("one_step", list(self.titles))]
         self.labels = Labels()
         self.tabs_block: gr.Tabs | None = None  # build_tabs
         self.summaries = summaries_of(app)  # the student's journal, its keep buttons and summary (ui/summary.py)
@@ -123,9 +125,20 @@ class Page:
             component.render()
             self.labels.add(component, **self._shared_words[component])
 
+    def build_nav(self):
+        """The navigation: the parts of the story (ui/nav.py) in one row across the page, under its header; the open
+        part's tabs are the row of tabs over the chart (build_tabs). On a phone, one menu of every tab."""
+        parts, titles = self.parts, self.titles
+        opened = next((key for key, tabs in parts if self.tabs[0] in tabs), parts[0][0])
+        style = nav_style(parts, opened)
+        self.labels.add(gr.HTML(style + nav_html(parts, titles, "en"), elem_id="tbt-nav-box", js_on_load=None),
+                        words=lambda lang: {"value": style + nav_html(parts, titles, lang)})
+
     def build_tabs(self) -> gr.Tabs:
-        """The views' tabs: all on view (a menu hid half); a lesson opens a step's tab."""
-        self.tabs_block = gr.Tabs(overflow_behavior="wrap", elem_id="tbt-tabs")
+        """The views' tabs: Gradio's one row, of which the page shows the open part's (build_nav; a lesson, a
+        clicked head, a card opens any tab, and its part with it). The page opens on the first view that draws
+        every step."""
+        self.tabs_block = gr.Tabs(selected=self.tabs[0], overflow_behavior="wrap", elem_id=IDS["tabs"])
         return self.tabs_block
 
     def build_header(self):
@@ -315,6 +328,7 @@ class Page:
 
     # ---- wiring --------------------------------------------------------------------------------------
     def events(self) -> list[Event]:
+        # (the step buttons answer within a fraction of a second and are pressed in quick runs: not said busy)
         h, page_in, out = self.handler, self.page_in, self.step_out
         start_in = [self.prompt, self.mode, self.model, *page_in]
         start = h(self.start_pressed, "prompt", "mode", "model")
@@ -324,11 +338,12 @@ class Page:
             Event(self.start.click, start, start_in, start_out, "model", "start"),
             Event(self.prompt.submit, start, start_in, start_out, "model"),
             Event(self.example.input, lambda e: e or gr.skip(), [self.example], [self.prompt], "page"),
-            Event(self.next.click, h(self.next_token), page_in, out, "model", "next_token"),
+            Event(self.next.click, h(self.next_token), page_in, out, "model", "next_token", busy=False),
             Event(self.back.click, h(self.go_back, "steps"), [gr.Number(1, visible=False), *page_in], out, "model",
-                  "back"),
-            Event(self.reset.click, h(self.reset_session), page_in, out, "model", "reset"),
-            Event(self.force_btn.click, h(self.force_token, "token_id"), [self.force, *page_in], out, "model", "force"),
+                  "back", busy=False),
+            Event(self.reset.click, h(self.reset_session), page_in, out, "model", "reset", busy=False),
+            Event(self.force_btn.click, h(self.force_token, "token_id"), [self.force, *page_in], out, "model", "force",
+                  busy=False),
             Event(self.goto.click, h(self.go_to, "step"), [self.goto_step, *page_in], out, "model", "go_to",
                   {"js": f"(...a) => [window.{GLOBALS['goto_step']} ?? a[0], ...a.slice(1)]"}),
             Event(self.lang.change, h(self.set_language), page_in, [*relabelled, *out], "views", "set_language"),

@@ -16,7 +16,13 @@ from pathlib import Path
 
 import plotly
 
+from ui.strings import LANGS, t
 from viz.style import FONT_FAMILY, INK, MUTED, SMALL_SIZE, TITLE_SIZE, chart_json
+
+# The page's words the script writes itself (ui/strings.py), each {language: text}: a button's wait (busy.js), and
+# Gradio's own words in the page's language (own_words.js: the error box's title, the footer)
+SCRIPT_WORDS = ("busy_running", "busy_estimate", "gradio_error", "gradio_warning", "gradio_api", "gradio_api_mcp",
+                "gradio_built", "gradio_settings")
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"  # the plotly.js of the pinned plotly
@@ -37,6 +43,9 @@ PROTOCOL = {
         "predict": "tbt-predict",  # the predict-first switch (assets/js/presenter.js, charts.js hideDraw)
         "keys": "tbt-keys",  # the keys' help, shown by ? (assets/js/presenter.js)
         "plotly_js": "tbt-plotly-js",  # plotly.js's <script> (page_assets): a chart that arrives first waits for it
+        "tabs": "tbt-tabs",  # Gradio's row of the views' tabs (each tab button's data-tab-id is its view's tab)
+        "nav": "tbt-nav",  # the parts of the story above it (ui/nav.py, assets/js/nav.js)
+        "lang": "tbt-lang",  # the language switch (ui.strings.LANG_INPUT): the words the script writes follow it
     },
     # data attributes (dataset names) of the status line, and of a running Play's marker
     # ended: "1" once the text has ended; ahead: "0" when the server is busy with a class (ui.state.AheadPolicy):
@@ -44,7 +53,8 @@ PROTOCOL = {
     "marker": {"step": "step", "revision": "rev", "ended": "ended", "ahead": "ahead"},
     "playing": {"token": "token", "step": "step", "of": "of"},  # token: the Play's name in play_route
     # a generated chip: its class, and the data attribute with the step that wrote it (a click goes back there)
-    "chips": {"generated": "tbt-gen", "step": "step", "box": "tbt-chips"},  # box: the class of the chips' scroller
+    # box: the class of the chips' scroller; decoded: of the decoded text's (both follow the newest token)
+    "chips": {"generated": "tbt-gen", "step": "step", "box": "tbt-chips", "decoded": "tbt-decoded"},
     # hidden buttons the page clicks to ask the server for something
     "triggers": {
         "goto": "tbt-goto-btn",  # go to the step in window[globals.goto_step]
@@ -55,7 +65,9 @@ PROTOCOL = {
     },
     # names the page's script puts on window, for the listeners' js= snippets (the whole window surface:
     # assets/js/page.js)
-    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded", "open_head": "tbtOpenHead"},
+    "globals": {"goto_step": "tbtGotoStep", "play": "tbtPlay", "play_ended": "tbtPlayEnded", "open_head": "tbtOpenHead",
+                # a pressed button said running, and back when its event has ended (ui/events.py, assets/js/busy.js)
+                "busy": "tbtBusy", "done": "tbtDone"},
     # the hidden outputs the carriers arrive in, and the text panel with the status line: the only elements
     # the script observes
     "carriers": {"figure": "tbt-figdata", "ahead": "tbt-ahead", "bundle": "tbt-bundle", "play": "tbt-playbox",
@@ -101,14 +113,25 @@ PROTOCOL = {
     "ahead_after_ms": 200,  # a step rests this long on screen before the page asks for the next one's chart
     "temperature_decimals": 2,  # how a temperature names a chart: as the slider's 0.05 steps
     "play_route": "/tbt/play/",  # POST <route><token>/shown or /stop
-    # presenter mode: the attribute on <html> that app.css styles, and how much larger a chart's text is drawn
-    "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3},
+    # presenter mode: the attribute on <html> that app.css styles, how much larger a chart's text is drawn, and the
+    # least any of it is (px: a projector's last row, issue 47)
+    "presenter": {"attribute": "data-tbt-presenter", "chart_scale": 1.3, "least_px": 20},
     # predict first: the attribute on <html> while a candidate chart is drawn without its draw (viz.candidates.hidden_draw)
     "predict": {"attribute": "data-tbt-predict"},
+    # the navigation (ui/nav.py, assets/js/nav.js): a part's button names its part and lists its tabs; the open part is
+    # an attribute on <html>; the phone's menu is a <select> of every tab. Elsewhere on the page, a button with `go`
+    # opens that tab (its part too) and then presses the button whose id is its `press`; one with `toggle` "presenter"
+    # flips presenter mode (the Start here view, ui/views/start.py)
+    "nav": {"part": "data-tbt-part", "tabs": "data-tbt-tabs", "menu": "data-tbt-menu",
+            "open_attribute": "data-tbt-open-part", "parts_class": "tbt-parts", "part_class": "tbt-part",
+            "first_class": "tbt-part-first", "number_class": "tbt-part-n", "name_class": "tbt-part-name",
+            "menu_class": "tbt-menu",
+            "where_class": "tbt-where", "go": "data-tbt-go", "press": "data-tbt-press", "toggle": "data-tbt-toggle"},
     # a chart drawn by the page fits the window under it down to min_px tall; below narrow_px wide (a phone) a
     # figure of plots side by side shows the first only, as does a gr.Plot in a column narrower than beside_px
     # (times the presenter scale in presenter mode: the Lesson's chart beside its text at 1280)
     "fit": {"min_px": 330, "narrow_px": 700, "beside_px": 640},
+    "words": {key: {lang: t(key, lang) for lang in LANGS} for key in SCRIPT_WORDS},
 }
 IDS, TRIGGERS, CARRIERS, KINDS = (PROTOCOL[k] for k in ("ids", "triggers", "carriers", "kinds"))
 GRADIO_PLOTS = PROTOCOL["gradio_plots"]  # the views' gr.Plot elem_ids, by name (the page's script reads the same)

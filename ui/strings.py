@@ -170,8 +170,8 @@ PAGE: dict[str, tuple[str, str]] = {
     "calc_batch": ("Batch", "批大小"),
     "calc_result": ("{bytes} B = {size}", "{bytes} B = {size}"),
     "calc_per_token": (
-        "**{per_token} B per token** (per sequence): 2 (K and V) × {layers} layers × {kv_heads} KV heads × {head_dim} × {value_bytes} B per value.",
-        "**每个词元 {per_token} B**（每个序列）：2（K 和 V）× {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × 每个值 {value_bytes} B。",
+        "**{per_token} B per token** (per sequence): 2 (K and V) × {layers} layers × {kv_heads} KV heads × {head_dim} × {value_bytes} B per value ({dtype}).",
+        "**每个词元 {per_token} B**（每个序列）：2（K 和 V）× {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × 每个值 {value_bytes} B（{dtype}）。",
     ),
     "calc_mha": ("the same model if it used<br>MHA ({heads} KV heads)", "同一模型若用<br>MHA（{heads} 个 KV 头）"),
     "calc_gqa": ("the same model if it used<br>GQA ({kv_heads} KV heads)", "同一模型若用<br>GQA（{kv_heads} 个 KV 头）"),
@@ -314,12 +314,25 @@ PAGE: dict[str, tuple[str, str]] = {
         "**在这里，变化不到 {growth}**，所以在这个模型、这些长度上，这个说法看起来成立，其实不然：投影、MLP 和覆盖整个词表的"
         "输出层每一步的开销都一样，盖过了注意力读取 t 个缓存位置的开销。这部分读取仍随 t 增长（每步 O(t)），"
         "文本更长或模型更大时，它就会占主导。"),
-    "room_feedback_no_verdict": ("You guessed {guess}. The machine was too busy to measure a clear answer this time.",
-                                 "你的猜测是 {guess}。这台机器这次太忙，测不出明确的答案。"),
+    "room_feedback_no_verdict": ("The machine was too busy to measure it cleanly this time: graded on how a cached step "
+                                 "works (its attention reads every cached key and value, so it grows).",
+                                 "这台机器这次太忙，没能干净地测出来：按缓存下一步的工作原理评分（它的注意力要读取每一个缓存的键和值，所以会变慢）。"),
     "lesson_reveal_step_noisy": (
-        "**Too noisy to conclude on this machine right now** (the runs overlap, or too few fit): open the KV cache "
-        "tab and measure again when it is quieter.",
-        "**这台机器此刻太忙，测不出结论**（几次测量互相重叠，或者跑的次数不够）：打开 KV 缓存标签页，等空闲些再测一次。"),
+        "**The machine was too busy to measure this cleanly just now** ({why}), so these times are no verdict: a "
+        "busy neighbour slows a run by far more than the long text's extra reads. Open the KV cache tab and measure "
+        "again when it is quieter.",
+        "**这台机器刚才太忙，没能干净地测出来**（{why}），所以这些时间不能作为结论：别的任务拖慢一次运行的幅度，远远超过长文本多读的那些键和值。"
+        "等机器空闲些，打开“KV 缓存”标签页再测一次。"),
+    "lesson_step_busy_runs": ("only {runs} run(s) at {long} tokens fitted in the time allowed; 3 are needed",
+                              "{long} 个词元时，规定时间内只跑了 {runs} 次；需要 3 次"),
+    "lesson_step_busy_overlap": (
+        "the runs overlapped: {short_low}–{short_high} ms at {short} tokens against {long_low}–{long_high} ms at {long}",
+        "几次测量互相重叠：{short} 个词元时 {short_low}–{short_high} 毫秒，{long} 个词元时 {long_low}–{long_high} 毫秒"),
+    "lesson_reveal_step_known": (
+        "A guess is graded on how a cached step works: **it grows**, because its attention reads every cached key "
+        "and value (O(t) a step), however small that is next to the projections and the MLP.",
+        "猜测按缓存下一步的工作原理评分：**它会变慢**，因为它的注意力要读取每一个缓存的键和值（每步 O(t)），"
+        "哪怕这部分比投影和 MLP 小得多。"),
     "lesson_reveal_kept_count": (
         "Top-p = {p} kept **{kept:,}** of {vocab:,} tokens, not p × vocabulary = {myth:,}. It keeps the smallest "
         "set of the most likely tokens whose probability adds up to p, however many that is: {tokens}.",
@@ -1277,6 +1290,120 @@ PAGE.update({
     "btn_report": ("Make the class report", "生成班级报告"),
     "report_files": ("Class report (CSV and a page to print)", "班级报告（CSV 和可打印的网页）"),
 })
+# The page a first-time teacher can follow (issue 47): the story's parts as the navigation, Start here, a button that
+# says it is running, explained empty states.
+NAVIGATION: dict[str, tuple[str, str]] = {
+    "nav_where": ("Parts of the page", "页面的各部分"),
+    "part_start": ("Start here", "从这里开始"),
+    "part_start_about": ("Four ways in: a first lesson, a projector, a class, an interview.",
+                         "四个入口：第一课、投影仪、全班、面试。"),
+    "part_one_step": ("One step", "一步"),
+    "part_one_step_about": (
+        "One token written: the text as tokens, the candidates for the next one and what your settings do to them, "
+        "attention, the logit lens and the KV cache.",
+        "写出一个词元：词元形式的文本、下一个词元的候选以及设置对它们的作用、注意力、逻辑透镜和 KV 缓存。"),
+    "part_inside": ("Inside the model", "模型内部"),
+    "part_inside_about": (
+        "Experiments on the model itself: switch a part off, copy one vector between two runs, score every head, "
+        "read one text with two models, and ask why this token (attribution).",
+        "直接在模型上做实验：关闭一个部件、在两次运行之间复制一个向量、给每个注意力头打分、用两个模型读同一段文本，并问为什么是这个词元（归因）。"),
+    "part_one_at_a_time": ("Why one token at a time", "为什么一次一个词元"),
+    "part_one_at_a_time_about": (
+        "The chain rule that makes a text's probability, training's one pass against generation's steps, and "
+        "branches: each token conditions every later one.",
+        "链式法则给出整段文本的概率；训练一次算完，生成却要一步一步来；分支：每个词元都影响之后的所有词元。"),
+    "part_beyond": ("Beyond one path", "不止一条路径"),
+    "part_beyond_about": (
+        "Other ways to choose the tokens: beam search, two samplers raced, answers voted, and constraints that "
+        "mask the candidates.",
+        "选择词元的其他方法：束搜索、两种采样器比赛、多个答案投票，以及屏蔽候选词元的约束。"),
+    "part_engines": ("How engines make it fast", "推理引擎怎样提速"),
+    "part_engines_about": (
+        "What serving engines do: the KV cache's size for any model, tokenizers, speculative decoding and Medusa "
+        "heads, a class in one batch, paged cache blocks, and prefill against decode.",
+        "推理服务引擎做了什么：任意模型的 KV 缓存大小、分词器、推测解码和 Medusa 头、全班一批、分页的缓存块，以及预填充对解码。"),
+    "part_class": ("The class", "上课"),
+    "part_class_about": (
+        "Interview questions, guided lessons, a room for the class, and a session saved or loaded.",
+        "面试问题、带讲解的课程、全班一起用的课堂，以及会话的保存和载入。"),
+    "tab_start": ("Start here", "从这里开始"),
+    "start_intro": (
+        "Token by Token shows a real language model writing one token at a time: press Next token and watch the "
+        "candidates for the next one. Or begin with one of these.",
+        "Token by Token 展示一个真实的语言模型如何一次写出一个词元：按“下一个词元”，看下一个词元的候选。也可以从下面任选一个开始。"),
+    "start_lesson_head": ("Your first lesson", "第一课"),
+    "start_lesson_text": (
+        "Lesson 1, one token at a time: a few short steps, each beside its chart, some asking for a guess before "
+        "the answer. About ten minutes.",
+        "第 1 课“一次一个词元”：几个简短的步骤，每步旁边都有图，有的步骤先让你猜再揭晓答案。大约十分钟。"),
+    "start_lesson_btn": ("Start lesson 1", "开始第 1 课"),
+    "start_presenter_head": ("At a projector", "在投影仪前"),
+    "start_presenter_text": (
+        "Presenter mode: large type, the text and its chart on one screen, the settings put away. Keys for a "
+        "clicker: → or PageDown next token, ← back, P play, B blank the screen, ? the keys.",
+        "演示模式：大字号，文本和图在同一屏，设置收起来。翻页笔的按键：→ 或 PageDown 下一个词元，← 后退，P 播放，"
+        "B 黑屏，? 显示按键。"),
+    "start_presenter_btn": ("Presenter mode on / off", "打开 / 关闭演示模式"),
+    "start_room_head": ("With a class", "和全班一起"),
+    "start_room_text": (
+        "Open a room: students join from their phones with its code or QR code, see your text and chart, and guess "
+        "before you reveal.",
+        "开一个课堂：学生用手机输入课堂码或扫二维码加入，看到你的文本和图，并在你揭晓之前先猜。"),
+    "start_room_btn": ("Go to the Room tab", "去“课堂”标签页"),
+    "start_interview_head": ("Before an interview", "准备面试"),
+    "start_interview_text": (
+        "Twelve questions ML interviews ask about decoding, each with the common wrong answer, a 30-second answer "
+        "to reveal after trying, and the tab that shows it.",
+        "机器学习面试常问的十二个解码问题，每个都附有常见的错误答案、先自己试再揭晓的 30 秒答案，以及演示它的标签页。"),
+    "start_interview_btn": ("The interview questions", "面试问题"),
+    "start_parts_head": ("The story, part by part", "按部分看整个故事"),
+    # a pressed button while its answer is awaited (assets/js/busy.js): seconds so far, and of about how many
+    "busy_running": ("running · {s} s", "运行中 · {s} 秒"),
+    "busy_estimate": ("running · {s} s of about {total} s", "运行中 · {s} 秒，约需 {total} 秒"),
+    # Gradio's own words, said in the page's language whatever the browser's (assets/js/own_words.js)
+    "gradio_error": ("Error", "错误"),
+    "gradio_warning": ("Warning", "警告"),
+    "gradio_api": ("Use via API", "通过 API 使用"),
+    "gradio_api_mcp": ("Use via API or MCP", "通过 API 或 MCP 使用"),
+    "gradio_built": ("Built with Gradio", "使用 Gradio 构建"),
+    "gradio_settings": ("Settings", "设置"),
+    # Patching's example: two prompts one word apart, in the page's language (Gemma 3 270M, a Chinese page's model:
+    # 法国 / 日本 a token each, nine tokens both; after them it gives 巴黎 64 % and 东京 66 %)
+    "patch_clean_example": ("The Eiffel Tower is in the city of", "中国的首都是北京。法国的首都是"),
+    "patch_corrupted_example": ("The Colosseum is in the city of", "中国的首都是北京。日本的首都是"),
+    "patch_answer_example": (" Paris", "巴黎"),
+    # the lens's pins before a read: filled then with the model's own candidates (model.inside.lens.own_candidates)
+    "lens_pins_placeholder": ("filled with the model's own candidates when you read the lens",
+                              "读取透镜时，自动填入模型自己的候选词元"),
+    # explained empty states: what a tab shows once its button is pressed
+    "lens_empty": (
+        "Nothing is drawn until you press **Read every layer**: the model then reads your text once, every layer's "
+        "output is read as if it were the last, and the chart appears here (a second or two).",
+        "按下**读取每一层**之前，这里什么也不画：按下后，模型把你的文本读一遍，把每一层的输出都当作最后一层来读，图就出现在这里（一两秒）。"),
+    "training_empty": (
+        "Press the button above to run your whole text through the model in one parallel pass, as training sees it, "
+        "and set it against the steps that wrote it: the chart appears here.",
+        "按上面的按钮，把整段文本按训练时的方式一次并行算完，再和写出它的那些步骤对比：图会出现在这里。"),
+    "explain_session": (
+        "**Export** saves this session (its prompt, settings and every step) as a JSON trace, to load again or share. "
+        "**Export as a web page** saves it as one page that replays it in any browser, offline. **Import** loads a "
+        "trace and plays it back one Next token at a time.",
+        "**导出**把这个会话（提示词、设置和每一步）存成一个 JSON 记录文件，可以再载入或分享。**导出为网页**把它存成一个网页，"
+        "任何浏览器都能离线回放。**导入**载入一个记录文件，按“下一个词元”一步一步回放。"),
+    # Self-consistency on a real question (lesson 12's)
+    "sc_needs_question": ("A vote needs a question with one short answer; the page's first text is a sentence to continue.",
+                          "投票需要一个只有简短答案的问题；页面一开始的文本只是一句待续写的话。"),
+    "sc_use_question": ("Ask it a question", "换成一个问题"),
+    "sc_question": ("Q: Tom has three apples and buys two more. How many apples does he have now?\nA:",
+                    "问：小明有三个苹果，又买了两个。他现在一共有几个苹果？\n答："),
+    # the calculator on the model this server runs, in another type than it runs in (the KV cache tab measures that)
+    "calc_here": (
+        "This server runs {model} in {running} ({running_bytes} B per value): {running_per_token} B per token, as the "
+        "KV cache tab measures; the calculator's {dtype} is what a GPU server would usually hold.",
+        "本服务器用 {running}（每个值 {running_bytes} B）运行 {model}：每个词元 {running_per_token} B，和“KV 缓存”标签页测得的一样；"
+        "计算器里的 {dtype} 是 GPU 服务器上常用的精度。"),
+}
+PAGE.update(NAVIGATION)
 
 
 def t(key: str, lang: str = "en", **fmt) -> str:

@@ -11,7 +11,7 @@ import html
 from viz.branches import SIDE_COLORS
 from viz.i18n import t
 from viz.labels import names
-from viz.style import (FONT_SIZE, KEY_COLOR, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout,
+from viz.style import (MODEL_NAMES, FONT_SIZE, KEY_COLOR, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout,
                        panel_title, token_label)
 
 ON, OFF = SIDE_COLORS  # part on: blue; part off: vermilion
@@ -51,7 +51,7 @@ def ablation_chart(record, model_name: str = "", lang: str = "en") -> dict:
     left, right = (0.0, 0.52), (0.72, 1.0)
     how = t("abl_method_mean" if record.method == "mean" else "abl_method_zero", lang)
     layout = base_layout(
-        t("abl_title", lang, part=part_text(record.part, lang), model=model_name, how=how),
+        t("abl_title", lang, part=part_text(record.part, lang), model=MODEL_NAMES.get(model_name, model_name), how=how),
         lang, subtitle=t("abl_subtitle", lang, kl=f"{record.kl_nats:.3f}", n=record.positions),
         height=max(520, 200 + 30 * len(shown)), barmode="group",
         xaxis={"domain": list(left), "title": {"text": t("abl_axis_prob", lang)}, "tickformat": ".0%",

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from model.decoding.records import ModelInfo
 from viz.i18n import t
-from viz.style import (ATTENTION_SCALE, as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED,
+from viz.style import (narrow_traces, ATTENTION_SCALE, as_figure, chart, figure, FATE_COLORS, INK, MASK_FUTURE, MASK_WINDOW, MUTED,
                        SMALL_SIZE, base_layout, legend_key, narrow_layout, token_label, wrap_text)
 
 MAX_TICKS = 28  # more token labels than this on an axis overlap at 14 px: label every other one
@@ -109,7 +109,13 @@ def attention_chart(matrix: np.ndarray, labels: list[str], layer: int, head: int
     )
     # on a phone the long axis titles wrapped to three lines beside the token labels and ran into them: short ones
     narrow_layout(layout, xaxis={"title": {"text": t("attn_axis_key_short", lang)}},
-                  yaxis={"title": {"text": t("attn_axis_query_short", lang)}})
+                  yaxis={"title": {"text": t("attn_axis_query_short", lang)}, "automargin": True},
+                  margin={"l": 40, "r": 8, "b": 120})
+    # on a phone the colour bar lies flat under the chart, from its bottom edge: beside it, it took the 70 px the
+    # square of cells needed (the heat map was about 200 px wide at 390)
+    narrow_traces(layout, weights={"colorbar": {"orientation": "h", "yref": "container", "y": 0.0, "yanchor": "bottom",
+                                                "x": 0.5, "xanchor": "center", "len": 0.9, "thickness": 12,
+                                                "title": {"side": "top"}}})
     return chart(traces, layout)
 
 
@@ -157,4 +163,9 @@ def gqa_figure(info: ModelInfo, lang: str = "en", head: int | None = None) -> go
         yaxis={"tickvals": [0, 1], "ticktext": [t("gqa_row_kv", lang), t("gqa_row_query", lang)],
                "range": [-0.35, 1.35], "showgrid": False, "zeroline": False},
     )
+    # on a phone (assets/js/charts.js) each head's circle no wider than its share of the width: nine heads' 30 px
+    # circles overlapped in the 220 px a phone leaves the plot; the rows' names on two lines, for room
+    across = max(12, min(30, round(22 * 9 / max(info.heads, 1))))
+    narrow_traces(layout, query={"marker": {"size": across}}, kv={"marker": {"size": across + 4}})
+    narrow_layout(layout, yaxis={"ticktext": [t("gqa_row_kv_short", lang), t("gqa_row_query_short", lang)]})
     return figure(traces, layout)

@@ -7,7 +7,7 @@ torch. Only counts and times reach these figures, never a session's text.
 from __future__ import annotations
 
 from viz.i18n import t
-from viz.style import MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_bytes, panel_title
+from viz.style import MODEL_NAMES, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, format_bytes, panel_title
 
 PASS_COLOR = "#0072B2"  # blue
 TOKEN_COLOR = "#D55E00"  # vermillion
@@ -84,7 +84,7 @@ def throughput_chart(m, model_name: str, lang: str = "en") -> dict:
                    "text": [f"{r[1]:.0f}" for r in rates], "textposition": "outside", "cliponaxis": False,
                    "textfont": {"size": SMALL_SIZE}, "hovertemplate": "%{x}: %{y:.0f}<extra></extra>",
                    "meta": {"role": "rates"}})
-    subtitle = t("batch_measure_subtitle", lang, model=model_name, params=f"{m.parameters / 1e6:.0f}",
+    subtitle = t("batch_measure_subtitle", lang, model=MODEL_NAMES.get(model_name, model_name), params=f"{m.parameters / 1e6:.0f}",
                  bytes=format_bytes(m.weight_bytes), ms=f"{m.decode_ms:.0f}",
                  bandwidth=f"{m.bandwidth_bytes_per_s / 2**30:.1f}", context=m.context_tokens, threads=m.threads)
     layout = base_layout(

@@ -8,7 +8,7 @@ import html
 
 from viz.i18n import counted, t
 from viz.labels import names
-from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout
+from viz.style import FATE_COLORS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, narrow_layout, wrap_text
 
 CURRENT_COLOR = FATE_COLORS["chosen"]
 OTHER_COLOR = "#56B4E9"  # sky blue (Okabe-Ito), the kept branches
@@ -65,7 +65,13 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
             shapes.append({"type": "line", "x0": r.fork, "x1": r.fork, "y0": y_of[r.parent], "y1": y,
                            "line": {"color": MUTED, "width": 2, "dash": "dot"}})
     longest = max([r.length for r in rows], default=1)
-    height = max(320, 160 + 56 * len(rows))
+    if len(rows) == 1:  # one text so far: the chart says how to make a second (it looked empty)
+        hint = {"text": wrap_text(t("branches_one", lang), 60), "x": 0, "xref": "paper", "xanchor": "left", "y": 0,
+                "yref": "paper", "yanchor": "bottom", "yshift": 4, "showarrow": False, "align": "left",
+                "font": {"size": SMALL_SIZE + 2, "color": INK}, "name": "one_branch"}
+        wide_labels.append(hint)
+        phone_labels.append({**hint, "text": wrap_text(t("branches_one", lang), 34)})
+    height = max(320, 160 + 56 * len(rows)) + (90 if len(rows) == 1 else 0)
     layout = base_layout(
         t("branches_title", lang), lang, height=height,
         subtitle=t("branches_subtitle", lang, texts=counted(len(rows), "branches_texts_one", "branches_texts", lang)),

@@ -10,10 +10,12 @@ from model.decoding.records import FATES, Candidate, Distribution, TokenInfo
 from viz.chips import chosen_how
 from viz.i18n import t
 from viz.labels import candidate_name
-from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, INK, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains,
-                       fate_label, format_bits, format_prob, panel_title, prob_ticks, token_label, vertical_line)
+from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, FONT_SIZE, INK, MUTED, SMALL_SIZE, as_figure, base_layout,
+                       chart, domains, fate_label, format_bits, format_prob, narrow_layout, prob_ticks, stacked,
+                       token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
+LEGEND_BELOW_PX = 66  # the legend's top under the plot area: below the axes' tick labels and titles
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
 
 
@@ -378,19 +380,39 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
             bars_x["range"] = [0, max(bars_x["range"][1], 1.08 * farthest)]  # a diamond past every bar stays in
     hidden_subtitle = "<br>".join([subtitle, *notes])
     subtitle = "<br>".join([subtitle, *drawn, *notes])
-    height, top, bottom = max(560, 280 + 30 * len(shown)), 150 + 24 * subtitle.count("<br>") - 24, 130
+    # (the top holds the title, the subtitle's lines and the panels' titles; the bottom the axes' titles and the
+    # legend LEGEND_BELOW_PX under the plot: no more, so a projector's 1280 x 800 holds the text and the whole chart)
+    height, top, bottom = max(560, 280 + 30 * len(shown)), 126 + 24 * subtitle.count("<br>") - 24, 104
     layout = base_layout(
         title, lang, subtitle=subtitle, height=height,
         xaxis={"domain": left, "anchor": "y", **bars_x}, yaxis={"domain": (0.0, 1.0), "anchor": "x", **bars_y},
         xaxis2={"domain": right, "anchor": "y2", **draw_x}, yaxis2={"domain": (0.0, 1.0), "anchor": "x2", **draw_y},
-        annotations=[panel_title(t("cand_panel_bars", lang), left, 1.0), panel_title(draw_title, right, 1.0), *labels],
+        annotations=[over_panel(t("cand_panel_bars", lang), "x", "y"), over_panel(draw_title, "x2", "y2"), *labels],
         shapes=shapes, barmode="overlay", bargap=0.2, margin={"t": top, "b": bottom},
-        # The legend sits a fixed 84 px below the plot, clear of the axis titles whatever the height.
-        legend={"orientation": "h", "y": -84 / (height - top - bottom), "x": 0, "yanchor": "top"},
+        # The legend sits a fixed LEGEND_BELOW_PX below the plot, clear of the axis titles whatever the height.
+        legend={"orientation": "h", "y": -LEGEND_BELOW_PX / (height - top - bottom), "x": 0, "yanchor": "top"},
     )
     layout["meta"]["predict"] = hidden_draw(dist, bars + draw, layout, shown, top_n, lang, named,
                                             t("cand_title_predict", lang, position=dist.position), hidden_subtitle)
+    # On a phone (assets/js/charts.js): the draw under the candidates, not dropped (the caption says which token it
+    # drew, and how): each panel the phone's width, the room between them for the candidates' axis and the draw's
+    # title, the chart taller by the draw's panel; the panels' titles and the lines' labels follow their panels
+    rows = len(draw_y["ticktext"]) + 2  # (its two empty rows hold the lines' labels)
+    bars_px, draw_px, gap_px = 30 * len(shown) + 20, 26 * rows, 120
+    (bars_d, draw_d) = stacked([bars_px, draw_px], [gap_px])
+    phone_height = height + draw_px + gap_px  # (the candidates keep their rows' room)
+    narrow_layout(layout, height=phone_height, xaxis={"domain": [0.0, 1.0]}, yaxis={"domain": list(bars_d)},
+                  xaxis2={"domain": [0.0, 1.0]}, yaxis2={"domain": list(draw_d)},
+                  legend={"orientation": "h", "x": 0, "yanchor": "top",
+                          "y": -LEGEND_BELOW_PX / (phone_height - top - bottom)})
     return chart(bars + draw, layout)
+
+
+def over_panel(text: str, x: str, y: str) -> dict:
+    """A panel's title, centred over the panel of axes `x` and `y` (in their domains: on a phone, where the panels
+    are stacked, it moves with its panel)."""
+    return {"text": text, "x": 0.5, "xref": f"{x} domain", "xanchor": "center", "y": 1.0, "yref": f"{y} domain",
+            "yanchor": "bottom", "showarrow": False, "font": {"size": FONT_SIZE}}
 
 
 candidate_figure = as_figure(candidate_chart)

@@ -100,7 +100,7 @@ def token_chips_html(prompt_tokens: list[TokenInfo], steps: list[StepRecord], la
         chips.append(_chip(step.token.display, title, classes, background, step=step.step, step_data=step_data,
                            label=label, lang=lang))
     swatches = "".join(_swatch(p) for p in (0.01, 0.1, 0.5, 0.9))
-    legend = f'<div class="tbt-chips-legend">{html.escape(t(legend_key, lang))} {swatches}</div>'
+    legend = f'<div class="tbt-chips-legend"><span class="tbt-legend-text">{html.escape(t(legend_key, lang))}</span> {swatches}</div>'
     text = decoded_text([*prompt_tokens, *(step.token for step in steps)])
     decoded = (f'<div class="tbt-decoded" lang="{lang}"><span class="tbt-decoded-key">{html.escape(t("chips_decoded", lang))}'
                f'</span> {html.escape(text, quote=False)}</div>')

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from viz.i18n import t
-from viz.style import (ATTENTION_SCALE, INK, SMALL_SIZE, axis_ids, base_layout, chart, domains, narrow_layout,
+from viz.style import (MODEL_NAMES, ATTENTION_SCALE, INK, SMALL_SIZE, axis_ids, base_layout, chart, domains, narrow_layout,
                         panel_title, stacked)
 
 KINDS = ("previous", "induction", "sink")
@@ -51,7 +51,7 @@ def heads_chart(scores, model_name: str = "", lang: str = "en") -> dict:
         annotations.append(panel_title(name, spans[k - 1], 1.0))
         narrow_axes[x_key] = {"domain": [0, 1]}
         narrow_axes[y_key] = {"domain": list(rows[k - 1]), "showticklabels": True}
-    layout = base_layout(t("heads_title", lang, model=model_name, layers=layers, heads=heads), lang,
+    layout = base_layout(t("heads_title", lang, model=MODEL_NAMES.get(model_name, model_name), layers=layers, heads=heads), lang,
                          subtitle=t("heads_subtitle", lang, n=scores.length), height=max(480, 220 + 16 * layers),
                          annotations=annotations, margin={"t": 150, "b": 70}, plot_bgcolor="white", **layout_axes)
     narrow = [panel_title(t(KIND_KEYS[kind], lang), (0, 1), rows[k][1]) for k, kind in enumerate(KINDS)]

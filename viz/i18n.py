@@ -103,11 +103,13 @@ WORDS: dict[str, tuple[str, str]] = {
     "gqa_kv": ("KV head {k}", "KV 头 {k}"),
     "gqa_row_query": ("query heads", "查询头"),
     "gqa_row_kv": ("KV heads (cached)", "KV 头（被缓存）"),
+    "gqa_row_query_short": ("query", "查询头"),  # (a phone's, issue 47)
+    "gqa_row_kv_short": ("KV<br>(cached)", "KV 头<br>（缓存）"),
 
     "kv_title": ("KV cache size as the text grows", "文本变长时 KV 缓存的大小"),
     "kv_subtitle": (
-        "per token: 2 × {layers} layers × {kv_heads} KV heads × {head_dim} × {bpv} B = {per_token}",
-        "每个词元：2 × {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × {bpv} B = {per_token}",
+        "per token: 2 × {layers} layers × {kv_heads} KV heads × {head_dim} × {bpv} B ({dtype}, as this server runs it) = {per_token}",
+        "每个词元：2 × {layers} 层 × {kv_heads} 个 KV 头 × {head_dim} × {bpv} B（{dtype}，本服务器运行时的精度）= {per_token}",
     ),
     "kv_axis_tokens": ("tokens in the cache", "缓存中的词元数"),
     "kv_axis_bytes": ("cache size ({unit})", "缓存大小（{unit}）"),
@@ -130,7 +132,7 @@ WORDS: dict[str, tuple[str, str]] = {
     "timing_cached": ("with KV cache", "使用 KV 缓存"),
     "timing_full": ("without cache (recompute prefix)", "不用缓存（重算前缀）"),
     "timing_hover": ("{n} tokens: {ms} ms", "{n} 个词元：{ms} 毫秒"),
-    "timing_fit": ("fitted line, with KV cache: +{slope} ms per 1,000 tokens", "拟合直线（使用 KV 缓存）：每千个词元 +{slope} 毫秒"),
+    "timing_fit": ("fitted line, with KV cache: {slope} ms per 1,000 tokens", "拟合直线（使用 KV 缓存）：每千个词元 {slope} 毫秒"),
     "myth_logp_title": ("Beam search against sampling: log P and repeats", "束搜索与采样：log P 与重复"),
     "myth_logp_subtitle": ("log P: the sum of each token's log-probability, from one forward pass over the text",
                            "log P：对整段文本做一次前向计算，把每个词元的对数概率加起来"),
@@ -500,6 +502,10 @@ WORDS: dict[str, tuple[str, str]] = {
     "branches_title": ("Branches: every text this prompt has had", "分支：这个提示生成过的每一段文本"),
     "branches_texts_one": ("1 text.", "共 1 段文本。"),
     "branches_texts": ("{n} texts.", "共 {n} 段文本。"),
+    "branches_one": ("One text so far. Press Back a few steps, then Next token with other settings (or Force another "
+                     "token): the old text stays here as a branch, and the two can be compared below.",
+                     "目前只有一段文本。先按几次“后退”，再换个设置按“下一个词元”（或强制选另一个词元）：原来的文本会作为一个分支留在这里，"
+                     "下面还可以把两段对比。"),
     "branches_subtitle": ("{texts} A line starts where its branch split off (dotted: from which one) and ends at its "
                           "last token; log P is the sum of its tokens' log p at T = 1.",
                           "{texts}每条线从它分出的位置开始（虚线连向它的来源分支），到最后一个词元结束；"

@@ -34,7 +34,7 @@ def kv_growth_chart(points: list[KVBytes], prefill_tokens: int, info: ModelInfo,
                    "meta": {"role": "formula", "scale": scale}})
     per_token = 2 * info.layers * info.kv_heads * info.head_dim * info.bytes_per_value
     subtitle = i18n.t("kv_subtitle", lang, layers=info.layers, kv_heads=info.kv_heads, head_dim=info.head_dim,
-                      bpv=info.bytes_per_value, per_token=f"{per_token:,} B ({format_bytes(per_token)})")
+                      bpv=info.bytes_per_value, dtype=info.dtype, per_token=f"{per_token:,} B ({format_bytes(per_token)})")
     layout = base_layout(
         i18n.t("kv_title", lang), lang, subtitle=subtitle,
         shapes=[vertical_line(prefill_tokens, "prefill", {"color": MUTED, "width": 2, "dash": "dot"})],
@@ -87,16 +87,23 @@ def cache_timing_figure(t: CacheTiming, lang: str = "en", fit: tuple[float, floa
         slope, intercept = fit
         ends = [min(t.seq_len), max(t.seq_len)]
         traces.append({"type": "scatter", "x": ends, "y": [intercept + slope * n for n in ends], "mode": "lines",
-                       "name": i18n.t("timing_fit", lang, slope=f"{slope * 1000:.2f}"),
+                       "name": i18n.t("timing_fit", lang, slope=f"{slope * 1000:+.2f}"),  # (its sign said once)
                        "line": {"color": KEY_COLOR, "width": 2, "dash": "dot"}, "hoverinfo": "skip",
                        "meta": {"role": "fit", "slope": slope, "intercept": intercept}})
+    subtitle = i18n.t("timing_subtitle", lang) + _noise_note(t, lang)
+    # The legend under the chart, from the bottom of the figure: above the plot it ran into the subtitle once that took
+    # three lines and the legend two (a lesson's reveal beside its text, with the fitted line's entry: issue 47)
     layout = base_layout(
-        i18n.t("timing_title", lang), lang, subtitle=i18n.t("timing_subtitle", lang) + _noise_note(t, lang),
+        i18n.t("timing_title", lang), lang, subtitle=subtitle, height=520 + LEGEND_BELOW_PX,
         xaxis={"title": {"text": i18n.t("timing_axis_len", lang)}},
         yaxis={"title": {"text": i18n.t("timing_axis_ms", lang)}, "rangemode": "tozero"},
-        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0}, margin={"t": 130},
+        legend={"orientation": "h", "yref": "container", "y": 0, "yanchor": "bottom", "x": 0},
+        margin={"t": 60 + 24 * (subtitle.count("<br>") + 1), "b": 60 + LEGEND_BELOW_PX},
     )
     return figure(traces, layout)
+
+
+LEGEND_BELOW_PX = 70  # room under the x axis's title for a legend of two rows
 
 
 def kv_calculator_figure(rows: list[tuple[str, int]], lang: str = "en") -> go.Figure:

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from viz.style import ATTENTION_SCALE
+from viz.style import MODEL_NAMES, ATTENTION_SCALE
 from viz.i18n import t
 from viz.style import (FATE_COLORS, SMALL_SIZE, as_figure, base_layout, chart, format_prob, narrow_layout, wrap_text,
                         token_label)
@@ -58,7 +58,7 @@ def lens_chart(lens, model_name: str = "", lang: str = "en") -> dict:
     shapes = [{"type": "rect", "x0": -0.5, "x1": n - 0.5, "y0": rows - 1.5, "y1": rows - 0.5, "name": "output",
                "line": {"color": FATE_COLORS["chosen"], "width": 3}}]
     layout = base_layout(
-        t("lens_title", lang, model=model_name, layers=rows - 1, n=n), lang,
+        t("lens_title", lang, model=MODEL_NAMES.get(model_name, model_name), layers=rows - 1, n=n), lang,
         subtitle=t("lens_subtitle", lang), height=max(420, 180 + 24 * rows), shapes=shapes,
         xaxis={"title": {"text": t("lens_axis_input", lang)}, "tickvals": list(range(0, n, step)),
                "ticktext": inputs[::step], "tickangle": -60, "range": [-0.5, n - 0.5], "tickfont": {"size": SMALL_SIZE}},
@@ -112,7 +112,7 @@ def commitment_chart(lens, model_name: str = "", lang: str = "en") -> dict:
                                 for c in never], "hovertemplate": "%{customdata}<extra></extra>"})
     step = math.ceil(n / MAX_TICKS)
     layout = base_layout(
-        t("lens_commit_title", lang, model=model_name), lang,
+        t("lens_commit_title", lang, model=MODEL_NAMES.get(model_name, model_name)), lang,
         subtitle=wrap_text(t("lens_commit_subtitle", lang), SUBTITLE_COLUMNS), height=470,
         xaxis={"title": {"text": t("lens_axis_target", lang)}, "tickvals": list(range(0, n, step)),
                "ticktext": targets[::step], "tickangle": -60, "range": [-0.5, n - 0.5],
@@ -153,7 +153,7 @@ def pinned_chart(lens, column: int, pins, probs, model_name: str = "", lang: str
             for name, ys, color, dash in lines]
     where = token_label(lens.tokens[column].display)
     layout = base_layout(
-        wrap_text(t("lens_pin_title", lang, model=model_name, pos=lens.start + column, tok=where), TITLE_COLUMNS), lang,
+        wrap_text(t("lens_pin_title", lang, model=MODEL_NAMES.get(model_name, model_name), pos=lens.start + column, tok=where), TITLE_COLUMNS), lang,
         subtitle=wrap_text(t("lens_pin_subtitle", lang), SUBTITLE_COLUMNS), height=490,
         xaxis={"title": {"text": t("lens_axis_layer", lang)}, "tickvals": list(range(rows)), "ticktext": layer_names,
                "range": [-1.3, rows - 0.7], "tickfont": {"size": SMALL_SIZE}},  # "emb" clear of the "0%" tick

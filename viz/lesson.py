@@ -115,8 +115,17 @@ def _step_time(answer: dict, say: Say) -> str:
                long=answer["seq_len"][-1], short_ms=ms(answer["cached_ms"][0]), long_ms=ms(answer["cached_ms"][-1]),
                runs=min(answer["runs"]), slope=f"{answer['slope'] * 1000:.2f}", fit_short=ms(answer["fit_short"]),
                fit_long=ms(answer["fit_long"]), growth=f"{answer['growth']:.0%}")
-    return body + " " + say({"grows": "lesson_reveal_step_grows", "same": "lesson_reveal_step_same",
-                             None: "lesson_reveal_step_noisy"}[answer["answer"]], growth=f"{answer['growth']:.0%}")
+    if answer["answer"] is not None:
+        return body + " " + say({"grows": "lesson_reveal_step_grows", "same": "lesson_reveal_step_same"}[answer["answer"]],
+                                growth=f"{answer['growth']:.0%}")
+    # the machine too busy to measure: said as that (never as a verdict against what the numbers show), why, and
+    # what a guess is graded on instead (model.classroom.myths.step_grade)
+    short, long = answer["cached_range"][0], answer["cached_range"][-1]
+    why = say("lesson_step_busy_overlap", short=answer["seq_len"][0], long=f"{answer['seq_len'][-1]:,}",
+              short_low=ms(short[0]), short_high=ms(short[1]), long_low=ms(long[0]), long_high=ms(long[1])) \
+        if answer.get("busy") == "overlap" else \
+        say("lesson_step_busy_runs", runs=min(answer["runs"][0], answer["runs"][-1]), long=f"{answer['seq_len'][-1]:,}")
+    return body + " " + say("lesson_reveal_step_noisy", why=why) + " " + say("lesson_reveal_step_known")
 
 
 def answer_figure(answer: dict, lang: str) -> go.Figure | None:

@@ -21,7 +21,7 @@ from viz.candidates import engine_note
 from viz.chips import LIGHT_INK, chip_color, chosen_how
 from viz.i18n import t
 from model.decoding.tokens import token_labels
-from viz.style import ATTENTION_SCALE, FATE_COLORS, FONT_FAMILY, MASK_FUTURE, bytes_unit, fate_label
+from viz.style import ATTENTION_SCALE, FATE_COLORS, FONT_FAMILY, MASK_FUTURE, MODEL_NAMES, bytes_unit, fate_label
 
 FORMAT = "token-by-token/page"
 ATTENTION_WINDOW = 48  # the heatmap shows the last 48 tokens, as the attention view does
@@ -116,7 +116,8 @@ def session_page(record: dict, plotly_js: str) -> str:
     plotly_js = plotly_js.replace("</script", "<\\/script")  # (the pinned plotly.js holds none)
     replay = replay_script()
     title = html.escape(t("offline_title", lang))
-    intro = html.escape(t("offline_intro", lang, model=record["model"], steps=len(record["steps"])))
+    intro = html.escape(t("offline_intro", lang, model=MODEL_NAMES.get(record["model"], record["model"]),
+                          steps=len(record["steps"])))
     if record["no_attention"] is None:
         attention = '<section><h2 id="att-title"></h2><div id="att-controls"></div><div id="att-plot" class="plot"></div></section>'
     else:  # no weights to draw: the panel's place says why, in the page's language

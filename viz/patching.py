@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from viz.i18n import t
-from viz.style import SMALL_SIZE, base_layout, chart, format_prob, narrow_layout, token_label
+from viz.style import MODEL_NAMES, SMALL_SIZE, base_layout, chart, format_prob, narrow_layout, token_label
 
 # Diverging, white at 0: blue where the patch restores the answer, vermillion where it pushes it further away
 EFFECT_SCALE = [[0.0, "#A33F00"], [0.25, "#E69F00"], [0.5, "#FFFFFF"], [0.75, "#56B4E9"], [1.0, "#0B4F8A"]]
@@ -37,7 +37,7 @@ def patching_chart(grid, model_name: str = "", lang: str = "en") -> dict:
     # no text in the cells: a phone keeps only the columns whose texts fit (assets/js/charts.js cellTexts), and here
     # the first columns (the word that differs) matter as much as the last; the hover and the sentence above say it
     layout = base_layout(
-        t("patch_title", lang, model=model_name, answer=answer, layers=rows, n=n), lang,
+        t("patch_title", lang, model=MODEL_NAMES.get(model_name, model_name), answer=answer, layers=rows, n=n), lang,
         subtitle=t("patch_subtitle", lang, answer=answer, clean=format_prob(grid.clean_prob),
                    corrupted=format_prob(grid.corrupted_prob)),
         height=max(460, 200 + 20 * rows),

@@ -44,6 +44,14 @@ MASK_WINDOW = "#A6A6A6"
 ATTENTION_SCALE = [[i / (len(sequential.Blues) - 1), c] for i, c in enumerate(sequential.Blues)]
 
 FONT_FAMILY = "'Noto Sans', 'Noto Sans CJK SC', 'PingFang SC', 'Microsoft YaHei', 'DejaVu Sans', Arial, sans-serif"
+# The packaged models' names where the page names a model (titles, the picker, the calculator), not their ids
+MODEL_NAMES = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
+
+
+def model_name(name: str) -> str:
+    """A model's name as the page says it: a packaged model's ("Gemma 3 270M" for gemma3-270m), else its own."""
+    return MODEL_NAMES.get(name, name)
+
 FONT_SIZE = 16
 TITLE_SIZE = 20
 SMALL_SIZE = 14  # the smallest text on any figure: still readable on a projector
@@ -205,6 +213,14 @@ def narrow_layout(layout: dict, **keys) -> dict:
     merges into the wide one, anything else replaces it), kept in its meta. A chart without them shows only its
     first plot on a phone."""
     layout["meta"] = {**layout.get("meta", {}), "narrow": keys}
+    return layout
+
+
+def narrow_traces(layout: dict, **by_name: dict) -> dict:
+    """`layout` with what changes in its traces on a phone, by trace name: keys replacing (a dict: merged into) the
+    trace's own there (assets/js/charts.js), kept in its meta: a colour bar laid flat under the plot, smaller
+    markers."""
+    layout["meta"] = {**layout.get("meta", {}), "narrow_traces": by_name}
     return layout
 
 

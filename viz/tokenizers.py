@@ -7,9 +7,7 @@ import html
 from model.decoding.tokens import token_labels
 from viz.i18n import t
 from viz.labels import byte_note
-from viz.style import format_bytes
-
-MODEL_NAMES = {"smollm2": "SmolLM2-135M", "gemma3-270m": "Gemma 3 270M"}
+from viz.style import MODEL_NAMES, format_bytes  # noqa: F401  (MODEL_NAMES: the page's imports of it)
 
 
 def _chips(tokens, lang: str) -> str:

@@ -90,7 +90,9 @@ function fitScreen(layout) {
   // names a smaller type, down to ROW_MIN_PX (a laptop's 1280 x 800: 14 rows under three lines of chips); past
   // that, it is taller than the room and the page scrolls it up under the text panel. (A phone: narrow() gives
   // each name its row.)
-  let rows = narrowScreen() ? 0 : rowsHeight(layout);
+  // (in presenter mode a row is a little tighter, its names still apart: the text and the whole chart on one
+  // 1280 x 800 screen, issue 47)
+  let rows = narrowScreen() ? 0 : rowsHeight(layout, 0, presenting() ? LINE_PRESENTER : LINE);
   if (rows > room && !presenting()) {
     const alone = Math.floor(below), size = namesFitting(layout, alone);
     if (size) {
@@ -108,17 +110,17 @@ function fitScreen(layout) {
 }
 // A row of a chart's category axis is at least LINE times its label's type tall: a glyph from a fallback font such as
 // ␣ makes a line ~1.7 em
-const LINE = 1.75, ROW_MIN_PX = 12;
+const LINE = 1.75, LINE_PRESENTER = 1.25, ROW_MIN_PX = 12;
 // The layout's category axes (tick names, a row each: the y axes with tickvals)
 const categoryAxes = (layout) => Object.entries(layout)
   .filter(([k, ax]) => /^yaxis\d*$/.test(k) && ax && ax.visible !== false && Array.isArray(ax.tickvals)).map(([, ax]) => ax);
 // The height at which every category axis of the layout has LINE rows, in px (its names in type `size`, else their own)
-function rowsHeight(layout, size = 0) {
+function rowsHeight(layout, size = 0, line = LINE) {
   const m = layout.margin || {}, base = (layout.font && layout.font.size) || 16;
   let inner = 0;
   for (const ax of categoryAxes(layout)) {
     const rows = Array.isArray(ax.range) ? Math.abs(ax.range[1] - ax.range[0]) : ax.tickvals.length;
-    inner = Math.max(inner, rows * (size || (ax.tickfont && ax.tickfont.size) || base) * LINE / span(ax));
+    inner = Math.max(inner, rows * (size || (ax.tickfont && ax.tickfont.size) || base) * line / span(ax));
   }
   return Math.ceil(inner + (m.t || 0) + (m.b || 0));
 }
@@ -204,7 +206,17 @@ function scaleFonts(data, layout, k, least = 0) {
   walk(layout, 0);
   for (const trace of data || []) for (const [key, value] of Object.entries(trace)) if (/font$/.test(key)) scale(value);
 }
+// A dict merged into another one level down (a colour bar's keys into the trace's), anything else replacing it
+const mergeKeys = (into, keys) => {
+  for (const [key, value] of Object.entries(keys)) {
+    into[key] = value && typeof value === "object" && !Array.isArray(value) && into[key] && typeof into[key] === "object"
+      ? {...into[key], ...value} : value;
+  }
+};
 function narrow(data, layout, width) {
+  // what the chart says changes in its traces on a phone, by trace name (viz.style.narrow_traces)
+  const byName = (layout.meta && layout.meta.narrow_traces) || {};
+  for (const trace of data) if (trace.name && byName[trace.name]) mergeKeys(trace, byName[trace.name]);
   const wide = layout.meta && layout.meta.narrow;
   if (wide) {
     for (const [key, value] of Object.entries(wide)) {
@@ -219,7 +231,8 @@ function narrow(data, layout, width) {
   layout.font = {...(layout.font || {}), size: Math.max(11, Math.round(base * k))};
   const size = layout.font.size, m = layout.margin || {};
   // (a colour bar takes its room from the plot's)
-  const scaleBar = data.some((d) => d.type === "heatmap" && d.showscale !== false && d.visible !== false) ? 70 : 0;
+  const scaleBar = data.some((d) => d.type === "heatmap" && d.showscale !== false && d.visible !== false &&
+                                   !(d.colorbar && d.colorbar.orientation === "h")) ? 70 : 0;  // (one laid flat: none)
   let plotW = Math.max(120, width - (m.l || 0) - (m.r || 0) - scaleBar);
   const plotH = Math.max(120, (layout.height || 450) - (m.t || 0) - (m.b || 0));
   const axes = Object.keys(layout).filter((k) => /^[xy]axis\d*$/.test(k) && layout[k] && layout[k].visible !== false);
@@ -227,6 +240,8 @@ function narrow(data, layout, width) {
   const square = axes.find((k) => layout[k].scaleanchor), side = square && Math.min(plotW * span(layout.xaxis || {}), plotH * span(layout.yaxis || {}));
   const length = (k) => (square && (layout[k].scaleanchor || k === "xaxis") ? side : (k[0] === "x" ? plotW : plotH) * span(layout[k]));
   const fontOf = (ax) => (ax.tickfont && ax.tickfont.size) || size;
+  // square cells (the attention heat map) as wide as the phone: the chart no taller than the square and its margins
+  if (square && typeof layout.height === "number") layout.height = Math.min(layout.height, Math.ceil(side + (m.t || 0) + (m.b || 0)));
   for (const trace of data) cellTexts(trace, layout, plotW);
   for (const k of axes) {
     const ax = layout[k], horizontal = k[0] === "x", px = length(k), fs = fontOf(ax);
@@ -365,13 +380,13 @@ export const presenting = () => document.documentElement.hasAttribute(T.presente
 // distance in px times the scale.
 function projectorSized(data, layout) {
   const k = T.presenter.chart_scale, m = layout.margin || {};
-  scaleFonts(data, layout, k);
+  scaleFonts(data, layout, k, T.presenter.least_px);
   if (!narrowScreen()) {  // (a phone's type is made smaller again, and its chart fitted to its width: narrow)
     layout.margin = Object.fromEntries(Object.entries(m).map(([side, px]) => [side, typeof px === "number" && side !== "pad" ? Math.round(px * k) : px]));
     if (typeof layout.height === "number") layout.height = Math.round(layout.height * k);
   }
-  if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale);  // (not merged yet)
-  if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.round(12 * T.presenter.chart_scale)};
+  if (layout.meta && layout.meta.narrow) scaleFonts([], layout.meta.narrow, T.presenter.chart_scale, T.presenter.least_px);  // (not merged yet)
+  if (!layout.font || typeof layout.font.size !== "number") layout.font = {...(layout.font || {}), size: Math.max(T.presenter.least_px, Math.round(12 * T.presenter.chart_scale))};
   layout.font = {...layout.font, color: "#000000"};
 }
 export const setCaption = (target, html) => {

@@ -1,20 +1,27 @@
 // Token by Token, the page's one entry module (ui/protocol.py page_assets loads it; it imports the rest). The
 // modules import in one direction, each only from those below it:
 //   charts.js <- play.js <- ahead.js <- flipbook.js <- page.js, charts.js <- clicks.js <- page.js, and
-//   charts.js <- presenter.js <- page.js (the keys, presenter mode, the chips box following the newest token).
+//   charts.js <- presenter.js <- page.js (the keys, presenter mode, the chips box following the newest token), and
+//   charts.js <- nav.js <- page.js (the parts of the story over the tab row), charts.js <- busy.js <- page.js (a pressed
+//   button's wait), charts.js <- busy.js <- own_words.js <- page.js (Gradio's own words in the page's language).
 // This module says what happens when a carrier changes: each chart that arrives drawn (or the one drawn ahead
 // shown), the flipbook and the chart ahead told. The page's window surface, all of it:
 //   read:    window.TBT (the protocol, ui/protocol.py), window.Plotly (plotly.js), window.gradio_config (Gradio);
 //   written: window[T.globals.play] and window[T.globals.play_ended] (below), which the Play button's listeners
 //            call from their js= snippets (ui/play.py), window[T.globals.goto_step] (charts.gotoStep), which
-//            the goto listener's js= snippet reads (ui/controls.py), and window[T.globals.open_head] (clicks.js),
-//            which the open_head listener's reads (ui/views/heads.py). No module reaches another through window.
+//            the goto listener's js= snippet reads (ui/controls.py), window[T.globals.open_head] (clicks.js),
+//            which the open_head listener's reads (ui/views/heads.py), and window[T.globals.busy] and
+//            window[T.globals.done] (busy.js), which every pressed button's listeners call (ui/events.py Event.busy).
+//            No module reaches another through window.
 import {T, announce, carried, el, onOtherShape, otherShape, refitAll, steppingPlot, watchCarriers, whenPresent} from "./charts.js";
 import {playEnded, taken, togglePlay} from "./play.js";
 import {askAhead, cancelAhead, dropAhead, promote, takeAhead} from "./ahead.js";
 import {drawPlot, flipClose, openBundle, sliderT} from "./flipbook.js";
 import {followChips, onPredict, whenSwitched} from "./presenter.js";
 import "./clicks.js";
+import "./nav.js";
+import "./busy.js";
+import "./own_words.js";
 
 const env = T.envelope, parts = T.parts;
 

@@ -25,6 +25,9 @@ document.addEventListener("scroll", (e) => {
   kept = box.scrollTop;
 }, true);
 export function followChips() {
+  // the decoded text shows its newest line (on a phone it has one: app.css)
+  const text = el(T.ids.chips), decoded = text && text.querySelector("." + T.chips.decoded);
+  if (decoded) decoded.scrollTop = decoded.scrollHeight;
   const box = chipsBox();
   if (!box || box.scrollHeight <= box.clientHeight) { following = true; return; }
   box.scrollTop = following ? box.scrollHeight : kept;
@@ -35,28 +38,42 @@ export function followChips() {
 // under the panel; one that fits below the panel but whose top went under it (the panel grew as the chips filled
 // their lines, or the page moved as a chart was swapped) is scrolled back down until its top is clear. A page
 // scrolled elsewhere (the chart out of view) is left where its reader put it.
+// Not before the reader's first key or touch: the page opens on its first screen (the title, the switches, the
+// navigation), not scrolled 138 px past them to the first chart drawn
+let touched = false;
+for (const kind of ["keydown", "pointerdown", "wheel", "touchstart"]) {
+  addEventListener(kind, () => { touched = true; }, {capture: true, passive: true});
+}
 document.addEventListener(T.shown_event, (e) => {
+  if (!touched) return;
   const plot = e.target.closest ? e.target.closest("." + T.parts.stack) : null;
   const text = el(T.carriers.text);
   if (!plot || !text || plot.offsetParent === null) return;
   const box = plot.getBoundingClientRect(), caption = plot.previousElementSibling;
   const top = caption ? caption.getBoundingClientRect().top : box.top;
-  const panel = text.getBoundingClientRect().bottom;
-  if (top >= innerHeight || box.bottom <= panel) return;
+  const panel = text.getBoundingClientRect(), panelTop = parseFloat(getComputedStyle(text).top) || 0;
+  if (top >= innerHeight || box.bottom <= panel.bottom) return;
+  // The panel sticks once the page has gone up by `toStick` (it was lower on the page: the first steps): the room
+  // and the chart's clearance are counted from where it will be then, its bottom at `stuck`
+  const toStick = Math.max(0, panel.top - panelTop), stuck = panelTop + panel.height;
   // (a taller chart: its reader scrolls it, and keeps it). What must stay clear of the panel: the caption and the
   // plot where both fit under it, else the plot alone (charts.js fitScreen gave it the caption's room)
-  const room = innerHeight - panel - 8, fits = box.bottom - top <= room, plotFits = box.bottom - box.top <= room;
+  const room = innerHeight - stuck - 8, fits = box.bottom - top <= room, plotFits = box.bottom - box.top <= room;
   const clear = fits || !plotFits ? top : box.top;
-  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, clear - panel - 8))
-    : fits || plotFits ? Math.min(0, clear - panel - 8) : 0;  // how far it can go up and stay clear; or back down
+  // how far it can go up and stay clear (while the panel goes up with the page, the gap between them holds)
+  const upTo = Math.max(clear - panel.bottom >= 8 ? toStick : 0, clear - stuck - 8);
+  const by = box.bottom > innerHeight ? Math.min(box.bottom - innerHeight + 8, Math.max(0, upTo))
+    : (fits || plotFits) && !toStick ? Math.min(0, clear - panel.bottom - 8) : 0;  // or back down, from under it
   if (by) scrollBy({top: by, behavior: "instant"});
 });
 
 // ---- keys ----------------------------------------------------------------------------------------------------
 const NEXT = new Set(["PageDown", "ArrowRight", "n", "N"]), BACK = new Set(["PageUp", "ArrowLeft"]);
 const PLAY = new Set(["p", "P"]), BLANKING = new Set([".", "b", "B"]);
+// (a checkbox is not typed in: a teacher who has just ticked presenter mode presses the clicker's next at once)
 const typing = (target) => {
   const tag = (target && target.tagName) || "";
+  if (tag === "INPUT" && target.type === "checkbox") return false;
   return ["INPUT", "TEXTAREA", "SELECT"].includes(tag) || (target && target.isContentEditable);
 };
 document.addEventListener("keydown", (e) => {

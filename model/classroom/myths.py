@@ -15,7 +15,7 @@ import torch
 
 from model.decoding.branches import repeated_ngrams
 from model.decoding.passes import prefill
-from model.decoding.timing import default_lengths, measure_cache_timing, separated, Spread
+from model.decoding.timing import MIN_RUNS, default_lengths, measure_cache_timing, separated, Spread
 from model.decoding.records import SamplingConfig
 from model.strategies.beams import beam_search, sampled_continuation, summarize
 from model.decoding.core import computation
@@ -50,6 +50,28 @@ def fitted_line(xs: list[int], ys: list[float]) -> tuple[float, float]:
     return slope, my - slope * mx
 
 
+# What a step_time question's measurement shows when the machine lets it, and what a guess is graded on when it
+# does not: a cached step's attention still reads every cached key and value (docs/what-it-teaches.md, what the cache saves)
+STEP_KNOWN = "grows"
+
+
+def step_busy(short: Spread, long: Spread) -> str | None:
+    """Why a step_time measurement could not conclude, or None: "few_runs" (fewer than MIN_RUNS runs at the shortest
+    or the longest length fitted the time allowed: the machine was busy) or "overlap" (the two ends' runs overlapped:
+    other work slowed some of them)."""
+    if min(short.runs, long.runs) < MIN_RUNS:
+        return "few_runs"
+    return "overlap" if not short.high < long.low else None
+
+
+def step_grade(guess: str | None, answer: str | None) -> tuple[bool | None, str]:
+    """(right, what it was graded on) of a step_time guess: the measurement's verdict when it has one ("measured"),
+    else the known answer, STEP_KNOWN ("known"): a committed guess is always graded, and a busy machine's
+    measurement is never what grades it. right is None only without a guess."""
+    graded_on = "measured" if answer is not None else "known"
+    return (None if guess is None else guess == (answer if answer is not None else STEP_KNOWN)), graded_on
+
+
 def step_verdict(fit_short: float, fit_long: float, short: Spread, long: Spread) -> str | None:
     """The rule a step_time reveal states: "grows" when the fitted line rises by at least STEP_GROWTH from the
     shortest length to the longest and every run at the longest was slower than every run at the shortest (the KV
@@ -69,7 +91,9 @@ def step_time_record(session, predict: dict, guess: str | None) -> dict:
 
     Keys: seq_len, cached_ms, full_ms (median ms per length), cached_range, full_range ((fastest, slowest) ms),
     runs, slope (ms per token), intercept (ms), fit_short, fit_long (the line at the shortest and longest length),
-    separated (bool), growth (STEP_GROWTH), answer ("grows", "same" or None), tokens."""
+    separated (bool), growth (STEP_GROWTH), answer ("grows", "same" or None: the machine too busy to say), busy
+    (step_busy's reason when answer is None), right and graded_on (step_grade: the known answer STEP_KNOWN, "known",
+    grades a guess when the measurement cannot), tokens."""
     text = session.whole_text("engine_no_timing")
     tokens = predict["tokens"]
     ids, lengths = long_text(text.ids, tokens), step_lengths(tokens)
@@ -78,8 +102,9 @@ def step_time_record(session, predict: dict, guess: str | None) -> dict:
     short, long = (Spread(timing.cached_ms[i], *timing.cached_range[i], timing.runs[i]) for i in (0, -1))
     fit_short, fit_long = intercept + slope * lengths[0], intercept + slope * lengths[-1]
     answer = step_verdict(fit_short, fit_long, short, long)
-    return {"kind": "step_time", "guess": guess, "right": None if guess is None or answer is None else guess == answer,
-            "answer": answer, "tokens": tokens, "seq_len": list(timing.seq_len), "cached_ms": list(timing.cached_ms),
+    right, graded_on = step_grade(guess, answer)
+    return {"kind": "step_time", "guess": guess, "right": right, "graded_on": graded_on, "known": STEP_KNOWN,
+            "busy": None if answer is not None else step_busy(short, long), "answer": answer, "tokens": tokens, "seq_len": list(timing.seq_len), "cached_ms": list(timing.cached_ms),
             "full_ms": list(timing.full_ms), "cached_range": [list(r) for r in timing.cached_range],
             "full_range": [list(r) for r in timing.full_range], "runs": list(timing.runs), "slope": slope,
             "intercept": intercept, "fit_short": fit_short, "fit_long": fit_long,

@@ -22,7 +22,7 @@ from dataclasses import replace
 from model.decoding.kv import DTYPE_BYTES, PRESETS, kv_cache_bytes
 from model.decoding.records import ModelInfo, SamplingConfig
 from model.classroom.myths import (beam_vs_sample_record, count_choices, kept_count_record,  # noqa: F401 (re-exported)
-                                   step_time_record)
+                                   step_grade, step_time_record)
 from model.classroom.probes import prefill_vs_decode_record, top_attribution_record
 
 CURRENT_MODEL = "current"  # cache_size: the model the page runs
@@ -142,8 +142,10 @@ def reveal_record(session, step: dict, guess: str | None, cfg: SamplingConfig, l
 def graded(record: dict, guess: str | None) -> dict:
     """A reveal record with its right answer ("answer") said again for another guess, no model run: a measured or
     searched question (step_time, beam_vs_sample) is run once and each of the class's guesses graded on it."""
-    answer = record["answer"]  # None: a measurement too noisy to say (step_time), no verdict
-    return {**record, "guess": guess, "right": None if answer is None else _right(guess, guess == answer)}
+    if record["kind"] == "step_time":  # graded on the known answer when the machine was too busy to measure one
+        right, graded_on = step_grade(guess, record["answer"])
+        return {**record, "guess": guess, "right": right, "graded_on": graded_on}
+    return {**record, "guess": guess, "right": _right(guess, guess == record["answer"])}
 
 
 def _right(guess: str | None, right: bool) -> bool | None:

@@ -31,6 +31,7 @@ LENS_MAX_TOKENS = MAX_TOKENS  # the longest text one lens pass takes: a session'
 # (48 would be 239M: 13 s of one core here, while the class's steps want it too).
 LENS_MAX_CELLS = 75_000_000
 MAX_PINS = 8  # pinned tokens charted at once: a line each, still told apart
+OWN_PINS = 3  # the pins a lens starts with: the model's own most probable next tokens (own_candidates)
 PIN_CHARS = 400  # the pins' text: 8 tokens and their commas fit many times over
 
 
@@ -186,6 +187,25 @@ def pin_ids(lm: LoadedModel, text) -> list[int]:
     if len(ids) > MAX_PINS:
         raise SessionError("lens_pins_too_many", n=len(ids), limit=MAX_PINS)
     return ids
+
+
+@torch.no_grad()
+def own_candidates(lm: LoadedModel, lens: LogitLens, n: int = OWN_PINS) -> str:
+    """The pins a lens starts with, as the pins' text (pin_ids reads it back): the model's own most probable next
+    tokens at the lens's last position, i.e. the last layer's reading there (the model's output at T = 1), most
+    probable first, at most `n`. Each is written as the text that is exactly that one token ("␣Paris"); a token no
+    text is (a byte of a character), one that is only spaces, or one with a comma (the pins' separator) is passed
+    over. From the kept hidden states: one LM head row, no pass."""
+    with one_core():
+        logits = lens_logits(lm.model, lens.hidden[-1, -1:], normed=True).float()[0]  # (V,)
+    texts: list[str] = []
+    for i in torch.topk(logits, min(64, logits.shape[0])).indices.tolist():
+        text = lm.tokenizer.convert_tokens_to_string([lm.tokens.info(i).piece])
+        if text.strip() and "," not in text and lm.tokenizer(text, add_special_tokens=False)["input_ids"] == [i]:
+            texts.append(text)
+        if len(texts) == n:
+            break
+    return ",".join(texts)
 
 
 def lens_column(lens: LogitLens, position) -> int:

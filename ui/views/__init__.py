@@ -12,7 +12,8 @@ What a view keeps for a user between events (a search to step through, a run to 
 (ui/stash.py) under its `tab`, not in a dict of its own: the page's unload drops all of a user's at once, and
 what no page unloads is bounded like the sessions.
 
-Adding a view: a new module here and one line in VIEWS.
+Adding a view: a new module here and one line in PARTS (the part of the story it belongs to); VIEWS, every view
+in the page's order, follows from it.
 """
 from ui.views.ablation import AblationView
 from ui.views.attention import AttentionView
@@ -38,15 +39,35 @@ from ui.views.race import RaceView
 from ui.views.room import RoomView
 from ui.views.session_io import SessionView
 from ui.views.speculative import SpeculativeView
+from ui.views.start import StartView
 from ui.views.temperature import TemperatureView
 from ui.views.tokenizers import TokenizersView
 from ui.views.training import TrainingView
 from ui.views.two_models import TwoModelsView
 
-VIEWS = [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView,  # one step
-         AblationView, PatchingView, HeadsView, TwoModelsView, AttributionView,  # inside the model, by experiment
-         ChainView, TrainingView, BranchesView,  # why token by token
-         BeamsView, RaceView, ConsistencyView, ConstraintsView,  # beyond one sampled path
-         CalculatorView, TokenizersView, SpeculativeView, MedusaView, BatchingView, PagedView,  # how engines make it fast
-         PrefillDecodeView,
-         InterviewView, LessonView, RoomView, SessionView]  # the class (and the interview path)
+# The page's navigation, as data: the parts of the story the README tells, in its order, each with its views in the
+# order of their tabs. A part's key names its words in ui/strings.py ("part_<key>", "part_<key>_about"). The page
+# shows the parts as its first row of navigation and the open part's views as the tabs under it (ui/controls.py
+# Page.build_nav). A new view is one line: its class in the list of the part it belongs to.
+PARTS = [
+    ("start", [StartView]),  # Start here: lesson 1, presenter mode, a room, the interview path
+    ("one_step", [CandidatesView, TemperatureView, AttentionView, LensView, KVCacheView]),
+    ("inside", [AblationView, PatchingView, HeadsView, TwoModelsView, AttributionView]),  # inside the model, by experiment
+    ("one_at_a_time", [ChainView, TrainingView, BranchesView]),  # why one token at a time
+    ("beyond", [BeamsView, RaceView, ConsistencyView, ConstraintsView]),  # beyond one sampled path
+    ("engines", [CalculatorView, TokenizersView, SpeculativeView, MedusaView, BatchingView, PagedView,
+                 PrefillDecodeView]),  # how engines make it fast
+    ("class", [InterviewView, LessonView, RoomView, SessionView]),  # the class (and the interview path)
+]
+VIEWS = [View for _, views in PARTS for View in views]
+
+
+def parts_of(views) -> list[tuple[str, list]]:
+    """[(part key, [view, ...])] of the views given (view classes or views), in PARTS' order, parts left empty
+    dropped; a view PARTS does not name goes in the last part."""
+    placed = {View: key for key, members in PARTS for View in members}
+    kind = lambda view: view if isinstance(view, type) else type(view)  # noqa: E731
+    grouped = {key: [] for key, _ in PARTS}
+    for view in views:
+        grouped[placed.get(kind(view), PARTS[-1][0])].append(view)
+    return [(key, members) for key, members in grouped.items() if members]

@@ -16,6 +16,10 @@ from ui.strings import t
 from viz.ablation import ablation_chart, ablation_html
 
 DEFAULT_STEPS = 8
+# The part switched off by default: one that changes the next token on each language's first text (SmolLM2 on
+# "The capital of France is": KL 14 nats; Gemma 3 270M on 今天天气: 5.9), where layer 3's head 0 changed nothing
+# (KL 0.000): the first layer's MLP, whose output every later layer reads (tests/test_ablation.py)
+DEFAULT_PART = Part("mlp", 0)
 PART_CHOICES = [("abl_kind_head", "head"), ("abl_kind_attention", "attention"), ("abl_kind_mlp", "mlp")]
 METHOD_CHOICES = [("abl_by_mean", "mean"), ("abl_by_zero", "zero")]  # mean: the default (explain_ablation says why)
 
@@ -44,10 +48,10 @@ class AblationView:
         info = self.app.models.get().info  # the default model's layers and heads; another model's are checked
         add(gr.Markdown(t("explain_ablation"), elem_classes="tbt-explain"), "explain_ablation", "value")
         with gr.Row(equal_height=True):
-            self.kind = add(gr.Radio([(t(k), v) for k, v in PART_CHOICES], value="head", label=t("abl_kind"),
+            self.kind = add(gr.Radio([(t(k), v) for k, v in PART_CHOICES], value=DEFAULT_PART.kind, label=t("abl_kind"),
                                      elem_id="tbt-abl-kind", scale=2),
                             words=lambda lang: {"label": t("abl_kind", lang), **choices(PART_CHOICES)(lang)})
-            self.layer = add(gr.Slider(0, info.layers - 1, 3, step=1, label=t("abl_layer"), elem_id="tbt-abl-layer",
+            self.layer = add(gr.Slider(0, info.layers - 1, DEFAULT_PART.layer, step=1, label=t("abl_layer"), elem_id="tbt-abl-layer",
                                        scale=2), "abl_layer")
             self.head = add(gr.Slider(0, info.heads - 1, 0, step=1, label=t("abl_head"), elem_id="tbt-abl-head",
                                       scale=2), "abl_head")
@@ -84,5 +88,4 @@ class AblationView:
         knobs = [self.kind, self.layer, self.head, self.method, self.steps]
         names = ("part", "part_layer", "part_head", "method", "steps")
         return [Event(self.run_btn.click, page.handler(self.run, *names), [*knobs, *page.page_in],
-                      [self.result, page.figure, self.texts, self.numbers], "runs", "ablation",
-                      {"show_progress": "full"})]
+                      [self.result, page.figure, self.texts, self.numbers], "runs", "ablation")]

@@ -138,6 +138,5 @@ class BatchingView:
             Event(self.timer.tick, friendly(self.tick), [self.watch_until, page.lang], out[:-1], "page",
                   "batching_engine_tick"),
             Event(self.measure_btn.click, friendly(self.measure), [page.lang],
-                  [self.sentence, self.measure_plot, self.measure_numbers], "measure", "batching_measure",
-                  {"show_progress": "full"}),
+                  [self.sentence, self.measure_plot, self.measure_numbers], "measure", "batching_measure"),
         ]

@@ -165,8 +165,7 @@ class BeamsView:
         out = [self.summary, self.plot, self.texts, self.numbers]
         return [
             Event(self.search_btn.click, h(self.search, "width", "penalty", "new_tokens"),
-                  [self.width, self.penalty, self.tokens, *page_in], out, "runs", "beams_search",
-                  {"show_progress": "full"}),
+                  [self.width, self.penalty, self.tokens, *page_in], out, "runs", "beams_search"),
             Event(self.next_btn.click, h(self.next_step), page_in, out, "views", "beams_next"),
             Event(self.end_btn.click, h(self.to_end), page_in, out, "views", "beams_to_end"),
             Event(page.lang.change, h(self.relabel), page_in, out, "views"),

@@ -63,7 +63,8 @@ class BranchesView:
             self.compare_btn = add(gr.Button(t("btn_branch_compare"), elem_id="tbt-compare-branches", scale=1),
                                    "btn_branch_compare", "value")
         self.compare_html = gr.HTML("", elem_id="tbt-branch-compare")
-        self.compare_plot = gr.Plot(elem_id=GRADIO_PLOTS["branches"], show_label=False)
+        # shown once two branches are compared (empty, it was a blank frame under the table)
+        self.compare_plot = gr.Plot(elem_id=GRADIO_PLOTS["branches"], show_label=False, visible=False)
 
     def figure(self, session, cfg, view, dist=None) -> dict:
         """The tree, read off the session's branch records (no model run): the tab's chart, and a lesson step's."""
@@ -120,7 +121,8 @@ class BranchesView:
             first, second = session.branch_record(branch_number(a)), session.branch_record(branch_number(b))
         marks = [repeated_mask(x.ids, session.prompt_len)[session.prompt_len :] for x in (first, second)]
         return [branch_compare_html(first.id, first.steps, marks[0], second.id, second.steps, marks[1], view.lang),
-                branch_logp_figure(first.id, first.steps, second.id, second.steps, view.lang)]
+                gr.update(value=branch_logp_figure(first.id, first.steps, second.id, second.steps, view.lang),
+                          visible=True)]
 
     def events(self, page):
         h, page_in = page.handler, page.page_in

@@ -11,13 +11,19 @@ from ui.events import Event
 from ui.protocol import GRADIO_PLOTS
 from ui.handlers import friendly
 from ui.strings import t
+from viz.style import model_name
 
 
 def row_label(row, lang: str) -> str:
     """A comparison row in the page's words: 'GQA (3 KV heads)', or 'Llama-3-8B · 8 KV'."""
     if row.kind == "model":
-        return f"{row.name} · {row.kv_heads} KV"
+        return f"{model_name(row.name)} · {row.kv_heads} KV"
     return t(f"calc_{row.kind}", lang, heads=row.kv_heads, kv_heads=row.kv_heads)
+
+
+def preset_choices(info) -> list[tuple[str, str]]:
+    """The preset list: the model of the user's session first, by its name ("Gemma 3 270M"), then PRESETS."""
+    return [(model_name(info.name), info.name), *((name, name) for name in PRESETS)]
 
 
 class CalculatorView:
@@ -31,7 +37,7 @@ class CalculatorView:
         add, info = page.labels.add, self.app.models.get().info
         self.default = info.name
         with gr.Row():
-            self.preset = add(gr.Dropdown([info.name, *PRESETS], value=info.name, label=t("calc_preset")), "calc_preset")
+            self.preset = add(gr.Dropdown(preset_choices(info), value=info.name, label=t("calc_preset")), "calc_preset")
             self.dtype = add(gr.Dropdown(list(DTYPE_BYTES), value="float16", label=t("calc_dtype")), "calc_dtype")
             self.tokens = add(gr.Number(2048, label=t("calc_tokens"), minimum=1, maximum=10_000_000, precision=0),
                               "calc_tokens")
@@ -59,7 +65,9 @@ class CalculatorView:
         """The cache of the shape in the boxes (a preset's, if one is picked and the boxes are not yet filled)."""
         info = self.loaded(request)
         loaded = preset is not None and preset not in PRESETS  # the first choice: the loaded model, by its name
-        use_preset = preset in PRESETS or (loaded and layers is None)
+        # the loaded model's shape when the boxes are empty, or hold another model's (the page was made for the
+        # default model, and this user's session runs another: a Chinese page's Gemma 3 270M showed SmolLM2's shape)
+        use_preset = preset in PRESETS or (loaded and (layers is None or preset != info.name))
         return self._answer(info, (info.name if loaded else preset) if use_preset else None, dtype, tokens, batch,
                             layers, heads, kv_heads, head_dim, lang, loaded)
 
@@ -77,11 +85,16 @@ class CalculatorView:
         per_token = kv_cache_bytes(calc.layers, calc.kv_heads, calc.head_dim, 1, DTYPE_BYTES[dtype], 1)
         text = ("### " + t("calc_result", lang, bytes=f"{calc.bytes:,}", size=viz.format_bytes(calc.bytes)) + "\n\n" +
                 t("calc_per_token", lang, per_token=f"{per_token:,}", layers=calc.layers, kv_heads=calc.kv_heads,
-                  head_dim=calc.head_dim, value_bytes=DTYPE_BYTES[dtype]))
+                  head_dim=calc.head_dim, value_bytes=DTYPE_BYTES[dtype], dtype=dtype))
+        here = (calc.layers, calc.kv_heads, calc.head_dim) == (info.layers, info.kv_heads, info.head_dim)
+        if here and dtype != info.dtype and info.dtype in DTYPE_BYTES:  # the shape this server runs, in another type
+            running = kv_cache_bytes(calc.layers, calc.kv_heads, calc.head_dim, 1, DTYPE_BYTES[info.dtype], 1)
+            text += " " + t("calc_here", lang, model=model_name(info.name), running=info.dtype,
+                            running_bytes=DTYPE_BYTES[info.dtype], running_per_token=f"{running:,}", dtype=dtype)
         rows = [(row_label(row, lang), row.bytes) for row in calc.rows]
         # the preset list names the session's model first (its value too, when that was the one picked)
-        picked = gr.update(choices=[info.name, *PRESETS], value=info.name) if loaded else \
-            gr.update(choices=[info.name, *PRESETS])
+        picked = gr.update(choices=preset_choices(info), value=info.name) if loaded else \
+            gr.update(choices=preset_choices(info))
         return {**dict(zip(self.shape, (calc.layers, calc.heads, calc.kv_heads, calc.head_dim))), self.result: text,
                 self.plot: viz.kv_calculator_figure(rows, lang), self.preset: picked}
 

@@ -85,6 +85,11 @@ class ConsistencyView:
                                         elem_id="tbt-sc-tokens"), "sc_tokens")
         named_range(self.samples, "sc_samples")
         named_range(self.tokens, "sc_tokens")
+        # a vote needs a question with one short answer: the page's first text is a sentence to continue
+        with gr.Row(equal_height=True):
+            add(gr.Markdown(t("sc_needs_question"), elem_classes="tbt-small"), "sc_needs_question", "value")
+            self.question_btn = add(gr.Button(t("sc_use_question"), size="sm", elem_id="tbt-sc-question", scale=0,
+                                              min_width=220), "sc_use_question", "value")
         with gr.Row():
             self.run_btn = add(gr.Button(t("btn_sc_run"), variant="primary", elem_id="tbt-sc-run"), "btn_sc_run", "value")
             self.sweep_btn = add(gr.Button(t("btn_sc_sweep"), elem_id="tbt-sc-sweep"), "btn_sc_sweep", "value")
@@ -93,6 +98,13 @@ class ConsistencyView:
         self.texts = gr.HTML("", elem_id="tbt-sc-texts", elem_classes="tbt-explain")
         self.numbers = gr.JSON(label="self-consistency run", elem_id="tbt-sc-numbers", elem_classes="tbt-hidden")
         self.sweep = gr.Markdown(elem_id="tbt-sc-sweep-result")
+        self.page = page  # (its Start, for the question: the page's own controls)
+
+    def use_question(self, request, model_name, cfg, view):
+        """The question the Self-consistency lesson asks (lesson 12), in the page's language, started as the user's
+        text as Start does (raw continuation, on the model picked): then Vote has a question to answer."""
+        question = t("sc_question", view.lang)
+        return [question, "raw", *self.page.start_pressed(request, question, "raw", model_name, cfg, view)]
 
     def run(self, request, samples, tokens, cfg, view):
         """N samples and the greedy answer to the user's text, voted (the session is not changed)."""
@@ -122,10 +134,12 @@ class ConsistencyView:
     def events(self, page):
         h, page_in = page.handler, page.page_in
         inputs = [self.samples, self.tokens, *page_in]
-        progress = {"show_progress": "full"}
+        started = [page.prompt, page.mode, *page.step_out, page.layer, page.head, page.gqa]  # as Start's, and the text
         return [
+            Event(self.question_btn.click, h(self.use_question, "model"), [page.model, *page_in], started, "model",
+                  "consistency_question"),
             Event(self.run_btn.click, h(self.run, "samples", "tokens"), inputs,
-                  [self.summary, self.plot, self.texts, self.numbers], "runs", "consistency", progress),
+                  [self.summary, self.plot, self.texts, self.numbers], "runs", "consistency"),
             Event(self.sweep_btn.click, h(self.sweep_temperature, "samples", "tokens"), inputs, [self.sweep], "measure",
-                  "consistency_sweep", progress),
+                  "consistency_sweep"),
         ]

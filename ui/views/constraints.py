@@ -125,7 +125,7 @@ class ConstraintsView:
         h, page_in = page.handler, page.page_in
         return [
             Event(self.run_btn.click, h(self.run, "kind", "text", "tokens"), [self.kind, self.text, self.tokens, *page_in],
-                  [self.summary, self.step, self.plot, self.numbers], "runs", "constrain", {"show_progress": "full"}),
+                  [self.summary, self.step, self.plot, self.numbers], "runs", "constrain"),
             Event(self.step.release, friendly(self.show_step), [self.step, page.lang], [self.plot], "views",
                   "constrain_step"),
             Event(self.kind.input, self.example, [self.kind], [self.text, self.tokens], "page", False),

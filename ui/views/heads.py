@@ -104,7 +104,7 @@ class HeadsView:
         opened = [page.layer, page.head, page.tabs_block, page.tab_state, page.figure]
         return [
             Event(self.run_btn.click, friendly(self.score), [page.lang], [self.result, page.figure, self.numbers],
-                  "runs", "heads", {"show_progress": "full"}),
+                  "runs", "heads"),
             Event(self.open_btn.click, page.handler(self.open_head, "picked"), [self.picked, *page.page_in], opened,
                   "views", "open_head", {"js": f"(...a) => [window.{GLOBALS['open_head']} ?? a[0], ...a.slice(1)]"}),
         ]

@@ -54,4 +54,4 @@ class KVCacheView:
 
     def events(self, page):
         return [Event(self.measure.click, friendly(self.measure_cache), [page.lang], [self.timing_plot], "measure",
-                      "measure", {"show_progress": "full"})]
+                      "measure")]

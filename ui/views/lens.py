@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.inside.lens import LENS_WINDOW, lens_column, logit_lens, pin_ids, pinned_probs
+from model.inside.lens import LENS_WINDOW, lens_column, logit_lens, own_candidates, pin_ids, pinned_probs
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly, named_range, whole
@@ -14,7 +14,6 @@ from ui.strings import Refusal, t
 from viz.lens import TEXT_COLUMNS, commitment_figure, lens_chart, pinned_figure
 
 DEFAULT_WINDOW = TEXT_COLUMNS  # the most positions whose cells still name their top token
-DEFAULT_PINS = " Paris, London"  # for the first example, "The capital of France is": one token each in both models
 
 
 class _Then(Event):
@@ -62,19 +61,25 @@ class LensView:
             self.run_btn = add(gr.Button(t("btn_lens"), variant="primary", elem_id="tbt-lens-run", scale=1),
                                "btn_lens", "value")
         self.result = gr.Markdown(elem_id="tbt-lens-result", elem_classes="tbt-explain")
+        # what the empty space is for, until the chart is drawn (app.css hides it then)
+        add(gr.Markdown(t("lens_empty"), elem_classes="tbt-empty", elem_id="tbt-lens-empty"), "lens_empty", "value")
         plot(self.tab)
         add(gr.Markdown(t("explain_lens_commit"), elem_classes="tbt-explain"), "explain_lens_commit", "value")
         self.commit_plot = gr.Plot(label=t("lens_commit_label"), elem_id=GRADIO_PLOTS["lens_commit"], show_label=False)
         add(gr.Markdown(t("explain_lens_pins"), elem_classes="tbt-explain"), "explain_lens_pins", "value")
         with gr.Row(equal_height=True):
-            self.pins = add(gr.Textbox(DEFAULT_PINS, label=t("lens_pins"), elem_id="tbt-lens-pins", scale=3,
-                                       max_lines=1), "lens_pins")
+            # empty until a lens is read: then the model's own candidates at the last position (own_candidates)
+            self.pins = add(gr.Textbox("", label=t("lens_pins"), placeholder=t("lens_pins_placeholder"),
+                                       elem_id="tbt-lens-pins", scale=3, max_lines=1),
+                            words=lambda lang: {"label": t("lens_pins", lang),
+                                                "placeholder": t("lens_pins_placeholder", lang)})
             self.position = add(gr.Dropdown([], label=t("lens_position"), elem_id="tbt-lens-position", scale=2),
                                 "lens_position")
             self.pin_btn = add(gr.Button(t("btn_lens_pin"), elem_id="tbt-lens-pin", scale=1), "btn_lens_pin", "value")
         self.pin_plot = gr.Plot(label=t("lens_pin_label"), elem_id=GRADIO_PLOTS["lens_pins"], show_label=False)
         add(gr.Markdown(t("explain_lens_limits"), elem_classes="tbt-explain"), "explain_lens_limits", "value")
         self.numbers = gr.JSON(label="logit lens", elem_id="tbt-lens-numbers", elem_classes="tbt-hidden")
+        self.filled = gr.State("")  # the pins the last read wrote (the reader's own are kept: see read)
         self.pin_numbers = gr.JSON(label="pinned tokens", elem_id="tbt-lens-pin-numbers", elem_classes="tbt-hidden")
         named_range(self.window, "lens_window")
 
@@ -93,6 +98,16 @@ class LensView:
         return (said, carrier(lens_chart(lens, text.lm.name, lang), self.tab),
                 commitment_figure(lens, text.lm.name, lang), lens_summary(lens, lang),
                 gr.update(choices=positions, value=positions[-1][1]))
+
+    def own_pins(self, request: gr.Request, pins, filled):
+        """After a read: unless the reader typed pins of their own, the pins set to the model's own candidates at the
+        text's last position (pins the model does not consider drew flat lines at 0 on most texts)."""
+        kept = self.app.stash.get(request.session_hash, self.tab)
+        typed = isinstance(pins, str) and pins.strip() not in ("", (filled or "").strip())
+        if kept is None or typed:
+            return gr.skip(), gr.skip()
+        own = own_candidates(*kept)
+        return own, own
 
     def lesson_figure(self, session, cfg, step, view):
         """A lesson step about the logit lens: the tab's lens of the step's text at its default window."""
@@ -119,9 +134,12 @@ class LensView:
     def events(self, page):
         pin = friendly(self.pin)
         pin_io = [self.pins, self.position, page.lang], [self.pin_plot, self.pin_numbers]
+        pinned = Event(None, pin, *pin_io, "runs")
+        own = _Then(None, friendly(self.own_pins), [self.pins, self.filled], [self.pins, self.filled], "runs",
+                    after=pinned)  # the model's own candidates pinned, then charted
         return [_Then(self.run_btn.click, friendly(self.read), [self.window, page.lang],
                       [self.result, page.figure, self.commit_plot, self.numbers, self.position], "runs", "logit_lens",
-                      {"show_progress": "full"}, after=Event(None, pin, *pin_io, "runs")),
+                      after=own),
                 Event(self.pin_btn.click, pin, *pin_io, "runs", "lens_pins"),
                 Event(self.pins.submit, pin, *pin_io, "runs"),
                 Event(self.position.input, pin, *pin_io, "runs")]

@@ -348,7 +348,7 @@ class LessonView:
             said = t("room_q_kept_by_top_p", lang, top_p=f"{step_config(step).top_p:g}",
                      token=token_label(predict["token"][teacher_lang]))
         else:  # a cache's size on the model the teacher's page runs, not the one the other language's lesson names
-            said = t("room_q_cache_size", lang, model=info.name, layers=info.layers, kv_heads=info.kv_heads,
+            said = t("room_q_cache_size", lang, model=MODEL_NAMES.get(info.name, info.name), layers=info.layers, kv_heads=info.kv_heads,
                      head_dim=info.head_dim, dtype=predict["dtype"], tokens=predict["tokens"])
         return f"**{said}**"
 

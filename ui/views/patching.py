@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from model.experiments.patching import DEFAULT_CLEAN, DEFAULT_CORRUPTED, answer_id, encode_pair, patching_grid
+from model.experiments.patching import answer_id, encode_pair, patching_grid
 from ui.controls import plot
 from ui.events import Event
 from ui.handlers import friendly
@@ -32,13 +32,15 @@ class PatchingView:
         add = page.labels.add
         add(gr.Markdown(t("explain_patching"), elem_classes="tbt-explain"), "explain_patching", "value")
         with gr.Row(equal_height=True):
-            self.clean = add(gr.Textbox(DEFAULT_CLEAN, label=t("patch_clean"), elem_id="tbt-patch-clean", scale=3),
+            self.clean = add(gr.Textbox(t("patch_clean_example"), label=t("patch_clean"), elem_id="tbt-patch-clean", scale=3),
                              "patch_clean")
-            self.corrupted = add(gr.Textbox(DEFAULT_CORRUPTED, label=t("patch_corrupted"),
+            self.corrupted = add(gr.Textbox(t("patch_corrupted_example"), label=t("patch_corrupted"),
                                             elem_id="tbt-patch-corrupted", scale=3), "patch_corrupted")
         with gr.Row(equal_height=True):
-            self.answer = add(gr.Textbox("", label=t("patch_answer"), placeholder=" Paris", elem_id="tbt-patch-answer",
-                                         scale=3), "patch_answer")
+            self.answer = add(gr.Textbox("", label=t("patch_answer"), placeholder=t("patch_answer_example"),
+                                         elem_id="tbt-patch-answer", scale=3),
+                              words=lambda lang: {"label": t("patch_answer", lang),
+                                                  "placeholder": t("patch_answer_example", lang)})
             self.run_btn = add(gr.Button(t("btn_patch"), variant="primary", elem_id="tbt-patch-run", scale=1),
                                "btn_patch", "value")
         self.result = gr.Markdown(elem_id="tbt-patch-result", elem_classes="tbt-explain")
@@ -60,6 +62,18 @@ class PatchingView:
                  ms=f"{grid.ms:.0f}")
         return said, carrier(patching_chart(grid, lm.name, lang), self.tab), patching_summary(grid)
 
+    @staticmethod
+    def example_prompts(clean, corrupted, lang):
+        """The language switched (a Chinese page does as it opens): the example prompts in its language, unless the
+        reader has typed prompts of their own (a Chinese page on Gemma 3 270M read English prompts)."""
+        examples = {value for key in ("patch_clean_example", "patch_corrupted_example") for value in
+                    (t(key, "en"), t(key, "zh"))}
+        if clean not in examples or corrupted not in examples:
+            return gr.skip(), gr.skip()
+        return t("patch_clean_example", lang), t("patch_corrupted_example", lang)
+
     def events(self, page):
-        return [Event(self.run_btn.click, friendly(self.run), [self.clean, self.corrupted, self.answer, page.lang],
-                      [self.result, page.figure, self.numbers], "runs", "patching", {"show_progress": "full"})]
+        return [Event(page.lang.change, self.example_prompts, [self.clean, self.corrupted, page.lang],
+                      [self.clean, self.corrupted], "page"),
+                Event(self.run_btn.click, friendly(self.run), [self.clean, self.corrupted, self.answer, page.lang],
+                      [self.result, page.figure, self.numbers], "runs", "patching")]

@@ -98,4 +98,4 @@ class RaceView:
         knobs = [self.temperature, self.top_k, self.top_p, self.min_p, self.order, self.steps]
         names = ("b_temperature", "b_top_k", "b_top_p", "b_min_p", "b_order", "steps")
         return [Event(self.run_btn.click, page.handler(self.run, *names), [*knobs, *page.page_in],
-                      [self.texts, self.plot, self.numbers], "runs", "sampler_race", {"show_progress": "full"})]
+                      [self.texts, self.plot, self.numbers], "runs", "sampler_race")]

@@ -30,7 +30,7 @@ from ui.controls import plot
 from ui.guard import address
 from ui.events import Event
 from ui.handlers import friendly
-from ui.protocol import CARRIERS, carried_figure
+from ui.protocol import CARRIERS, IDS, carried_figure
 from ui.state import carrier
 from ui.strings import LANGS, Refusal, t
 from ui.summary import summaries_of
@@ -55,7 +55,7 @@ WALL_IN_VIEW_JS = "() => setTimeout(() => document.querySelector('#tbt-room-join
 # (the controls, its text, the other tabs) is hidden, so the teacher's text and chart are the page, and nothing of
 # the student's own session (the same prompt's candidates) gives a question's answer away. Explore shows it again.
 FOLLOWING = ":is(.tbt-controls, #%s, .tbt-room-teacher, .tbt-room-explain, .tbt-room-joinrow, #tbt-room-back, " \
-            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher, #tbt-report-box)" % CARRIERS["text"]
+            ".tabs [role=tablist], #tbt-room-info, #tbt-cp-teacher, #tbt-report-box, #%s)" % (CARRIERS["text"], IDS["nav"])
 # The teacher's page with its wall up: no student's Join box, and the explanation gives the wall its room
 WALL_UP = ":is(.tbt-room-joinrow, .tbt-room-explain)"
 ROOM_CSS = (f"<style>body:has(.tbt-room-on) {FOLLOWING} {{display: none !important}}"
@@ -332,8 +332,9 @@ def feedback_html(split: Split, choices: list[tuple[str, str]], lang: str) -> st
     mine = split.scores.get(split.mine) if split.mine is not None else None
     if split.mine is None:
         lines.append(t("room_feedback_none", lang))
-    elif mine is not None and "answer" in mine and mine["answer"] is None:  # a measurement too noisy to say
-        lines.append(t("room_feedback_no_verdict", lang, guess=labels.get(split.mine, split.mine)))
+    elif mine is not None and "answer" in mine and mine["answer"] is None:  # the machine too busy to measure it
+        lines.append(t("room_feedback_right" if mine.get("right") else "room_feedback_wrong", lang,
+                       guess=labels.get(split.mine, split.mine)) + " " + t("room_feedback_no_verdict", lang))
     elif mine is not None and "prob" in mine:
         lines.append(t("room_feedback_token", lang, guess=labels.get(split.mine, split.mine),
                        prob=f"{mine['prob']:.1%}", rank=f"{mine['rank']:,}"))

@@ -27,6 +27,8 @@ class SessionView:
 
     def build(self, page):
         add = page.labels.add
+        add(gr.Markdown(t("explain_session"), elem_classes="tbt-explain", elem_id="tbt-session-explain"),
+            "explain_session", "value")  # what each button does (the tab was two empty boxes and three buttons)
         self.export_btn = add(gr.Button(t("btn_export"), elem_id="tbt-export"), "btn_export", "value")
         self.export_file = add(gr.File(label=t("trace_file"), elem_id="tbt-export-file", interactive=False),
                                "trace_file")

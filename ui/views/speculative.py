@@ -212,12 +212,11 @@ class SpeculativeView:
         return [
             Event(self.example_btn.click, h(example, "draft_len", "new_tokens", "model"),
                   [self.draft_len, self.new_tokens, page.model, *page_in], [page.prompt, *page.step_out, *out],
-                  "runs", "speculative_example", {"show_progress": "full"}),
+                  "runs", "speculative_example"),
             Event(self.run_btn.click, h(self.run, "draft_len", "new_tokens"), [self.draft_len, self.new_tokens, *page_in],
-                  out, "runs", "speculative", {"show_progress": "full"}),
-            Event(self.keep_btn.click, h(self.keep), page_in, [*page.step_out, *out], "model", "speculative_keep",
-                  {"show_progress": "full"}),
+                  out, "runs", "speculative"),
+            Event(self.keep_btn.click, h(self.keep), page_in, [*page.step_out, *out], "model", "speculative_keep"),
             Event(self.discard_btn.click, friendly(self.discard), [page.lang], out, "views", "speculative_discard"),
             Event(self.measure_btn.click, friendly(self.measure), [self.draft_len, page.lang], [self.speed], "measure",
-                  "speculative_measure", {"show_progress": "full"}),
+                  "speculative_measure"),
         ]

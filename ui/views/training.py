@@ -42,6 +42,9 @@ class TrainingView:
         add(gr.Markdown(t("explain_training"), elem_classes="tbt-explain"), "explain_training", "value")
         self.compare = add(gr.Button(t("btn_compare"), elem_id="tbt-compare"), "btn_compare", "value")
         self.compare_result = gr.Markdown(elem_id="tbt-compare-result", elem_classes="tbt-explain")
+        # what the empty space is for, until the chart is drawn (app.css hides it then)
+        add(gr.Markdown(t("training_empty"), elem_classes="tbt-empty", elem_id="tbt-training-empty"), "training_empty",
+            "value")
         plot(self.tab)  # drawn by the page's script, its title as HTML above (wrapped, unlike plotly's)
         add(gr.Markdown("### " + t("score_heading"), elem_id="tbt-score-heading"),
             words=lambda lang: {"value": "### " + t("score_heading", lang)})
@@ -71,10 +74,9 @@ class TrainingView:
         return teacher_chart(session_teacher_forcing(session), view.lang)
 
     def events(self, page):
-        progress = {"show_progress": "full"}
         return [
             Event(self.compare.click, friendly(self.compare_passes), [page.lang],
-                  [self.compare_result, page.figure], "measure", "compare_stepwise", progress),
+                  [self.compare_result, page.figure], "measure", "compare_stepwise"),
             Event(self.score.click, friendly(self.score_pasted), [self.text, page.lang], [self.scored], "measure",
-                  "score_text", progress),
+                  "score_text"),
         ]

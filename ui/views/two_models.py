@@ -83,8 +83,7 @@ class TwoModelsView:
     def events(self, page):
         return [
             Event(self.score_btn.click, friendly(self.score), [self.text, page.lang],
-                  [self.result, page.figure, self.numbers], "runs", "two_models_score", {"show_progress": "full"}),
+                  [self.result, page.figure, self.numbers], "runs", "two_models_score"),
             Event(self.continue_btn.click, page.handler(self.continue_both, "text", "steps"),
-                  [self.text, self.steps, *page.page_in], [self.continued], "runs", "two_models_continue",
-                  {"show_progress": "full"}),
+                  [self.text, self.steps, *page.page_in], [self.continued], "runs", "two_models_continue"),
         ]
