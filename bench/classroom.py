@@ -167,7 +167,7 @@ def run_student(student: Student, url: str, deadline: float, stop: threading.Eve
             if (student.ahead and not student.plays and pause > AHEAD_AFTER_S and started and result is not None
                     and 'data-ahead="0"' not in str(result[0]) and not ended(result)):
                 # as the page does (assets/js/ahead.js): the next step's chart, asked for once the step has rested,
-                # unless the step's status line said the server is busy (ui/state.py AheadPolicy)
+                # unless the step's status line said the server is busy (ui/lanes.py AheadPolicy)
                 stop.wait(AHEAD_AFTER_S)
                 pause -= AHEAD_AFTER_S
                 if time.monotonic() < deadline and not stop.is_set():

@@ -22,7 +22,7 @@ from gradio_client.utils import QueueError
 from model.decoding.records import SamplingConfig
 from model.decoding.session import DecodeSession, SessionError
 from model.serving.sessions import ModelRegistry, SessionStore
-from ui.guard import WAITING_PER_SESSION
+from ui.lanes import WAITING_PER_SESSION
 from served import DEFAULTS, served
 
 NOT_A_BUG_MESSAGE = re.compile(r"Something went wrong|Traceback|Internal Server Error")  # the fallback for bugs

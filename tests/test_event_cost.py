@@ -1,6 +1,6 @@
 """What a Gradio event costs the server beyond its handler (issue 25): the work Gradio does for every event that this
 app never uses is taken out (ui/gradio_patches.py: queue_analytics, no_matplotlib_switch, the inline_ patches), and
-a page is told not to ask for the next step's chart while a class keeps the server busy (ui/state.py AheadPolicy),
+a page is told not to ask for the next step's chart while a class keeps the server busy (ui/lanes.py AheadPolicy),
 so that a step is one event, not two."""
 import importlib.util
 import time
@@ -12,7 +12,7 @@ import pytest
 from model.decoding.records import KVBytes
 from ui import gradio_patches, server
 from ui.render import status_html
-from ui.state import AheadPolicy
+from ui.lanes import AheadPolicy
 
 pytestmark = pytest.mark.unit
 

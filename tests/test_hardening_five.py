@@ -26,7 +26,7 @@ from model.errors import SessionExpired
 from model.serving.sessions import SessionStore
 from served import DEFAULTS, served
 from test_bad_input import raw_json  # noqa: F401  (a fixture: lone surrogates sent as a script sends them)
-from ui.guard import SLOW_LANES, STEP_LANES
+from ui.lanes import SLOW_LANES, STEP_LANES
 from ui.strings import t
 
 LONE = "\ud800"

@@ -353,7 +353,7 @@ def from_address(host: str, **kwargs) -> httpx.Client:
 def test_a_flood_of_fresh_hashes_from_one_address_leaves_another_address_stepping(server, client):
     """The probe's flood: score_text queue/join calls, each with a new session hash, from one address (127.0.0.2);
     the student at 127.0.0.1 keeps stepping meanwhile, none of their steps refused, p95 under 2 s."""
-    from ui.guard import QUEUE_SIZE, SLOW_PER_ADDRESS
+    from ui.lanes import QUEUE_SIZE, SLOW_PER_ADDRESS
 
     _, url, demo = server
     score = next(i for i, fn in demo.fns.items() if fn.api_name == "score_text")
@@ -404,7 +404,7 @@ def test_a_flood_of_self_consistency_runs_is_slow_work_and_leaves_another_addres
     address's Next token took 14.0 s and 10.1 s instead of 0.15 s. Now a run is slow work (lane `runs`): one per
     session and six per address wait or run, the rest refused with the reason; and its passes take turns at the
     model's door after the class's steps, so the other address's p95 stays within about one pass of its baseline."""
-    from ui.guard import SLOW_PER_ADDRESS_OF
+    from ui.lanes import SLOW_PER_ADDRESS_OF
 
     _, url, demo = server
     start(client, "A student who keeps stepping")

@@ -145,7 +145,7 @@ def test_a_lesson_upload_has_a_lane_of_its_own_not_behind_a_trace_import(lm):
     import app as app_module
     from model.classroom.rooms import Rooms
     from model.serving.sessions import ModelRegistry, SessionStore
-    from ui.guard import SLOW_LANES
+    from ui.lanes import SLOW_LANES
 
     demo = app_module.build(app_module.App(ModelRegistry("smollm2", {"smollm2": lm}), SessionStore(), Rooms()),
                             "smollm2")

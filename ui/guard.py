@@ -19,30 +19,11 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 
 from model.runtime import return_freed_memory
+from ui.lanes import (QUEUE_SIZE, SLOW_LANES, SLOW_PER_ADDRESS, SLOW_PER_ADDRESS_OF, STEP_LANES, STEP_ROOM,
+                      WAITING_PER_ADDRESS, WAITING_PER_SESSION)
 from ui.strings import LANG_INPUT, LANGS, Refusal, t
 
 log = logging.getLogger("token-by-token")
-# The queue's places, and who may take them. One address may be a whole class behind a school's NAT (80 students,
-# README "Limits"), so its budgets are a class's; a session hash is invented at will by a script, so the share per
-# hash only keeps one page from queueing clicks it has not seen answered, and every budget that protects the class
-# counts per address (the connecting address; behind a proxy the one uvicorn's ProxyHeadersMiddleware takes from
-# X-Forwarded-For, which it trusts only from FORWARDED_ALLOW_IPS: 127.0.0.1 and ::1 unless the operator says more).
-QUEUE_SIZE = 400  # events waiting, for everybody (Gradio's max_size)
-STEP_ROOM = 120  # of those, places only steps may take (Start, Next token, ...): a flood of anything else leaves them
-WAITING_PER_SESSION = 8  # events of one session waiting in the queue at once (a page has 2-3; Play 1)
-WAITING_PER_ADDRESS = 240  # events of one address waiting at once: a class of 80, three each
-SLOW_PER_ADDRESS = 16  # slow events of one kind from one address, waiting or running (a fifth of a class at once)
-# A whole-text run (lane `runs`: the lens, beams, the race, self-consistency, ...) holds one of the lane's two places
-# for seconds: one address's runs are bounded tighter, so another address's run waits behind at most six of them.
-# An import of the largest valid trace holds one of the import lane's two places for about 30 s: two per address,
-# so another address's import waits behind about one pair of them, not eight (bench.import_wait --served).
-# A lesson's steps are shown to a whole class at once (a teacher says "Next"): a class's worth per address.
-SLOW_PER_ADDRESS_OF = {"runs": 6, "import": 2, "lesson_steps": 80}
-STEP_LANES = ("model", "play", "ahead")  # a step and what the page asks with it (ui/events.py LANES)
-# every event that may run the model beyond one step: a session may have one of each kind waiting or running
-SLOW_LANES = ("runs", "measure", "import", "lesson", "bundle", "lesson_steps", "reveal")
-
-
 def address(request) -> str | None:
     """The address a request came from (a Starlette request or Gradio's gr.Request): a school's NAT, the class."""
     client = getattr(request, "client", None)

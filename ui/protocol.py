@@ -48,7 +48,7 @@ PROTOCOL = {
         "lang": "tbt-lang",  # the language switch (ui.strings.LANG_INPUT): the words the script writes follow it
     },
     # data attributes (dataset names) of the status line, and of a running Play's marker
-    # ended: "1" once the text has ended; ahead: "0" when the server is busy with a class (ui.state.AheadPolicy):
+    # ended: "1" once the text has ended; ahead: "0" when the server is busy with a class (ui.lanes.AheadPolicy):
     # the page then does not ask for the next step's chart (one event per step instead of two)
     "marker": {"step": "step", "revision": "rev", "ended": "ended", "ahead": "ahead"},
     "playing": {"token": "token", "step": "step", "of": "of"},  # token: the Play's name in play_route

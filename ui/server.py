@@ -12,7 +12,8 @@ from starlette.responses import FileResponse, Response
 
 from ui import gradio_patches, play
 from model.decoding.trace import MAX_TRACE_BYTES
-from ui.guard import QUEUE_SIZE, gate, keep_forgetting
+from ui.guard import gate, keep_forgetting
+from ui.lanes import QUEUE_SIZE
 from ui.protocol import JS_DIR, SCRIPT_ROUTE, page_assets
 
 

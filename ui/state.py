@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import hashlib
-import threading
-import time
 from dataclasses import replace
 
 import gradio as gr
@@ -17,39 +15,11 @@ from model.runtime import CPU
 from model.serving.sessions import ModelRegistry, SessionStore
 from ui.guard import address
 from ui.handlers import USER, View
+from ui.lanes import AheadPolicy
 from ui.protocol import figure_carrier, chart_id
 from ui.reach import Reach
 from ui.render import force_choices, status_html, text_panel
 from ui.stash import Stash
-
-
-AHEAD_BUSY_SESSIONS = 4  # this many sessions shown a step within AHEAD_WINDOW_S: a class, the server is busy
-AHEAD_WINDOW_S = 2.0
-
-
-class AheadPolicy:
-    """Whether a page should ask for the next step's chart ahead (next_chart, assets/js/ahead.js) after this step.
-
-    Drawing ahead makes a presenter's next step show without a draw, but it is a second event per step: the
-    queue, the inputs, the stream of messages, on the server's one core of Python. With a class stepping at once
-    (AHEAD_BUSY_SESSIONS sessions shown a step within the last AHEAD_WINDOW_S) the pages are told not to ask, so
-    a step is one event; a presenter alone, or with a few others, keeps it.
-    """
-
-    def __init__(self, busy_sessions: int = AHEAD_BUSY_SESSIONS, window_s: float = AHEAD_WINDOW_S):
-        self.busy_sessions, self.window_s = busy_sessions, window_s
-        self._last: dict[str, float] = {}  # session id -> when it was last shown a step
-        self._lock = threading.Lock()
-
-    def wanted(self, user: str | None, now: float | None = None) -> bool:
-        """Note that `user` (a session id; None: not a page's) is shown a step now; True if the server is not busy."""
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            if user is not None:
-                self._last[user] = now
-            cutoff = now - self.window_s
-            self._last = {k: at for k, at in self._last.items() if at >= cutoff}
-            return len(self._last) < self.busy_sessions
 
 
 class App:
