@@ -4,16 +4,17 @@ and a card's button opens its lesson (as the Lesson tab's Start does) or its tab
 import pytest
 
 from browser import artifact, open_view, reload, wait_for_step
+from ui.views.interview import QUESTIONS
 
 pytestmark = pytest.mark.browser
 WORDS = {
     "en": dict(tab="Interview questions", reveal="Show the answer", seen="answer seen", opened="opened",
                question="How big is a 7B model's KV cache", myth="Common wrong answer", lesson_tab="Lesson",
                lesson="Open the lesson “The KV cache” ▶", step="Step 1 of 3", beams="Open the lesson “Branches and exposure bias” ▶",
-               beams_tab="Lesson", summary="1 of 13"),
+               beams_tab="Lesson", summary=f"1 of {len(QUESTIONS)}"),
     "zh": dict(tab="面试问题", reveal="显示答案", seen="已看答案", opened="已打开", question="一个 7B 模型的 KV 缓存有多大",
                myth="常见的错误回答", lesson_tab="课程", lesson="打开课程《KV 缓存》▶", step="第 1 步，共 3 步",
-               beams="打开课程《分支与暴露偏差》▶", beams_tab="课程", summary="13 道题里已看过或打开过 1 道"),
+               beams="打开课程《分支与暴露偏差》▶", beams_tab="课程", summary=f"{len(QUESTIONS)} 道题里已看过或打开过 1 道"),
 }
 SIZES = {"wide": (1280, 800), "phone": (390, 844)}
 CARD = "#tbt-interview-card-kv-cache-size"

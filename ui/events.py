@@ -47,6 +47,8 @@ class Event:
         listener = self.trigger(self.handler, self.inputs, self.outputs, api_name=self.api_name, **options)
         if then_js is not None:
             listener.then(None, None, None, api_name=False, show_progress="hidden", js=then_js)
+        if button is not None:  # Gradio's page runs a .then only after an answer: a refusal runs .failure's
+            listener.failure(None, None, None, api_name=False, show_progress="hidden", js=done_js(button, [], None))
         return listener
 
     def busy_button(self) -> str | None:

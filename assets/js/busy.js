@@ -1,7 +1,7 @@
 // Token by Token, a pressed button's wait said on the button itself. Imports charts.js only.
 // Every listener of a button a reader presses and then waits on (ui/events.py Event.busy: the views' runs, the
 // measurements, the lessons, the imports, Start) calls busy(id) from its js= snippet as it is sent, and done(id, ids)
-// once it has ended, answered or refused (a .then): one place for every such event, none per view.
+// once it has ended, answered (a .then) or refused (a .failure: Gradio runs no .then after an error): one place for every such event, none per view.
 //   busy:  the button disabled at once (no second press queues the same work again); after the first second, its
 //          elapsed seconds written on it, "of about N s" once this page has seen it run before;
 //   done:  the button back as it was, and the first of the event's outputs that shows in the open tab scrolled into
