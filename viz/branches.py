@@ -81,9 +81,11 @@ def branch_tree_chart(rows, lang: str = "en") -> dict:
         yaxis={"tickvals": list(range(len(rows))), "ticktext": [f"#{r.id}" for r in rows], "autorange": "reversed",
                "range": [len(rows) - 0.5, -0.5], "showgrid": False},
     )
-    # (the top row's label above its line: the rows start a little lower)
+    # (the top row's label above its line: the rows start a little lower; one row alone sits high, the hint under it)
+    alone = len(rows) == 1
     narrow_layout(layout, annotations=phone_labels, xaxis={"range": [-0.5, longest + 1]},
-                  yaxis={"autorange": False, "range": [len(rows) - 0.5, -1.1]})
+                  yaxis={"autorange": False, "range": [3.0 if alone else len(rows) - 0.5, -1.1]},
+                  **({"height": height + 60} if alone else {}))
     return chart(data, layout)
 
 

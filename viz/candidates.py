@@ -12,10 +12,11 @@ from viz.i18n import t
 from viz.labels import candidate_name
 from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, FONT_SIZE, INK, MUTED, SMALL_SIZE, as_figure, base_layout,
                        chart, domains, fate_label, format_bits, format_prob, narrow_layout, prob_ticks, stacked,
-                       token_label, vertical_line)
+                       text_px, token_label, vertical_line)
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
 LEGEND_BELOW_PX = 66  # the legend's top under the plot area: below the axes' tick labels and titles
+PHONE_LEGEND_EXTRA_PX = 30  # ... on a phone, lower still: the draw's axis title sits lower under its narrow ticks
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
 
 
@@ -401,10 +402,16 @@ def candidate_chart(dist: Distribution, lang: str = "en", top_n: int = 12, gramm
     bars_px, draw_px, gap_px = 30 * len(shown) + 20, 26 * rows, 120
     (bars_d, draw_d) = stacked([bars_px, draw_px], [gap_px])
     phone_height = height + draw_px + gap_px  # (the candidates keep their rows' room)
-    narrow_layout(layout, height=phone_height, xaxis={"domain": [0.0, 1.0]}, yaxis={"domain": list(bars_d)},
-                  xaxis2={"domain": [0.0, 1.0]}, yaxis2={"domain": list(draw_d)},
+    # both panels start at the left edge there: the left margin holds the longer of their labels ("all other
+    # tokens"), and the legend goes lower, clear of the draw's axis title, which the phone's narrower ticks push down
+    left_px = max(layout["margin"]["l"], max(text_px(label, FONT_SIZE) for label in draw_y["ticktext"]) + 14)
+    margin = layout["margin"]
+    plot_px = phone_height - margin["t"] - margin["b"]  # (the plot's height there: the margins grow alike)
+    narrow_layout(layout, height=phone_height + PHONE_LEGEND_EXTRA_PX, xaxis={"domain": [0.0, 1.0]},
+                  yaxis={"domain": list(bars_d)}, xaxis2={"domain": [0.0, 1.0]}, yaxis2={"domain": list(draw_d)},
+                  margin={"l": round(left_px), "b": margin["b"] + PHONE_LEGEND_EXTRA_PX},
                   legend={"orientation": "h", "x": 0, "yanchor": "top",
-                          "y": -LEGEND_BELOW_PX / (phone_height - top - bottom)})
+                          "y": -(LEGEND_BELOW_PX + PHONE_LEGEND_EXTRA_PX) / plot_px})
     return chart(bars + draw, layout)
 
 

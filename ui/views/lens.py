@@ -106,7 +106,8 @@ class LensView:
         typed = isinstance(pins, str) and pins.strip() not in ("", (filled or "").strip())
         if kept is None or typed:
             return gr.skip(), gr.skip()
-        own = own_candidates(*kept)
+        text, lens = kept
+        own = text.compute(own_candidates, lens)  # in the model's core: its LM head
         return own, own
 
     def lesson_figure(self, session, cfg, step, view):
