@@ -16,7 +16,7 @@ from viz.style import (FATE_COLORS, FATE_MARKS, FATE_PATTERNS, FONT_SIZE, INK, M
 
 CUT_FATES = ("top_k", "top_p", "min_p", "greedy", "grammar")
 LEGEND_BELOW_PX = 66  # the legend's top under the plot area: below the axes' tick labels and titles
-PHONE_LEGEND_EXTRA_PX = 30  # ... on a phone, lower still: the draw's axis title sits lower under its narrow ticks
+PHONE_LEGEND_EXTRA_PX = 60  # ... on a phone, lower still: the draw's axis title wraps to two lines there
 OTHER_COLOR = "#EEEEEE"  # the draw panel's 'all other tokens' and '... n more' stretches
 
 

@@ -189,8 +189,8 @@ def pin_ids(lm: LoadedModel, text) -> list[int]:
     return ids
 
 
-@torch.no_grad()
 @computation
+@torch.no_grad()
 def own_candidates(lm: LoadedModel, lens: LogitLens, n: int = OWN_PINS) -> str:
     """The pins a lens starts with, as the pins' text (pin_ids reads it back): the model's own most probable next
     tokens at the lens's last position, i.e. the last layer's reading there (the model's output at T = 1), most
