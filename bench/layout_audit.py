@@ -136,8 +136,16 @@ CHECK = r"""() => {
       if (f) { const ratio = contrast(over(f.c, f.a, bg), bg);
         if (ratio < 4.5) problems.push(`${where}: ${name(n)} has contrast ${ratio.toFixed(2)}:1`); }
     }
+    // (two texts overlap where their ink does: each line's box less what its font puts above and below the em, a
+    // fallback font's ␣ up to 1.7 em tall, so rows a projector's 1.25 lines apart are apart as the eye reads them)
+    const ink = ({n, r}) => {
+      const fs = parseFloat(getComputedStyle(n).fontSize) || 0, lines = Math.max(1, n.querySelectorAll('tspan.line').length);
+      const pad = fs ? Math.max(0, (r.height / lines - fs) / 2) : 0;
+      return {left: r.left, right: r.right, top: r.top + pad, bottom: r.bottom - pad};
+    };
+    for (const x of texts) x.ink = ink(x);
     for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
-      const a = texts[i].r, b = texts[j].r;
+      const a = texts[i].ink, b = texts[j].ink;
       const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
       if (w > 2 && h > 2) problems.push(`${where}: ${name(texts[i].n)} overlaps ${name(texts[j].n)} (${Math.round(w)}x${Math.round(h)} px)`);
     }

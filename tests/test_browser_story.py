@@ -59,7 +59,8 @@ def test_the_story_is_the_navigation_and_start_here_leads_in(url, new_tab):
 
     page.locator("#tbt-nav button[data-tbt-part=inside]").click()  # a part: its first tab opens with it
     page.get_by_role("tab", name=t("tab_ablation", "en"), selected=True).wait_for(timeout=30_000)
-    assert shown_tabs(page) == [t(f"tab_{tab}", "en") for tab in ("ablation", "patching", "heads", "two_models")]
+    inside = ("ablation", "patching", "heads", "two_models", "attribution")
+    assert shown_tabs(page) == [t(f"tab_{tab}", "en") for tab in inside]
     assert open_part(page) == "inside" and parts.nth(2).get_attribute("aria-current") == "true"
     open_view(page, t("tab_paged", "en"))  # the helper every browser test uses: the part first, then the tab
     assert open_part(page) == "engines"
