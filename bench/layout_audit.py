@@ -105,7 +105,15 @@ CHECK = r"""() => {
     const texts = [...plot.querySelectorAll('svg text')].filter((n) => (n.textContent || '').trim() && seen(n))
       .map((n) => ({n, r: n.getBoundingClientRect(), clip: clipBox(n, plot)})).filter((x) => x.r.width > 0 && x.r.height > 0)
       .filter((x) => !x.clip || !apart(x.r, x.clip.r));
-    for (const {n, r, clip} of texts) {
+    // (a text is cut, or overlaps another, where its ink is: each line's box less what its font puts above and below
+    // the em, a fallback font's ␣ up to 1.7 em tall: a projector's rows 1.25 lines apart, a CJK cell's text, as read)
+    const ink = ({n, r}) => {
+      const fs = parseFloat(getComputedStyle(n).fontSize) || 0, lines = Math.max(1, n.querySelectorAll('tspan.line').length);
+      const pad = fs ? Math.max(0, (r.height / lines - fs) / 2) : 0;
+      return {left: r.left, right: r.right, top: r.top + pad, bottom: r.bottom - pad, width: r.width, height: r.height - 2 * pad};
+    };
+    for (const x of texts) x.ink = ink(x);
+    for (const {n, clip, ink: r} of texts) {
       if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
         problems.push(`${where}: ${name(n)} is cut by its chart (${Math.round(r.left - box.left)},${Math.round(r.top - box.top)} ${Math.round(r.width)}x${Math.round(r.height)} in ${Math.round(box.width)}x${Math.round(box.height)})`);
       } else if (clip && !inside(r, clip.r)) {
@@ -136,14 +144,6 @@ CHECK = r"""() => {
       if (f) { const ratio = contrast(over(f.c, f.a, bg), bg);
         if (ratio < 4.5) problems.push(`${where}: ${name(n)} has contrast ${ratio.toFixed(2)}:1`); }
     }
-    // (two texts overlap where their ink does: each line's box less what its font puts above and below the em, a
-    // fallback font's ␣ up to 1.7 em tall, so rows a projector's 1.25 lines apart are apart as the eye reads them)
-    const ink = ({n, r}) => {
-      const fs = parseFloat(getComputedStyle(n).fontSize) || 0, lines = Math.max(1, n.querySelectorAll('tspan.line').length);
-      const pad = fs ? Math.max(0, (r.height / lines - fs) / 2) : 0;
-      return {left: r.left, right: r.right, top: r.top + pad, bottom: r.bottom - pad};
-    };
-    for (const x of texts) x.ink = ink(x);
     for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
       const a = texts[i].ink, b = texts[j].ink;
       const w = Math.min(a.right, b.right) - Math.max(a.left, b.left), h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
