@@ -120,7 +120,8 @@ def test_medusa_writes_plain_greedy_and_shows_any_pass_again_without_the_model(s
     assert f"{len(numbers['generated'])} tokens in {numbers['passes']} verifying passes" in summary
     shown = plot_figure(plot)
     mask = next(tr for tr in shown["data"] if tr.get("meta", {}).get("role") == "mask")
-    assert len(mask["z"]) == numbers["pass_positions"][pass_n - 1]  # a row per token of that pass
+    shown_n = pass_n["value"] if isinstance(pass_n, dict) else pass_n  # (the slider's update: its value and range)
+    assert len(mask["z"]) == numbers["pass_positions"][shown_n - 1]  # a row per token of that pass
     scheduler = scheduler_of(server[0].models.get().model)
     before = scheduler.turns
     again = plot_figure(a.predict(numbers["passes"], "zh", api_name="/medusa_pass"))
