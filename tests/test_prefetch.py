@@ -57,8 +57,12 @@ def test_a_prefetched_step_records_what_a_plain_step_does(lm, cfg, monkeypatch):
     scheduler = scheduler_module.scheduler_of(lm.model)
     ours = sequence(ahead).cache  # (the plain session's passes go through the same scheduler: not counted)
     real_run = scheduler.run
+    real_forward_batch = scheduler_module.forward_batch
     monkeypatch.setattr(scheduler_module, "forward_one",
                         lambda m, c, t: (c is ours and passes.append(t)) or real_forward_one(m, c, t))
+    # (on a loaded machine the pass ahead may share a batched pass with the plain session's step: counted too)
+    monkeypatch.setattr(scheduler_module, "forward_batch", lambda m, cs, ts: [
+        passes.append(t) for c, t in zip(cs, ts) if c is ours] and False or real_forward_batch(m, cs, ts))
     monkeypatch.setattr(scheduler, "run",  # a step's own pass
                         lambda c, *a, **k: (c is ours and step_forwards.append(a)) or real_run(c, *a, **k))
     for i in range(10):
@@ -78,7 +82,7 @@ def test_a_prefetched_step_records_what_a_plain_step_does(lm, cfg, monkeypatch):
     assert (sequence(ahead).prefetch_hits, sequence(ahead).prefetch_misses) == (10, 1)  # the last one thrown away
     assert step_forwards == []  # no step ran a second pass
     # one pass per token, the prefetched one (and the last one ahead, if it ran before it was taken back)
-    assert passes[:10] == ahead.ids[ahead.prompt_len :] and len(passes) in (10, 11)
+    assert passes[:10] == ahead.ids[ahead.prompt_len :] and len(passes) in (10, 11), (passes, ahead.ids[ahead.prompt_len - 1 :])
 
 
 def test_a_step_choosing_another_token_throws_the_prefetch_away(lm):

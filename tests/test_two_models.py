@@ -168,7 +168,7 @@ def test_a_text_too_long_for_gemma_is_refused_before_smollm2_reads_it(both, smol
     """Issue 46: SmolLM2 scored the text (22 s on a loaded machine) before Gemma's bound refused it."""
     text = "1234567890" * (MAX_CHARS // 10)  # 201 Gemma tokens: past its cells; SmolLM2 may read it
     with pytest.raises(SessionError) as err:
-        read_by_each(both, text)
+        read_by_each([core_of(m) for m in both], text)
     assert err.value.key == "score_too_many_tokens" and smollm2_passes == []
 
 
