@@ -78,7 +78,7 @@ class Attribution:
         return float(self.integrated.sum()) - self.change
 
 
-class DoorGradients:
+class TurnGradients:
     """Captum's compute_gradients, each call (one forward and backward over a batch of the path's points) a turn at
     the model's scheduler with grad enabled for that pass only. Set as an attribution method's gradient_func: Captum
     calls it for every internal batch."""
@@ -171,7 +171,7 @@ def compute(lm: LoadedModel, ids: list[int], position: int | None = None, target
     baseline = baseline_of(model, embeds)
     forward = logit_of(model, target)
     rows_per_pass = max(1, PASS_TOKENS // len(context))
-    gradients = DoorGradients(model)
+    gradients = TurnGradients(model)
     ig = IntegratedGradients(forward)
     ig.gradient_func = gradients
     integrated = ig.attribute(embeds, baselines=baseline, n_steps=steps, method=METHOD,
