@@ -79,7 +79,7 @@ def main(argv=None) -> dict:
                 for r in runs for p in r["processes"]]
         rows += [[r["model_process"], "all", f"{r['rss_mib']:.0f}", f"{r['pss_mib']:.0f}"] for r in runs]
         print(table(["cores apart", "process", "RSS MiB", "PSS MiB"], rows))
-        save("server_memory_split", {"runs": runs})
+        save("server_memory_split" + ("_before" if args.root else ""), {"runs": runs})  # (an A/B keeps both)
         return {"runs": runs}
     with AppServer() as server:
         proc = psutil.Process(server.pid)
