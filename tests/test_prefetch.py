@@ -60,9 +60,11 @@ def test_a_prefetched_step_records_what_a_plain_step_does(lm, cfg, monkeypatch):
     real_forward_batch = scheduler_module.forward_batch
     monkeypatch.setattr(scheduler_module, "forward_one",
                         lambda m, c, t: (c is ours and passes.append(t)) or real_forward_one(m, c, t))
-    # (on a loaded machine the pass ahead may share a batched pass with the plain session's step: counted too)
-    monkeypatch.setattr(scheduler_module, "forward_batch", lambda m, cs, ts: [
-        passes.append(t) for c, t in zip(cs, ts) if c is ours] and False or real_forward_batch(m, cs, ts))
+    def counted_batch(m, caches, tokens):  # (on a loaded machine the pass ahead may share a batched pass with the
+        passes.extend(t for c, t in zip(caches, tokens) if c is ours)  # plain session's step: counted too)
+        return real_forward_batch(m, caches, tokens)
+
+    monkeypatch.setattr(scheduler_module, "forward_batch", counted_batch)
     monkeypatch.setattr(scheduler, "run",  # a step's own pass
                         lambda c, *a, **k: (c is ours and step_forwards.append(a)) or real_run(c, *a, **k))
     for i in range(10):
