@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 from viz.i18n import t
-from viz.style import (KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, legend_key,
+from viz.style import (KEY_COLOR, MUTED, SMALL_SIZE, as_figure, base_layout, chart, domains, legend_key, model_name,
                         narrow_layout)
 
 PREFILL_COLOR, DECODE_COLOR = "#D55E00", "#0072B2"  # vermillion, blue (colour-blind safe)
@@ -48,7 +48,7 @@ def speed_chart(m, lang: str = "en") -> dict:
                      "showlegend": False, "meta": {"role": kind}})
     top = max(p.tokens_per_s for p in [*m.prefill, *m.decode]) * 1.18
     layout = base_layout(
-        t("pd_speed_title", lang, model=m.model), lang,
+        t("pd_speed_title", lang, model=model_name(m.model)), lang,
         subtitle=t("pd_speed_subtitle", lang, context=m.context_tokens, threads=m.threads), height=480,
         xaxis={"domain": list(left), "title": {"text": t("pd_axis_prompt", lang)}, "type": "category"},
         yaxis={"title": {"text": t("pd_axis_tps", lang)}, "range": [0, top]},
@@ -84,7 +84,7 @@ def roofline_chart(m, lang: str = "en") -> dict:
                              bound=t(BOUND[p.bound(peak)], lang)) for p in chosen],
             "hovertemplate": "%{customdata}<extra></extra>", "meta": {"role": kind}})
     layout = base_layout(
-        t("pd_roof_title", lang, model=m.model), lang,
+        t("pd_roof_title", lang, model=model_name(m.model)), lang,
         subtitle=t("pd_roof_subtitle", lang, flops=_si(peak.flops_per_s), bw=_si(peak.bytes_per_s),
                    balance=f"{peak.balance:.3g}", threads=peak.threads), height=520,
         xaxis={"type": "log", "title": {"text": t("pd_axis_intensity", lang)}, "range": [math.log10(lo), math.log10(hi)]},

@@ -13,6 +13,7 @@ from ui.handlers import friendly, whole
 from ui.state import carrier
 from ui.strings import t
 from viz.attribution import attribution_chart, attribution_chips_html
+from viz.style import model_name
 
 CHOSEN = -1  # the candidate list's first entry: the token the text has at the position (the top one for the next)
 
@@ -100,7 +101,7 @@ class AttributionView:
             candidates.append((f"{a.target.display} · {a.prob:.1%}", a.target.id))
         picked = CHOSEN if candidate in (None, "", CHOSEN) else a.target.id
         return {self.result: said, self.chips: attribution_chips_html(a, lang),
-                self.figure: carrier(attribution_chart(a, text.lm.name, lang), self.tab),
+                self.figure: carrier(attribution_chart(a, model_name(text.lm.name), lang), self.tab),
                 self.numbers: attribution_summary(a),
                 self.position: gr.update(choices=position_choices(text, lang), value=a.position),
                 self.candidate: gr.update(choices=candidates, value=picked)}
@@ -110,7 +111,7 @@ class AttributionView:
         if not session.capabilities.runs_locally:  # an engine's model: no gradients come back
             return None
         text = session.whole_text("attr_needs_weights")
-        return attribution_chart(explained(text, None, CHOSEN, STEPS), text.lm.name, view.lang)
+        return attribution_chart(explained(text, None, CHOSEN, STEPS), model_name(text.lm.name), view.lang)
 
     def events(self, page):
         self.figure = page.figure  # the page's one chart carrier (plot(): this tab's plot), made after the views
