@@ -313,15 +313,16 @@ def test_an_engine_fault_leaves_the_session_unchanged(spec_lm):
 def test_the_local_runs_bound_is_checked_before_the_engines_request(spec_lm, lm, monkeypatch):
     """Issue 46, every bound checked before the first pass: a draft length the local run refuses was refused only
     after the engine had written its whole continuation."""
+    from model.decoding.core import core_of
     from model.decoding.session import DecodeSession
-    from model.serving.engine_speculative import engine_speculate
+    from model.vllm.speculative import engine_speculate
 
     session = DecodeSession(spec_lm)
     session.start("def area_square(side):\n    return side * side\n")
     asked, real = [], spec_lm.client.speculative_completion
     monkeypatch.setattr(spec_lm.client, "speculative_completion", lambda *a, **k: asked.append(1) or real(*a, **k))
     with pytest.raises(SessionError) as err:
-        engine_speculate(session, 8, lm, draft_len=99)
+        engine_speculate(session, 8, core_of(lm), draft_len=99)
     assert err.value.key == "spec_draft_len_range" and asked == []
 
 

@@ -250,7 +250,7 @@ class ModelRegistry:
             core.stop()
 
     def loaded_twin(self, lm: EngineModel) -> ModelCore | ProcessCore | None:
-        """The core of a local model already loaded that is the engine's model here (engine_speculative.is_twin:
+        """The core of a local model already loaded that is the engine's model here (model.vllm.speculative.is_twin:
         same shape, same vocabulary), else None; never loads one."""
         with self._lock:
             loaded = dict(self._models)  # loaded or handed in preloaded (its core made on first use, cheaply)
