@@ -57,10 +57,12 @@ engine: $(ENGINE_STAMP)
 # (ignored); `make screenshots` runs the browser tests with TBT_SHOTS=assets to refresh the README's pictures.
 # Nothing is retried: a test that fails, failed (ARGS="--reruns 2" for a machine known to be overloaded; the
 # summary then lists each retry, -rR in pytest.ini). Every run ends with its 30 slowest set-ups and tests (the budget:
-# README, Contributing); ARGS="--durations=0" lists them all. The run is split over two worker processes, one per core
-# (pytest-xdist): a module's tests stay on one worker, the engine modules on one (tests/conftest.py, unit_of);
-# SPLIT= runs it in one process.
-SPLIT ?= -n 2 --dist loadscope --no-loadscope-reorder
+# README, Contributing); ARGS="--durations=0" lists them all. make test SPLIT="$(TWO_WORKERS)" splits the run over
+# two worker processes, one per core (pytest-xdist): a module's tests stay on one worker, the engine modules on one
+# (tests/conftest.py, unit_of). Not yet the default: two full split runs here each failed a browser test that a run
+# in one process passes (README, Contributing).
+TWO_WORKERS := -n 2 --dist loadscope --no-loadscope-reorder
+SPLIT ?=
 test: $(STAMP) browser engine
 	$(PY) -m pytest -q $(SPLIT) --durations=30 $(ARGS)
 

@@ -241,7 +241,8 @@ QUIET = r"""([token, ms, frames]) => {
   }
   if (q.token !== token) { q.token = token; q.last = performance.now(); q.frames = 0; }  // a new wait
   q.frames += 1;
-  if (document.querySelector('.pending, .generating, .eta-bar') || document.fonts.status !== 'loaded') {
+  // (a pressed button's run under way, assets/js/busy.js: its seconds tick once a second, quiet in between)
+  if (document.querySelector('.pending, .generating, .eta-bar, [aria-busy="true"]') || document.fonts.status !== 'loaded') {
     q.last = performance.now(); q.frames = 0; return false;
   }
   return performance.now() - q.last >= ms && q.frames >= frames;

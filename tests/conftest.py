@@ -63,7 +63,7 @@ def pytest_collection_modifyitems(config, items):
 # a module's tests stay together on one worker, so its set-ups (a served app, a Chromium, a loaded model) are paid
 # once as in a single process, and the modules of ENGINE_MODULES are one unit, so one worker starts vLLM. Units are
 # handed out in the order collected, the longest first (the layout audit, the lessons, the browser tier, the engine
-# tier), so the shorter ones fill in beside them. Without xdist only the order changes. (xdist's own `loadgroup`
+# tier), so the shorter ones fill in beside them. A run in one process is left in the files' order. (xdist's `loadgroup`
 # does not group under pytest 9: it renames item._nodeid, which pytest 9 no longer reads.)
 ENGINE_MODULES = {"test_prefill_decode.py", "test_vllm.py", "test_vllm_kv_events.py", "test_vllm_metrics.py",
                   "test_vllm_offline.py", "test_vllm_processed.py", "test_vllm_spec.py", "test_vllm_training.py"}
@@ -101,7 +101,8 @@ def _share_out(items):
         unit, path = unit_of(item.nodeid), item.nodeid.split("::")[0]
         first = _FIRST.index(path) if path in _FIRST else len(_FIRST)
         rank[unit] = min(rank.get(unit, (first, tier(item))), (first, tier(item)))
-    items.sort(key=lambda item: (*rank[unit_of(item.nodeid)], unit_of(item.nodeid)))  # stable: a module's order kept
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # (a run in one process keeps the files' order)
+        items.sort(key=lambda item: (*rank[unit_of(item.nodeid)], unit_of(item.nodeid)))  # stable: a module's order kept
 
 
 # ---- the model --------------------------------------------------------------------------------------------------
