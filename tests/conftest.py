@@ -59,7 +59,7 @@ def pytest_collection_modifyitems(config, items):
     _share_out(items)
 
 
-# Where each test runs when `make test` splits the run over two worker processes (pytest-xdist, `-n 2`; Makefile):
+# Where each test runs when a run is split over two worker processes (make test SPLIT="$(TWO_WORKERS)"; Makefile):
 # a module's tests stay together on one worker, so its set-ups (a served app, a Chromium, a loaded model) are paid
 # once as in a single process, and the modules of ENGINE_MODULES are one unit, so one worker starts vLLM. Units are
 # handed out in the order collected, the longest first (the layout audit, the lessons, the browser tier, the engine
@@ -93,6 +93,9 @@ def _share_out(items):
         raise pytest.UsageError("An engine test outside ENGINE_MODULES (tests/conftest.py) would start a second vLLM "
                                 "on the other worker; add its module there:\n  " + "\n  ".join(astray))
 
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # a run in one process keeps the files' order
+        return
+
     def tier(item):
         return next((_TIER_ORDER[t] for t in TIERS if item.get_closest_marker(t)), len(_TIER_ORDER))
 
@@ -101,8 +104,7 @@ def _share_out(items):
         unit, path = unit_of(item.nodeid), item.nodeid.split("::")[0]
         first = _FIRST.index(path) if path in _FIRST else len(_FIRST)
         rank[unit] = min(rank.get(unit, (first, tier(item))), (first, tier(item)))
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # (a run in one process keeps the files' order)
-        items.sort(key=lambda item: (*rank[unit_of(item.nodeid)], unit_of(item.nodeid)))  # stable: a module's order kept
+    items.sort(key=lambda item: (*rank[unit_of(item.nodeid)], unit_of(item.nodeid)))  # stable: a module's order kept
 
 
 # ---- the model --------------------------------------------------------------------------------------------------
